@@ -1,0 +1,1 @@
+"""vigil rules."""
