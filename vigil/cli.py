@@ -10,32 +10,32 @@ import importlib
 
 import click
 
-# name -> "module:attribute" of a click command or group
+# name -> ("module:attribute" of a click command or group, one-line help shown by --help)
 _TOP_COMMANDS = {
-    "up": "vigil.cli_stack:up",
-    "down": "vigil.cli_stack:down",
-    "status": "vigil.cli_stack:status",
-    "chaos": "vigil.cli_chaos:chaos",
-    "drill": "vigil.cli_chaos:drill",
-    "inbox": "vigil.cli_stack:inbox",
-    "rules": "vigil.cli_rules:rules",
-    "notifier": "vigil.cli_notifier:notifier",
-    "exporter": "vigil.cli:exporter",
-    "aiops": "vigil.cli:aiops",
+    "up": ("vigil.cli_stack:up", "Start the local stack (Prometheus, Alertmanager, exporters, notifier, AIOps)."),
+    "down": ("vigil.cli_stack:down", "Stop a stack started with `vigil up --detach`."),
+    "status": ("vigil.cli_stack:status", "Show each component's URL and health."),
+    "chaos": ("vigil.cli_chaos:chaos", "Inject or clear faults in the simulated GPU fleet."),
+    "drill": ("vigil.cli_chaos:drill", "Fire drill: inject a fault, time the page and its resolution."),
+    "inbox": ("vigil.cli_stack:inbox", "List the pages delivered to the local inbox."),
+    "rules": ("vigil.cli_rules:rules", "Generate, check and test alert rules from compact YAML."),
+    "notifier": ("vigil.cli_notifier:notifier", "Run the notifier (Alertmanager webhook receiver)."),
+    "exporter": ("vigil.cli:exporter", "Run a GPU or node health exporter."),
+    "aiops": ("vigil.cli:aiops", "Baselines, anomaly detection, failure prediction, correlation."),
 }
 
 _EXPORTER_COMMANDS = {
-    "gpu": "vigil.cli_gpu_exporter:gpu",
-    "node": "vigil.cli_node_exporter:node",
+    "gpu": ("vigil.cli_gpu_exporter:gpu", "GPU exporter: NVML, DCGM or the simulated fleet."),
+    "node": ("vigil.cli_node_exporter:node", "Node health exporter: SMART, InfiniBand, heartbeat."),
 }
 
 _AIOPS_COMMANDS = {
-    "detect": "vigil.cli_aiops_nab:detect",
-    "evaluate": "vigil.cli_aiops_nab:evaluate",
-    "train": "vigil.cli_aiops_baseline:train",
-    "serve": "vigil.cli_aiops_baseline:serve",
-    "train-disk": "vigil.cli_aiops_risk:train_disk",
-    "suggest-inhibitions": "vigil.cli_aiops_risk:suggest_inhibitions",
+    "detect": ("vigil.cli_aiops_nab:detect", "Score a timestamp,value CSV for anomalies (causal)."),
+    "evaluate": ("vigil.cli_aiops_nab:evaluate", "Evaluate detectors on a benchmark (NAB)."),
+    "train": ("vigil.cli_aiops_baseline:train", "Learn dynamic baselines from history."),
+    "serve": ("vigil.cli_aiops_baseline:serve", "Export baselines and failure risk as Prometheus metrics."),
+    "train-disk": ("vigil.cli_aiops_risk:train_disk", "Train the disk failure model on SMART history."),
+    "suggest-inhibitions": ("vigil.cli_aiops_risk:suggest_inhibitions", "Propose inhibition rules from alert history."),
 }
 
 
@@ -47,7 +47,7 @@ def _load(target: str) -> click.Command:
 class LazyGroup(click.Group):
     """A click group whose sub-commands are imported only when used."""
 
-    def __init__(self, *args, lazy: dict[str, str], **kwargs):
+    def __init__(self, *args, lazy: dict[str, tuple[str, str]], **kwargs):
         super().__init__(*args, **kwargs)
         self._lazy = lazy
 
@@ -56,8 +56,14 @@ class LazyGroup(click.Group):
 
     def get_command(self, ctx, name):
         if name in self._lazy:
-            return _load(self._lazy[name])
+            return _load(self._lazy[name][0])
         return super().get_command(ctx, name)
+
+    def format_commands(self, ctx, formatter):
+        # Help text comes from the table so `--help` does not import every sub-command.
+        rows = [(name, self._lazy[name][1]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 @click.group(cls=LazyGroup, lazy=_EXPORTER_COMMANDS)

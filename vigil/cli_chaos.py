@@ -1,0 +1,120 @@
+"""`vigil chaos` and `vigil drill`: break the simulated fleet on purpose and watch the page arrive."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+import requests
+
+from .drill import FAULTS, Drill, DrillFailed, StackApis, StageResult
+from .runstate import NoStack, StackState, read_state, read_token
+
+run_dir_option = click.option("--run-dir", type=click.Path(path_type=Path), default=Path(".vigil"), show_default=True,
+                              help="Run directory of the stack to act on.")
+
+
+def _state(run_dir: Path) -> StackState:
+    try:
+        state = read_state(run_dir)
+    except NoStack as exc:
+        raise click.ClickException(str(exc)) from None
+    if "gpu_control" not in state.urls:
+        raise click.ClickException("this stack exports real GPUs (NVML); faults can be injected only into the simulated fleet")
+    return state
+
+
+def _control(run_dir: Path, method: str, path: str, body: dict | None = None) -> dict:
+    state = _state(run_dir)
+    try:
+        r = requests.request(method, f"{state.urls['gpu_control']}{path}", json=body, timeout=5)
+    except requests.RequestException as exc:
+        raise click.ClickException(f"cannot reach the simulated fleet's control API: {exc}") from None
+    payload = r.json() if r.headers.get("content-type", "").startswith("application/json") else {"error": r.text}
+    if r.status_code >= 400:
+        raise click.ClickException(payload.get("error", r.text))
+    return payload
+
+
+@click.group()
+def chaos():
+    """Inject or clear faults in the simulated GPU fleet."""
+
+
+@chaos.command()
+@click.argument("fault")
+@click.option("--node", required=True, help="Node name, e.g. node-2 (see `vigil chaos list`).")
+@click.option("--gpu", type=int, default=0, show_default=True, help="GPU index on the node.")
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Extra fault parameter (e.g. count=5).")
+@run_dir_option
+def inject(fault, node, gpu, params, run_dir):
+    """Inject FAULT (xid79, ecc-dbe, overheat, node-down, ecc-storm, xid-burst, …)."""
+    body = {"fault": fault, "node": node, "gpu": gpu}
+    for item in params:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--param")
+        body[key] = int(value) if value.isdigit() else value
+    result = _control(run_dir, "POST", "/chaos/inject", body)
+    click.echo(f"injected {fault} on {node}" + ("" if fault == "node-down" else f" GPU {gpu}") + f": {json.dumps(result.get('fault', {}))}")
+
+
+@chaos.command()
+@click.option("--node", help="Clear only this node's faults (default: all).")
+@run_dir_option
+def clear(node, run_dir):
+    """Clear faults (models a GPU reset / node back)."""
+    result = _control(run_dir, "POST", "/chaos/clear", {"node": node} if node else {})
+    click.echo(f"cleared {result.get('cleared', 0)} fault(s)")
+
+
+@chaos.command(name="list")
+@run_dir_option
+def list_(run_dir):
+    """List the simulated nodes and the active faults."""
+    result = _control(run_dir, "GET", "/chaos")
+    for node in result.get("nodes", []):
+        click.echo(f"{node['name']:<10} {node['gpus']} GPUs  {node['url']}")
+    faults = result.get("faults", [])
+    click.echo("active faults: " + (", ".join(f"{f['fault']}@{f['node']}/gpu{f.get('gpu')}" for f in faults) or "none"))
+
+
+@click.command()
+@click.argument("fault", type=click.Choice(sorted(FAULTS)))
+@click.option("--node", required=True, help="Node name, e.g. node-2.")
+@click.option("--gpu", type=int, default=0, show_default=True)
+@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds allowed per stage.")
+@click.option("--json", "as_json", is_flag=True, help="Print the stage timings as JSON.")
+@run_dir_option
+def drill(fault, node, gpu, timeout, as_json, run_dir):
+    """Inject FAULT, wait for the page, clear it, wait for the resolution; print each stage's time."""
+    state = _state(run_dir)
+    try:
+        apis = StackApis(prometheus=state.components["prometheus"].url, notifier=state.components["notifier"].url,
+                         gpu_control=state.urls["gpu_control"], token=read_token(run_dir))
+    except NoStack as exc:
+        raise click.ClickException(str(exc)) from None
+
+    def report(result: StageResult) -> None:
+        if not as_json:
+            click.echo(f"  {result.seconds:7.2f}s  {result.name}")
+
+    if not as_json:
+        where = node if fault == "node-down" else f"{node} GPU {gpu}"
+        click.echo(f"drill: {fault} on {where} (expecting {FAULTS[fault].alertname})")
+    runner = Drill(apis, fault, node, gpu, stage_timeout_s=timeout, report=report)
+    try:
+        results = runner.run()
+    except DrillFailed as exc:
+        if as_json:
+            click.echo(json.dumps({"ok": False, "error": str(exc), "stages": [r.__dict__ for r in runner.results]}))
+            sys.exit(1)
+        raise click.ClickException(f"drill failed: {exc}") from None
+    except requests.RequestException as exc:
+        raise click.ClickException(f"cannot reach the stack: {exc}") from None
+    if as_json:
+        click.echo(json.dumps({"ok": True, "fault": fault, "node": node, "gpu": gpu, "stages": [r.__dict__ for r in results]}))
+    else:
+        click.echo(f"drill passed: page and resolution delivered for {fault}")

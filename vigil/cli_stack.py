@@ -1,0 +1,162 @@
+"""`vigil up`, `down`, `status` and `inbox`: run a local stack and look at it."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import click
+import requests
+
+from .components import MissingBinaries
+from .runstate import NoStack, pid_alive, read_state, read_token
+from .settings import SettingsError, load_settings
+from .stack import StackError, run_stack, url_table
+from .stack_config import RunLayout
+from .supervisor import is_healthy
+
+run_dir_option = click.option("--run-dir", type=click.Path(path_type=Path), default=Path(".vigil"), show_default=True,
+                              help="Run directory of the stack (state, configs, data, logs).")
+
+
+@click.command()
+@run_dir_option
+@click.option("--config", "config_file", type=click.Path(path_type=Path, exists=True, dir_okay=False), help="Stack config file (YAML).")
+@click.option("--port-base", type=int, help="First port; the components use port-base … port-base+99.  [default: 9600]")
+@click.option("--sim-nodes", type=int, help="Simulated GPU nodes.  [default: 4]")
+@click.option("--sim-gpus", type=int, help="GPUs per simulated node.  [default: 8]")
+@click.option("--gpu-backend", type=click.Choice(["auto", "sim", "nvml"]), default="auto", show_default=True)
+@click.option("--scrape-interval", type=float, help="Seconds between scrapes (and rule evaluations).  [default: 2]")
+@click.option("--no-aiops", is_flag=True, help="Do not run the AIOps service (skips history backfill).")
+@click.option("--detach", is_flag=True, help="Return once every component is healthy; stop later with `vigil down`.")
+@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds to wait for health.")
+def up(run_dir, config_file, port_base, sim_nodes, sim_gpus, gpu_backend, scrape_interval, no_aiops, detach, timeout):
+    """Start Prometheus, Alertmanager, node_exporter, the GPU fleet, the notifier and AIOps on loopback."""
+    overrides = {"run_dir": run_dir, "port_base": port_base, "sim_nodes": sim_nodes, "sim_gpus": sim_gpus,
+                 "scrape_interval": scrape_interval, "evaluation_interval": scrape_interval,
+                 "aiops": False if no_aiops else None}
+    try:
+        settings = load_settings(config_file, overrides)
+    except SettingsError as exc:
+        raise click.ClickException(str(exc)) from None
+    if detach:
+        _up_detached(sys.argv[1:], settings.run_path, timeout)
+        return
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        code = run_stack(settings, gpu_backend, say=lambda msg: click.echo(msg), health_timeout_s=timeout)
+    except (StackError, MissingBinaries) as exc:
+        raise click.ClickException(str(exc)) from None
+    sys.exit(code)
+
+
+def _up_detached(argv: list[str], run_path: Path, timeout: float) -> None:
+    layout = RunLayout(run_path)
+    layout.logs_dir.mkdir(parents=True, exist_ok=True)
+    log_path = layout.logs_dir / "supervisor.log"
+    argv = [a for a in argv if a != "--detach"]
+    with open(log_path, "ab") as log_file:
+        child = subprocess.Popen([sys.executable, "-m", "vigil.cli", *argv], stdin=subprocess.DEVNULL,
+                                 stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + timeout + 60  # backfill and health waits happen inside the child
+    while time.monotonic() < deadline:
+        if child.poll() is not None:
+            tail = log_path.read_text(errors="replace").splitlines()[-15:]
+            raise click.ClickException("the stack did not start:\n  " + "\n  ".join(tail))
+        try:
+            state = read_state(run_path)
+            if state.ready and state.supervisor_pid == child.pid:
+                click.echo("vigil stack is up:\n" + url_table(state) + f"\n\nstop it with: vigil down --run-dir {run_path}")
+                return
+        except NoStack:
+            pass
+        time.sleep(0.5)
+    raise click.ClickException(f"the stack was not healthy within {timeout:.0f}s; see {log_path}")
+
+
+@click.command()
+@run_dir_option
+@click.option("--timeout", type=float, default=30.0, show_default=True)
+def down(run_dir, timeout):
+    """Stop a stack started with `vigil up --detach`."""
+    try:
+        state = read_state(run_dir)
+    except NoStack as exc:
+        raise click.ClickException(str(exc)) from None
+    os.kill(state.supervisor_pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while pid_alive(state.supervisor_pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if pid_alive(state.supervisor_pid):
+        raise click.ClickException(f"the supervisor (pid {state.supervisor_pid}) did not stop within {timeout:.0f}s")
+    click.echo(f"stopped the stack in {run_dir}")
+
+
+@click.command()
+@run_dir_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: {\"components\": {name: {url, healthy}}}.")
+def status(run_dir, as_json):
+    """Show each component's URL and health."""
+    try:
+        state = read_state(run_dir)
+    except NoStack as exc:
+        if as_json:
+            click.echo(json.dumps({"components": {}, "error": str(exc)}))
+            sys.exit(1)
+        raise click.ClickException(str(exc)) from None
+    health = {name: is_healthy(c.health_url) for name, c in state.components.items()}
+    if as_json:
+        click.echo(json.dumps({"components": {n: {"url": c.url, "healthy": health[n]} for n, c in state.components.items()}}, indent=2))
+    else:
+        width = max(len(n) for n in state.components)
+        click.echo(f"{'component':<{width}}  {'health':<9}  url")
+        for name, comp in state.components.items():
+            click.echo(f"{name:<{width}}  {'healthy' if health[name] else 'UNHEALTHY':<9}  {comp.url}")
+    sys.exit(0 if all(health.values()) else 1)
+
+
+def fetch_inbox(run_dir: Path) -> list[dict]:
+    """Pages delivered to the stack's local inbox (oldest first)."""
+    state = read_state(run_dir)
+    notifier = state.components["notifier"].url
+    response = requests.get(f"{notifier}/api/v1/inbox", headers={"Authorization": f"Bearer {read_token(run_dir)}"}, timeout=5)
+    response.raise_for_status()
+    return response.json()["pages"]
+
+
+@click.command()
+@run_dir_option
+@click.option("--json", "as_json", is_flag=True, help="Print the pages as JSON.")
+def inbox(run_dir, as_json):
+    """List the pages delivered to the demo's local inbox."""
+    try:
+        pages = fetch_inbox(run_dir)
+    except NoStack as exc:
+        raise click.ClickException(str(exc)) from None
+    except requests.RequestException as exc:
+        raise click.ClickException(f"cannot reach the notifier: {exc}") from None
+    if as_json:
+        click.echo(json.dumps({"pages": pages}, indent=2))
+        return
+    if not pages:
+        click.echo("the inbox is empty")
+        return
+    for page in pages:
+        when = _format_time(page.get("time"))
+        click.echo(f"{when}  #{page.get('incident_id')}  {page.get('status', '').upper():<8}  to {page.get('recipient')} via {page.get('channel')}")
+        click.echo(f"    {page.get('title')}")
+        for line in str(page.get("body") or "").splitlines()[:6]:
+            click.echo(f"    {line}")
+
+
+def _format_time(value) -> str:
+    if isinstance(value, (int, float)):
+        return datetime.fromtimestamp(value, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    return str(value)

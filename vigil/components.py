@@ -1,0 +1,122 @@
+"""The components of a local stack: which binaries, which flags, which health checks."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import sys
+from dataclasses import dataclass
+
+from .settings import StackSettings
+from .stack_config import RunLayout, prom_duration
+from .supervisor import ComponentSpec
+
+SYSTEM_BINARIES = {
+    "prometheus": ("prometheus", "prometheus"),
+    "promtool": ("promtool", "prometheus"),
+    "alertmanager": ("prometheus-alertmanager", "prometheus-alertmanager"),
+    "amtool": ("amtool", "prometheus-alertmanager"),
+    "node-exporter": ("prometheus-node-exporter", "prometheus-node-exporter"),
+}
+
+
+class MissingBinaries(Exception):
+    """Debian packages the stack needs are not installed; the message has the command to fix it."""
+
+
+def find_binaries() -> dict[str, str]:
+    found, missing = {}, set()
+    for key, (binary, package) in SYSTEM_BINARIES.items():
+        path = shutil.which(binary)
+        if path:
+            found[key] = path
+        else:
+            missing.add(package)
+    if missing:
+        packages = " ".join(sorted(missing))
+        raise MissingBinaries(f"missing Debian packages: {packages}\n  install them with: sudo apt-get install -y {packages}")
+    return found
+
+
+@dataclass(frozen=True)
+class GpuBackend:
+    """Which GPU exporter backend the stack runs and the node names it exports."""
+
+    kind: str  # "sim" or "nvml"
+    node_names: list[str]
+
+
+def detect_gpu_backend(settings: StackSettings, requested: str = "auto") -> GpuBackend:
+    """Real GPUs when NVML answers (or when asked), the simulated fleet otherwise."""
+    if requested == "auto":
+        requested = "nvml" if _nvml_available() else "sim"
+    if requested == "nvml":
+        return GpuBackend("nvml", [socket.gethostname()])
+    return GpuBackend("sim", [f"node-{i}" for i in range(1, settings.sim_nodes + 1)])
+
+
+def _nvml_available() -> bool:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        pynvml.nvmlShutdown()
+        return True
+    except Exception:  # any NVML/library failure means "no usable GPU here"
+        return False
+
+
+def _vigil(*args: str) -> list[str]:
+    # Run sub-commands with this interpreter so the stack works from a venv without activating it.
+    return [sys.executable, "-m", "vigil.cli", *args]
+
+
+def component_specs(settings: StackSettings, layout: RunLayout, binaries: dict[str, str], backend: GpuBackend) -> list[ComponentSpec]:
+    """Components in start order (dependencies first)."""
+    p = settings.ports
+    host = "127.0.0.1"
+
+    def url(port: int, path: str = "") -> str:
+        return f"http://{host}:{port}{path}"
+
+    node_ports = [p.gpu_node(i) for i in range(1, len(backend.node_names) + 1)]
+    if backend.kind == "sim":
+        gpu_argv = _vigil("exporter", "gpu", "--backend", "sim", "--sim-nodes", str(settings.sim_nodes),
+                          "--sim-gpus", str(settings.sim_gpus), "--listen", f"{host}:{node_ports[0]}",
+                          "--control-listen", f"{host}:{p.gpu_control}", "--interval", str(settings.exporter_interval))
+        gpu = ComponentSpec("gpu-fleet", gpu_argv, url(node_ports[0], "/metrics"), url(p.gpu_control, "/healthz"),
+                            ports=[p.gpu_control, *node_ports])
+    else:
+        gpu_argv = _vigil("exporter", "gpu", "--backend", "nvml", "--listen", f"{host}:{node_ports[0]}",
+                          "--node", backend.node_names[0], "--interval", str(settings.exporter_interval))
+        gpu = ComponentSpec("gpu-exporter", gpu_argv, url(node_ports[0], "/metrics"), url(node_ports[0], "/metrics"),
+                            ports=node_ports)
+    specs = [
+        ComponentSpec("notifier", _vigil("notifier", "serve", "--listen", f"{host}:{p.notifier}",
+                                         "--db", f"sqlite:///{layout.notifier_db}", "--token-file", str(layout.token_file),
+                                         "--oncall-config", str(settings.oncall_config or layout.oncall_config),
+                                         "--alertmanager-url", url(p.alertmanager)),
+                      url(p.notifier), url(p.notifier, "/healthz"), ports=[p.notifier]),
+        ComponentSpec("alertmanager", [binaries["alertmanager"], f"--config.file={layout.alertmanager_config}",
+                                       f"--storage.path={layout.alertmanager_data}", f"--web.listen-address={host}:{p.alertmanager}",
+                                       "--cluster.listen-address=", f"--web.external-url={url(p.alertmanager)}"],
+                      url(p.alertmanager), url(p.alertmanager, "/-/ready"), ports=[p.alertmanager]),
+        ComponentSpec("node-exporter", [binaries["node-exporter"], f"--web.listen-address={host}:{p.node_exporter}"],
+                      url(p.node_exporter, "/metrics"), url(p.node_exporter, "/metrics"), ports=[p.node_exporter]),
+        gpu,
+    ]
+    if settings.node_health:
+        specs.append(ComponentSpec("node-health", _vigil("exporter", "node", "--listen", f"{host}:{p.node_health}", "--simulate",
+                                                         "--node", backend.node_names[0]),
+                                   url(p.node_health, "/metrics"), url(p.node_health, "/metrics"), ports=[p.node_health]))
+    specs.append(ComponentSpec("prometheus", [binaries["prometheus"], f"--config.file={layout.prometheus_config}",
+                                              f"--storage.tsdb.path={layout.prometheus_data}", f"--web.listen-address={host}:{p.prometheus}",
+                                              f"--rules.alert.resend-delay={prom_duration(settings.resend_delay)}",
+                                              "--storage.tsdb.retention.time=30d", "--web.enable-lifecycle",
+                                              f"--web.external-url={url(p.prometheus)}"],
+                               url(p.prometheus), url(p.prometheus, "/-/ready"), ports=[p.prometheus]))
+    if settings.aiops:
+        specs.append(ComponentSpec("aiops", _vigil("aiops", "serve", "--listen", f"{host}:{p.aiops}", "--model-dir", str(layout.aiops_dir),
+                                                   "--prometheus-url", url(p.prometheus), "--match", "vigil_gpu_utilization_ratio"),
+                                   url(p.aiops, "/metrics"), url(p.aiops, "/healthz"), ports=[p.aiops]))
+    return specs

@@ -1,0 +1,73 @@
+"""The state file a running stack leaves in its run directory, and how other commands find the stack.
+
+`vigil status`, `down`, `chaos`, `drill` and `inbox` read `<run-dir>/state.json`, so two stacks on
+different port bases and run directories never see each other.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .stack_config import RunLayout
+
+
+class NoStack(Exception):
+    """No running stack was found in the run directory."""
+
+
+@dataclass
+class ComponentState:
+    url: str
+    health_url: str
+    pid: int | None = None
+
+
+@dataclass
+class StackState:
+    supervisor_pid: int
+    port_base: int
+    gpu_backend: str
+    ready: bool = False
+    components: dict[str, ComponentState] = field(default_factory=dict)
+    urls: dict[str, str] = field(default_factory=dict)  # API endpoints other commands use
+
+    def write(self, layout: RunLayout) -> None:
+        tmp = layout.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2, sort_keys=True) + "\n")
+        os.replace(tmp, layout.state_file)  # atomic: readers never see half a file
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def read_state(run_dir: Path) -> StackState:
+    """The state of the stack running in `run_dir`, or NoStack with a message saying what to do."""
+    layout = RunLayout(run_dir.resolve())
+    try:
+        raw = json.loads(layout.state_file.read_text())
+    except FileNotFoundError:
+        raise NoStack(f"no vigil stack is running in {run_dir} (start one with: vigil up --run-dir {run_dir})") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise NoStack(f"cannot read {layout.state_file}: {exc}") from None
+    state = StackState(**{**raw, "components": {k: ComponentState(**v) for k, v in raw.get("components", {}).items()}})
+    if not pid_alive(state.supervisor_pid):
+        raise NoStack(f"the stack in {run_dir} is not running (its supervisor, pid {state.supervisor_pid}, is gone)")
+    return state
+
+
+def read_token(run_dir: Path) -> str:
+    layout = RunLayout(run_dir.resolve())
+    try:
+        return layout.token_file.read_text().strip()
+    except OSError as exc:
+        raise NoStack(f"cannot read the webhook token {layout.token_file}: {exc.strerror}") from None

@@ -1,0 +1,109 @@
+"""`vigil up` in the foreground: prepare the run directory, start the supervisor, serve until stopped."""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import signal
+import time
+from typing import Callable
+
+from .components import GpuBackend, component_specs, detect_gpu_backend, find_binaries
+from .history import backfill_simulated_history
+from .runstate import ComponentState, StackState
+from .settings import StackSettings
+from .stack_config import RunLayout, write_stack_files
+from .supervisor import Supervisor, taken_ports
+
+log = logging.getLogger("vigil.stack")
+SIM_BANNER = """
+************************************************************************
+*  No NVIDIA GPU/driver found: running the SIMULATED GPU fleet         *
+*  ({nodes} nodes x {gpus} GPUs). Metrics are synthetic; inject faults *
+*  with `vigil chaos inject` or run `vigil drill`.                     *
+************************************************************************"""
+
+
+class StackError(Exception):
+    """The stack cannot start; the message says why and what to do."""
+
+
+def _lock_run_dir(layout: RunLayout):
+    layout.root.mkdir(parents=True, exist_ok=True)
+    handle = open(layout.lock_file, "a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise StackError(f"a stack is already running in {layout.root}; stop it with: vigil down --run-dir {layout.root}") from None
+    return handle
+
+
+def url_table(state: StackState) -> str:
+    width = max(len(n) for n in state.components)
+    lines = [f"{'component':<{width}}  url"]
+    lines += [f"{name:<{width}}  {c.url}" for name, c in state.components.items()]
+    return "\n".join(lines)
+
+
+def run_stack(settings: StackSettings, gpu_backend: str, say: Callable[[str], None], health_timeout_s: float = 90.0) -> int:
+    """Run the whole stack until SIGINT/SIGTERM. Returns the process exit code."""
+    layout = RunLayout(settings.run_path)
+    binaries = find_binaries()
+    lock = _lock_run_dir(layout)
+    backend: GpuBackend = detect_gpu_backend(settings, gpu_backend)
+    specs = component_specs(settings, layout, binaries, backend)
+    conflicts = taken_ports(specs)
+    if conflicts:
+        listed = ", ".join(f"{port} ({name})" for name, port in conflicts)
+        raise StackError(f"ports already in use: {listed}\n  another stack or program holds them; "
+                         f"choose another base with --port-base (now {settings.port_base})")
+    if backend.kind == "sim":
+        say(SIM_BANNER.format(nodes=settings.sim_nodes, gpus=settings.sim_gpus))
+    write_stack_files(settings, layout, backend.node_names)
+    if settings.aiops and backend.kind == "sim":
+        say(backfill_simulated_history(settings, layout, binaries, backend.node_names))
+
+    stop_requested = False
+
+    def request_stop(signum, _frame):
+        nonlocal stop_requested
+        stop_requested = True
+
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+
+    supervisor = Supervisor(specs, layout.logs_dir)
+    state = StackState(supervisor_pid=os.getpid(), port_base=settings.port_base, gpu_backend=backend.kind,
+                       urls={"gpu_control": f"http://127.0.0.1:{settings.ports.gpu_control}"} if backend.kind == "sim" else {})
+    try:
+        supervisor.start()
+        state.components = {s.name: ComponentState(s.url, s.health_url, pid) for s, pid in zip(specs, supervisor.pids().values())}
+        state.write(layout)
+        say(f"starting {len(specs)} components (logs in {layout.logs_dir}) …")
+        unhealthy = supervisor.wait_healthy(health_timeout_s, on_progress=lambda name: say(f"  {name} is healthy"))
+        if stop_requested:
+            return 130
+        if unhealthy:
+            say(f"not healthy after {health_timeout_s:.0f}s: {', '.join(unhealthy)} (see {layout.logs_dir}/<name>.log)")
+            return 1
+        state.ready = True
+        state.write(layout)
+        say("\nvigil stack is up:\n" + url_table(state) + f"\n\nrun dir: {layout.root}    stop with Ctrl-C or: vigil down --run-dir {layout.root}")
+        restarts = supervisor.restarts()
+        while not stop_requested:
+            supervisor.poll()
+            if supervisor.restarts() != restarts:
+                restarts = supervisor.restarts()
+                for name, pid in supervisor.pids().items():
+                    state.components[name].pid = pid
+                state.write(layout)
+            time.sleep(0.3)
+        say("stopping …")
+        return 0
+    finally:
+        supervisor.stop()
+        layout.state_file.unlink(missing_ok=True)
+        lock.close()
+        say("stopped")
