@@ -1,0 +1,83 @@
+"""A snapshot that is refreshed in a background thread, never on the caller's clock.
+
+Exporters that read something slow (a dcgm-exporter page over HTTP, `smartctl` on every disk, the job
+sources) must not make Prometheus' scrape of our `/metrics` wait for it. `BackgroundSnapshot.get()`
+returns the latest completed result at once and, when that result is older than `max_age`, starts one
+refresh in a daemon thread. Only the very first call waits, and at most `first_wait` seconds, so a
+fresh exporter does not answer its first scrape with nothing when the source is quick.
+
+Refreshes are driven by scrapes rather than by a free-running loop: nothing polls hardware while nobody
+is looking, and there is no thread to stop when a collector is dropped (tests create many).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Snapshot(Generic[T]):
+    """The outcome of one refresh: a value, or the error that prevented it, and when it completed."""
+
+    value: T | None
+    error: str | None
+    completed_at: float  # time.monotonic()
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class BackgroundSnapshot(Generic[T]):
+    """Keeps the latest result of `fetch()`; refreshes it in the background when older than `max_age`."""
+
+    def __init__(self, fetch: Callable[[], T], max_age: float, first_wait: float = 0.0):
+        if max_age < 0 or first_wait < 0:
+            raise ValueError("max_age and first_wait must be >= 0")
+        self._fetch = fetch
+        self._max_age = max_age
+        self._first_wait = first_wait
+        self._lock = threading.Lock()
+        self._latest: Snapshot[T] | None = None
+        self._running: threading.Thread | None = None
+        self._done = threading.Event()
+
+    def get(self) -> Snapshot[T] | None:
+        """The latest completed snapshot (None before the first one completes)."""
+        with self._lock:
+            latest = self._latest
+            stale = latest is None or time.monotonic() - latest.completed_at >= self._max_age
+            if stale and self._running is None:
+                self._done.clear()
+                self._running = threading.Thread(target=self._refresh, name="vigil-refresh", daemon=True)
+                self._running.start()
+        if latest is None and self._first_wait > 0:
+            self._done.wait(self._first_wait)
+            with self._lock:
+                latest = self._latest
+        return latest
+
+    def refresh_now(self) -> Snapshot[T]:
+        """Run one refresh in the calling thread (CLI one-shot use and tests)."""
+        self._refresh(track=False)
+        assert self._latest is not None
+        return self._latest
+
+    def _refresh(self, track: bool = True) -> None:
+        started = time.monotonic()
+        try:
+            value, error = self._fetch(), None
+        except Exception as exc:  # noqa: BLE001 - any failure of the source becomes "source down"
+            value, error = None, f"{type(exc).__name__}: {exc}"
+        now = time.monotonic()
+        with self._lock:
+            self._latest = Snapshot(value, error, now, now - started)
+            if track:
+                self._running = None
+        self._done.set()

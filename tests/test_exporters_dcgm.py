@@ -1,0 +1,180 @@
+"""DcgmCollector against simulated dcgm-exporter pages served over real HTTP on loopback."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from exporters.dcgm import SPECS, DcgmCollector
+from exporters.sim.dcgm_page import PageServer, gpu_uuid, render_page
+
+T0 = 1_790_000_000.0
+
+
+@pytest.fixture
+def serve():
+    servers = []
+
+    def start(render, **kwargs):
+        server = PageServer(render, **kwargs)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def scrape(collector) -> str:
+    registry = CollectorRegistry()
+    registry.register(collector)
+    return generate_latest(registry).decode()
+
+
+def samples(text: str) -> dict[tuple[str, frozenset], float]:
+    return {(s.name, frozenset(s.labels.items())): s.value
+            for fam in text_string_to_metric_families(text) for s in fam.samples}
+
+
+def value(text: str, metric: str, **labels) -> float:
+    matches = [v for (n, ls), v in samples(text).items() if n == metric and set(labels.items()) <= ls]
+    assert len(matches) == 1, f"{metric}{labels}: {len(matches)} matches"
+    return matches[0]
+
+
+def test_both_naming_schemes_give_identical_vigil_metrics(serve):
+    old = serve(lambda: render_page("gpu-a1", T0, scheme="pre-4.9", gpus=4))
+    new = serve(lambda: render_page("gpu-a1", T0, scheme="4.9", gpus=4))
+    text_old = scrape(DcgmCollector(old.url))
+    text_new = scrape(DcgmCollector(new.url))
+    assert text_old == text_new
+    assert value(text_old, "dcgm_up") == 1
+    # every GPU shows up with the page's hostname as node, and carries the profiling fields
+    uuids = {dict(ls)["uuid"] for (n, ls) in samples(text_old) if n == "vigil_gpu_up"}
+    assert uuids == {gpu_uuid("gpu-a1", g) for g in range(4)}
+    assert value(text_old, "vigil_gpu_tensor_pipe_active_ratio", gpu="0", node="gpu-a1") <= 1
+
+
+HAND_WRITTEN_PRE_49 = """\
+# TYPE DCGM_FI_DEV_SM_CLOCK gauge
+DCGM_FI_DEV_SM_CLOCK{gpu="1",UUID="GPU-x",device="nvidia1",modelName="NVIDIA A100-SXM4-80GB",Hostname="h7",DCGM_FI_DRIVER_VERSION="535.104.05"} 1410
+# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter
+DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="1",UUID="GPU-x",Hostname="h7"} 123456789
+# TYPE DCGM_FI_DEV_GPU_UTIL gauge
+DCGM_FI_DEV_GPU_UTIL{gpu="1",UUID="GPU-x",Hostname="h7"} 87
+# TYPE DCGM_FI_DEV_FB_USED gauge
+DCGM_FI_DEV_FB_USED{gpu="1",UUID="GPU-x",Hostname="h7"} 1024
+# TYPE DCGM_FI_DEV_POWER_VIOLATION counter
+DCGM_FI_DEV_POWER_VIOLATION{gpu="1",UUID="GPU-x",Hostname="h7"} 2500000000
+# TYPE DCGM_FI_DEV_CLOCK_THROTTLE_REASONS gauge
+DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{gpu="1",UUID="GPU-x",Hostname="h7"} 72
+# TYPE DCGM_FI_DEV_XID_ERRORS gauge
+DCGM_FI_DEV_XID_ERRORS{gpu="1",UUID="GPU-x",Hostname="h7"} 79
+# TYPE DCGM_FI_DEV_RETIRED_SBE counter
+DCGM_FI_DEV_RETIRED_SBE{gpu="1",UUID="GPU-x",Hostname="h7"} 9223372036854775794
+# TYPE DCGM_FI_PROF_SM_ACTIVE gauge
+DCGM_FI_PROF_SM_ACTIVE{gpu="1",UUID="GPU-x",Hostname="h7"} 140737488355328
+DCGM_FI_PROF_SM_ACTIVE{gpu="1",UUID="GPU-x",Hostname="h7",GPU_I_ID="3",GPU_I_PROFILE="1g.10gb"} 0.5
+"""
+
+
+def test_units_labels_and_sentinels_of_a_hand_written_page(serve):
+    server = serve(lambda: HAND_WRITTEN_PRE_49)
+    text = scrape(DcgmCollector(server.url))
+    base = {"node": "h7", "gpu": "1", "uuid": "GPU-x"}
+    assert value(text, "vigil_gpu_clock_hertz", clock="sm", **base) == 1_410_000_000
+    assert value(text, "vigil_gpu_energy_joules_total", **base) == pytest.approx(123456.789)
+    assert value(text, "vigil_gpu_utilization_ratio", **base) == pytest.approx(0.87)
+    assert value(text, "vigil_gpu_memory_used_bytes", **base) == 1024 * 1_048_576
+    assert value(text, "vigil_gpu_clock_event_seconds_total", reason="power", **base) == 2.5
+    # 72 = 0x40 hw_thermal | 0x8 hw_slowdown
+    active = {dict(ls)["reason"] for (n, ls), v in samples(text).items()
+              if n == "vigil_gpu_clock_event_active" and v == 1}
+    assert active == {"hw_thermal", "hw_slowdown"}
+    assert value(text, "vigil_gpu_last_xid_code", **base) == 79
+    info = value(text, "vigil_gpu_info", name="NVIDIA A100-SXM4-80GB", driver="535.104.05", **base)
+    assert info == 1
+    # sentinels (INT64 and FP64 blanks) and MIG-instance series are dropped, not published
+    assert "vigil_gpu_retired_pages_total" not in text
+    assert "vigil_gpu_sm_active_ratio" not in text
+    assert all(v < 2**47 for v in samples(text).values())
+
+
+def test_sentinels_never_reach_the_output_of_simulated_pages(serve):
+    for scheme in ("pre-4.9", "4.9"):
+        server = serve(lambda s=scheme: render_page("gpu-b2", T0, scheme=s, gpus=2))
+        assert "9223372036854775794" in render_page("gpu-b2", T0, scheme=scheme, gpus=2)
+        text = scrape(DcgmCollector(server.url))
+        assert "vigil_gpu_fan_speed_ratio" not in text
+        assert max(samples(text).values()) < 2**47
+
+
+def test_node_argument_overrides_the_page_hostname(serve):
+    server = serve(lambda: render_page("gpu-c3", T0, gpus=1))
+    text = scrape(DcgmCollector(server.url, node="rack4-node9"))
+    assert value(text, "vigil_gpu_up", gpu="0") == 1
+    assert {dict(ls)["node"] for (n, ls) in samples(text)} == {"rack4-node9"}
+
+
+@pytest.mark.parametrize("status,body", [(500, None), (200, "this is { not a metrics page\n")])
+def test_unreadable_page_gives_dcgm_up_0_and_no_stale_gpu_values(serve, status, body):
+    server = serve((lambda: body) if body else (lambda: ""), status=status)
+    text = scrape(DcgmCollector(server.url, node="n1"))
+    assert value(text, "dcgm_up", node="n1") == 0
+    assert "vigil_gpu_" not in text
+
+
+def test_nothing_listening_gives_dcgm_up_0():
+    text = scrape(DcgmCollector("http://127.0.0.1:9/metrics", node="n1", timeout=0.5))
+    assert value(text, "dcgm_up", node="n1") == 0
+
+
+def test_a_slow_dcgm_exporter_does_not_make_the_scrape_hang(serve):
+    server = serve(lambda: render_page("gpu-d4", T0, gpus=1), delay_s=3.0)
+    collector = DcgmCollector(server.url, node="n1", timeout=0.3)
+    started = time.monotonic()
+    text = scrape(collector)
+    assert time.monotonic() - started < 1.5
+    assert value(text, "dcgm_up", node="n1") == 0
+
+
+def test_recovers_when_the_page_comes_back(serve):
+    server = serve(lambda: render_page("gpu-e5", T0, gpus=1), status=503)
+    collector = DcgmCollector(server.url, node="n1", timeout=1.0, max_age=0.0)
+    assert value(scrape(collector), "dcgm_up", node="n1") == 0
+    server.status = 200
+    deadline = time.monotonic() + 5
+    while value(scrape(collector), "dcgm_up", node="n1") == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert value(scrape(collector), "vigil_gpu_up", gpu="0") == 1
+
+
+def test_every_published_name_is_declared_in_specs(serve):
+    server = serve(lambda: render_page("gpu-f6", T0, scheme="4.9", gpus=2))
+    text = scrape(DcgmCollector(server.url))
+    declared = {s.name for s in SPECS}
+    published = {fam.name + ("_total" if fam.type == "counter" else "_info" if fam.type == "info" else "")
+                 for fam in text_string_to_metric_families(text)}
+    assert published <= declared
+    for fam in text_string_to_metric_families(text):
+        spec = next(s for s in SPECS if s.name.startswith(fam.name))
+        for s in fam.samples:
+            assert set(s.labels) == set(spec.labels), s
+
+
+def test_bad_url_is_a_clear_error():
+    with pytest.raises(ValueError, match="http://"):
+        DcgmCollector("localhost:9400/metrics")
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
+def test_promtool_check_metrics_reports_nothing(serve):
+    server = serve(lambda: render_page("gpu-g7", T0, scheme="pre-4.9", gpus=2))
+    text = scrape(DcgmCollector(server.url))
+    result = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout + result.stderr == "", result.stdout + result.stderr
