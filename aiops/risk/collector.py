@@ -1,0 +1,136 @@
+"""The prometheus_client collector that exports GPU and disk failure risk.
+
+Prometheus is queried on a background thread every `interval_s` (never during a scrape); `collect()`
+only renders the last snapshot, so a slow or unreachable Prometheus never slows the scrape.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prometheus_client.core import GaugeMetricFamily, Metric
+
+from aiops.risk.gpu_score import score_gpus
+from aiops.risk.gpu_signals import read_gpu_signals
+from aiops.risk.promapi import PrometheusReader, PrometheusUnavailable
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RiskSample:
+    """One exported risk: `target` is ("gpu", index) or ("device", name)."""
+
+    kind: str  # "gpu" | "disk"
+    node: str
+    target: tuple[str, str]
+    risk: float
+    reasons: dict[str, float] = field(default_factory=dict)
+
+
+class FailureRiskCollector:
+    """Exports `vigil_failure_risk{kind,node,gpu|device}` and `vigil_failure_risk_reason{...,reason}`."""
+
+    def __init__(self, reader: PrometheusReader, model_dir: Path, interval_s: float = 60.0, xid_window: str = "7d"):
+        self._reader = reader
+        self._model_dir = Path(model_dir)
+        self._interval_s = interval_s
+        self._xid_window = xid_window
+        self._lock = threading.Lock()
+        self._samples: list[RiskSample] = []
+        self._up = 0.0
+        self._last_success = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._disk_model = None
+        self._disk_model_loaded = False
+
+    # -- refresh (background) -------------------------------------------------------------------
+    def refresh(self) -> bool:
+        """Query Prometheus once and replace the snapshot; False (and a log line) when it fails."""
+        try:
+            samples = self._gpu_samples() + self._disk_samples()
+        except PrometheusUnavailable as exc:
+            log.warning("failure risk not refreshed: %s", exc)
+            with self._lock:
+                self._up = 0.0
+            return False
+        with self._lock:
+            self._samples, self._up, self._last_success = samples, 1.0, time.time()
+        return True
+
+    def _gpu_samples(self) -> list[RiskSample]:
+        risks = score_gpus(read_gpu_signals(self._reader, self._xid_window))
+        return [RiskSample("gpu", r.node, ("gpu", r.gpu), r.risk, r.contributions) for r in risks]
+
+    def _disk_samples(self) -> list[RiskSample]:
+        model = self._load_disk_model()
+        if model is None:
+            return []
+        from aiops.risk.disk_signals import read_smart_history, score_disks
+
+        history = read_smart_history(self._reader, now=time.time())
+        return [
+            RiskSample("disk", node, ("device", device), risk, {reason: 1.0})
+            for node, device, risk, reason in score_disks(model, history)
+        ]
+
+    def _load_disk_model(self):
+        if not self._disk_model_loaded:
+            # imported here: scikit-learn and pandas take seconds to import, GPU risk needs neither
+            from aiops.disk.model import load_model
+
+            self._disk_model = load_model(self._model_dir)
+            self._disk_model_loaded = True
+            if self._disk_model is None:
+                log.info("no disk model in %s: disk failure risk is not exported", self._model_dir)
+        return self._disk_model
+
+    def start(self) -> "FailureRiskCollector":
+        """Refresh now and then every `interval_s` on a daemon thread."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="vigil-failure-risk", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.refresh()
+            except Exception:  # keep the thread alive whatever one refresh hits; say what it was
+                log.exception("failure risk refresh failed")
+            self._stop.wait(self._interval_s)
+
+    # -- scrape ---------------------------------------------------------------------------------
+    def collect(self):
+        with self._lock:
+            samples, up, last = list(self._samples), self._up, self._last_success
+        risk = Metric("vigil_failure_risk", "Estimated failure risk (0-1) of a GPU or disk", "gauge")
+        reason = Metric(
+            "vigil_failure_risk_reason",
+            "Contribution of one signal to the failure risk (GPU: logit term; disk: 1 for the top signal)",
+            "gauge",
+        )
+        for s in samples:
+            labels = {"kind": s.kind, "node": s.node, s.target[0]: s.target[1]}
+            risk.add_sample("vigil_failure_risk", labels, round(s.risk, 6))
+            for name, value in sorted(s.reasons.items()):
+                reason.add_sample("vigil_failure_risk_reason", {**labels, "reason": name}, round(value, 6))
+        yield risk
+        yield reason
+        yield GaugeMetricFamily("vigil_failure_risk_up", "1 if the last risk refresh from Prometheus succeeded", value=up)
+        yield GaugeMetricFamily(
+            "vigil_failure_risk_last_success_timestamp_seconds",
+            "Unix time of the last successful risk refresh (0 = never)",
+            value=last,
+        )

@@ -1,0 +1,70 @@
+"""A small reader of the Prometheus HTTP API (`/api/v1/query` and `/api/v1/query_range`).
+
+Plain `requests`, no client library: the risk export and the alert-correlation miner only need
+instant vectors and range matrices, returned here as lists of `(labels, value)` and
+`(labels, [(t, v), ...])`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import requests
+
+
+class PrometheusUnavailable(RuntimeError):
+    """Prometheus could not be reached or answered with an error."""
+
+
+@dataclass(frozen=True)
+class PrometheusReader:
+    """Runs PromQL queries against one Prometheus server."""
+
+    url: str
+    timeout_s: float = 10.0
+
+    def _get(self, path: str, params: dict) -> dict:
+        endpoint = self.url.rstrip("/") + path
+        try:
+            response = requests.get(endpoint, params=params, timeout=self.timeout_s)
+        except requests.RequestException as exc:
+            raise PrometheusUnavailable(f"cannot reach Prometheus at {self.url}: {exc}") from exc
+        try:
+            body = response.json()
+        except ValueError as exc:
+            raise PrometheusUnavailable(
+                f"Prometheus at {self.url} answered HTTP {response.status_code} without JSON"
+            ) from exc
+        if response.status_code != 200 or body.get("status") != "success":
+            reason = body.get("error") or f"HTTP {response.status_code}"
+            raise PrometheusUnavailable(f"Prometheus at {self.url} rejected {params.get('query')!r}: {reason}")
+        return body["data"]
+
+    def query(self, promql: str, at: float | None = None) -> list[tuple[dict[str, str], float]]:
+        """Instant query: one `(labels, value)` per series; NaN values are dropped."""
+        params = {"query": promql}
+        if at is not None:
+            params["time"] = f"{at:.3f}"
+        data = self._get("/api/v1/query", params)
+        if data.get("resultType") != "vector":
+            raise PrometheusUnavailable(f"expected an instant vector from {promql!r}, got {data.get('resultType')}")
+        out = []
+        for series in data["result"]:
+            value = float(series["value"][1])
+            if not math.isnan(value):
+                out.append((dict(series["metric"]), value))
+        return out
+
+    def query_range(
+        self, promql: str, start: float, end: float, step_s: float
+    ) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:
+        """Range query: one `(labels, [(timestamp, value), ...])` per series."""
+        params = {"query": promql, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step_s:g}"}
+        data = self._get("/api/v1/query_range", params)
+        if data.get("resultType") != "matrix":
+            raise PrometheusUnavailable(f"expected a range matrix from {promql!r}, got {data.get('resultType')}")
+        return [
+            (dict(series["metric"]), [(float(t), float(v)) for t, v in series["values"]])
+            for series in data["result"]
+        ]

@@ -1,0 +1,159 @@
+"""GPU failure risk: scoring from precursors, and the collector against a Prometheus-like HTTP API."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from aiops.risk import risk_collectors
+from aiops.risk.collector import FailureRiskCollector
+from aiops.risk.gpu_score import GpuSignals, score_gpus
+from aiops.risk.gpu_signals import GPU_INVENTORY_QUERY, GPU_QUERIES
+from aiops.risk.promapi import PrometheusReader
+
+
+def _node(name: str, temps: list[float]) -> list[GpuSignals]:
+    return [GpuSignals(node=name, gpu=str(i), temperature_c=t) for i, t in enumerate(temps)]
+
+
+def test_gpu_with_field_note_precursors_ranks_above_its_healthy_peers():
+    gpus = _node("n1", [61, 62, 60, 61, 63, 62, 61, 60])
+    sick = gpus[5]
+    sick.corrected_ecc_per_hour, sick.remap_pending, sick.xid_92_94_count = 40.0, 1.0, 3.0
+    sick.temperature_c = 71
+    risks = {r.gpu: r for r in score_gpus(gpus)}
+    ranked = sorted(risks.values(), key=lambda r: r.risk, reverse=True)
+    assert ranked[0].gpu == "5"
+    assert ranked[0].risk > 0.5 > ranked[1].risk
+    assert ranked[0].contributions["temperature_above_peers"] > 0
+    assert ranked[0].top_reason in {"corrected_ecc_rate", "xid_92_94", "remap_pending", "temperature_above_peers"}
+    assert all(r.top_reason == "none" for r in ranked[1:] if r.contributions["temperature_above_peers"] == 0)
+
+
+@pytest.mark.parametrize(
+    "field,value",
+    [("corrected_ecc_per_hour", 20.0), ("remap_pending", 1.0), ("remap_failure", 1.0),
+     ("xid_92_94_count", 2.0), ("recovery_action", 1.0)],
+)
+def test_each_precursor_alone_raises_the_risk(field, value):
+    gpus = _node("n1", [60, 60, 60, 60])
+    setattr(gpus[2], field, value)
+    risks = score_gpus(gpus)
+    assert risks[2].risk > 5 * risks[0].risk
+    assert risks[0].risk == risks[1].risk == risks[3].risk
+
+
+def test_a_hot_node_where_all_gpus_are_equally_hot_flags_none():
+    hot = _node("hot", [88, 88, 89, 88, 88, 89, 88, 88])
+    cool_with_one_hot = _node("mixed", [60, 61, 60, 60, 79, 61, 60, 60])
+    risks = score_gpus(hot + cool_with_one_hot)
+    hot_risks = [r for r in risks if r.node == "hot"]
+    assert all(r.contributions["temperature_above_peers"] == 0 for r in hot_risks if r.gpu in {"0", "1", "3"})
+    assert max(r.risk for r in hot_risks) < 0.02
+    mixed = {r.gpu: r for r in risks if r.node == "mixed"}
+    assert mixed["4"].top_reason == "temperature_above_peers"
+    assert mixed["4"].risk > 5 * max(r.risk for r in hot_risks)
+
+
+class _FakePrometheus(BaseHTTPRequestHandler):
+    """Answers /api/v1/query from `server.answers` (PromQL -> list of (labels, value))."""
+
+    def do_GET(self):  # noqa: N802 - http.server API
+        url = urlparse(self.path)
+        query = parse_qs(url.query).get("query", [""])[0]
+        self.server.seen.append(query)
+        if url.path != "/api/v1/query":
+            self.send_response(404)
+            self.end_headers()
+            return
+        result = [{"metric": labels, "value": [1700000000, str(v)]} for labels, v in self.server.answers.get(query, [])]
+        body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def fake_prometheus():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakePrometheus)
+    server.answers, server.seen = {}, []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def _gpu(node, gpu):
+    return {"node": node, "gpu": gpu}
+
+
+def test_collector_exports_gpu_risk_and_reasons_from_the_prometheus_api(fake_prometheus, tmp_path):
+    fake_prometheus.answers = {
+        GPU_INVENTORY_QUERY: [(_gpu("n1", "0"), 1), (_gpu("n1", "1"), 1), (_gpu("n1", "2"), 1)],
+        GPU_QUERIES["remap_failure"]: [(_gpu("n1", "1"), 1)],
+        GPU_QUERIES["xid_92_94_count"].replace("{xid_window}", "7d"): [(_gpu("n1", "1"), 4)],
+        GPU_QUERIES["temperature_c"]: [(_gpu("n1", "0"), 60), (_gpu("n1", "1"), 61), (_gpu("n1", "2"), 60)],
+    }
+    url = f"http://127.0.0.1:{fake_prometheus.server_address[1]}"
+    collector = FailureRiskCollector(PrometheusReader(url), tmp_path)
+    registry = CollectorRegistry()
+    registry.register(collector)
+    assert registry.get_sample_value("vigil_failure_risk_up") == 0  # nothing before the first refresh
+    assert collector.refresh()
+    value = lambda gpu: registry.get_sample_value("vigil_failure_risk", {"kind": "gpu", "node": "n1", "gpu": gpu})
+    assert value("1") > 0.5 > value("0") == value("2")
+    reason = registry.get_sample_value(
+        "vigil_failure_risk_reason", {"kind": "gpu", "node": "n1", "gpu": "1", "reason": "remap_failure"}
+    )
+    assert reason == 4.0
+    assert registry.get_sample_value("vigil_failure_risk_up") == 1
+    # no disk model in the model dir: no disk series, and no SMART query at all
+    assert not any("smart" in q for q in fake_prometheus.seen)
+    scrapes_before = len(fake_prometheus.seen)
+    registry.collect().__next__()  # a scrape never queries Prometheus
+    list(registry.collect())
+    assert len(fake_prometheus.seen) == scrapes_before
+
+
+def test_unreachable_prometheus_is_logged_and_keeps_the_last_snapshot(fake_prometheus, tmp_path, caplog):
+    fake_prometheus.answers = {GPU_INVENTORY_QUERY: [(_gpu("n1", "0"), 1)]}
+    port = fake_prometheus.server_address[1]
+    collector = FailureRiskCollector(PrometheusReader(f"http://127.0.0.1:{port}", timeout_s=2), tmp_path)
+    registry = CollectorRegistry()
+    registry.register(collector)
+    assert collector.refresh()
+    fake_prometheus.shutdown()
+    fake_prometheus.server_close()
+    assert not collector.refresh()
+    assert "cannot reach Prometheus" in caplog.text
+    assert registry.get_sample_value("vigil_failure_risk_up") == 0
+    assert registry.get_sample_value("vigil_failure_risk", {"kind": "gpu", "node": "n1", "gpu": "0"}) is not None
+
+
+def test_risk_collectors_contract(fake_prometheus, tmp_path):
+    assert risk_collectors(tmp_path, None) == []
+    url = f"http://127.0.0.1:{fake_prometheus.server_address[1]}"
+    fake_prometheus.answers = {GPU_INVENTORY_QUERY: [(_gpu("n9", "3"), 1)]}
+    collectors = risk_collectors(tmp_path, url, interval_s=0.05)
+    try:
+        registry = CollectorRegistry()
+        for c in collectors:
+            registry.register(c)
+        for _ in range(100):  # the background thread refreshes on its own
+            if registry.get_sample_value("vigil_failure_risk_up") == 1:
+                break
+            threading.Event().wait(0.05)
+        assert registry.get_sample_value("vigil_failure_risk", {"kind": "gpu", "node": "n9", "gpu": "3"}) > 0
+    finally:
+        for c in collectors:
+            c.stop()
