@@ -1,0 +1,39 @@
+# vigil: `make demo` runs the whole stack, `make test` runs every test. Both set everything up first.
+PYTHON ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+DEB_PACKAGES := prometheus prometheus-alertmanager prometheus-node-exporter smartmontools python3-venv
+
+.PHONY: demo test setup system-packages rules bench-exporters bench-aiops clean
+
+demo: setup
+	$(VENV)/bin/vigil up
+
+test: setup
+	$(VENV)/bin/pytest -q
+
+setup: system-packages $(STAMP)
+
+system-packages:
+	@deploy/ensure-system-packages.sh $(DEB_PACKAGES)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install --quiet --upgrade pip
+	$(VPY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+rules: setup
+	$(VENV)/bin/vigil rules check
+
+bench-exporters: setup
+	$(VPY) bench/exporters/run.py
+
+bench-aiops: setup
+	$(VPY) -m pip install --quiet -e '.[bench]'
+	$(VPY) bench/aiops/baselines.py
+	$(VPY) bench/aiops/detect.py
+
+clean:
+	rm -rf $(VENV) .vigil .pytest_cache
