@@ -1,0 +1,217 @@
+"""Read one GPU through NVML into snapshot rows (no Prometheus types here).
+
+`GpuReader.read` calls NVML for every field of one GPU and appends `(label values, value)` rows under
+metric names from `exporters.gpu_specs`. An error that means "this field is not available"
+(NOT_SUPPORTED, NO_PERMISSION, FUNCTION_NOT_FOUND, ...) skips the field; an error that means the GPU
+is gone (GPU_IS_LOST, RESET_REQUIRED, GPU_NOT_FOUND) raises `GpuLost` so the caller exports
+`vigil_gpu_up 0`. Every error is counted by name for `vigil_exporter_nvml_errors_total`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable
+
+Rows = dict[str, list[tuple[tuple[str, ...], float]]]
+
+FIELD_MEMORY_TEMP, FIELD_RECOVERY_ACTION = 82, 230
+MAX_NVLINKS = 18
+NVLINK_COUNTERS = ("replay", "recovery", "crc_flit", "crc_data")
+CLOCK_EVENT_REASONS = (  # (bit, reason label) of nvmlDeviceGetCurrentClocksEventReasons
+    (0x1, "gpu_idle"), (0x2, "applications_clocks"), (0x4, "sw_power_cap"), (0x8, "hw_slowdown"),
+    (0x10, "sync_boost"), (0x20, "sw_thermal"), (0x40, "hw_thermal"), (0x80, "hw_power_brake"),
+)
+VIOLATION_POLICIES = ((0, "power"), (1, "thermal"), (2, "sync_boost"), (3, "board_limit"),
+                      (4, "low_utilization"), (5, "reliability"))
+PAGE_RETIREMENT_CAUSES = ((0, "multiple_single_bit"), (1, "double_bit"))
+
+
+class GpuLost(Exception):
+    """NVML reports that the GPU is gone (fallen off the bus, reset required, not found)."""
+
+
+def error_names(nvml: Any) -> dict[int, str]:
+    """NVML error code -> lower-case name (15 -> "gpu_is_lost") from the library's own constants."""
+    return {getattr(nvml, n): n[len("NVML_ERROR_"):].lower() for n in dir(nvml) if n.startswith("NVML_ERROR_")}
+
+
+def text(value: Any) -> str:
+    """NVML strings arrive as str (decorated calls) or bytes (struct fields such as busId)."""
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+@dataclass
+class GpuMemo:
+    """What the collector remembers about one GPU across cycles."""
+
+    index: int
+    handle: Any = None
+    uuid: str = ""
+    info: tuple[str, ...] | None = None  # name, driver, cuda, pci_bus_id, serial
+    nvlinks: list[int] | None = None  # active links, discovered once
+    last_process_ts: int = 0
+    up: bool = False
+
+
+class GpuReader:
+    """Reads GPUs through the given NVML module (`pynvml` or a simulator with the same functions)."""
+
+    def __init__(self, nvml: Any, node: str, errors: Counter, clock: Callable[[], float]) -> None:
+        self.nvml = nvml
+        self.node = node
+        self.errors = errors
+        self.clock = clock
+        self._names = error_names(nvml)
+        self._lost_codes = {nvml.NVML_ERROR_GPU_IS_LOST, nvml.NVML_ERROR_RESET_REQUIRED,
+                            nvml.NVML_ERROR_GPU_NOT_FOUND}
+
+    def error_name(self, error: Exception) -> str:
+        code = getattr(error, "value", -1)
+        return self._names.get(code, str(code))
+
+    def call(self, fn_name: str, *args: Any, count: bool = True) -> Any:
+        """Call an NVML function; None when the field is unavailable; GpuLost when the GPU is gone."""
+        try:
+            return getattr(self.nvml, fn_name)(*args)
+        except self.nvml.NVMLError as error:
+            code = getattr(error, "value", -1)
+            if count:
+                self.errors[self.error_name(error)] += 1
+            if code in self._lost_codes:
+                raise GpuLost(fn_name) from error
+            return None
+
+    def read(self, memo: GpuMemo, rows: Rows, driver: str, cuda: str) -> None:
+        """Append every available field of the GPU to `rows`; raises GpuLost."""
+        h = memo.handle
+        call = self.call
+        if not memo.uuid:
+            memo.uuid = text(call("nvmlDeviceGetUUID", h) or "")
+        base = (self.node, str(memo.index), memo.uuid)
+
+        def put(name: str, value: float | None, *labels: str) -> None:
+            if value is not None:
+                rows.setdefault(name, []).append((base + labels, float(value)))
+
+        if memo.info is None:
+            pci = call("nvmlDeviceGetPciInfo", h)
+            memo.info = (text(call("nvmlDeviceGetName", h) or ""), driver, cuda,
+                         text(pci.busId) if pci is not None else "", text(call("nvmlDeviceGetSerial", h) or ""))
+        util = call("nvmlDeviceGetUtilizationRates", h)
+        if util is not None:
+            put("vigil_gpu_utilization_ratio", util.gpu / 100)
+            put("vigil_gpu_memory_utilization_ratio", util.memory / 100)
+        mem = call("nvmlDeviceGetMemoryInfo", h)
+        if mem is not None:
+            put("vigil_gpu_memory_used_bytes", mem.used)
+            put("vigil_gpu_memory_free_bytes", mem.free)
+            put("vigil_gpu_memory_total_bytes", mem.total)
+        put("vigil_gpu_temperature_celsius", call("nvmlDeviceGetTemperature", h, self.nvml.NVML_TEMPERATURE_GPU), "gpu")
+        fields = self._fields(h, (FIELD_MEMORY_TEMP, FIELD_RECOVERY_ACTION))
+        put("vigil_gpu_temperature_celsius", fields.get(FIELD_MEMORY_TEMP), "memory")
+        put("vigil_gpu_recovery_action", fields.get(FIELD_RECOVERY_ACTION))
+        put("vigil_gpu_power_watts", _scaled(call("nvmlDeviceGetPowerUsage", h), 1e-3))
+        put("vigil_gpu_power_limit_watts", _scaled(call("nvmlDeviceGetEnforcedPowerLimit", h), 1e-3))
+        put("vigil_gpu_energy_joules_total", _scaled(call("nvmlDeviceGetTotalEnergyConsumption", h), 1e-3))
+        put("vigil_gpu_clock_hertz", _scaled(call("nvmlDeviceGetClockInfo", h, self.nvml.NVML_CLOCK_SM), 1e6), "sm")
+        put("vigil_gpu_clock_hertz", _scaled(call("nvmlDeviceGetClockInfo", h, self.nvml.NVML_CLOCK_MEM), 1e6), "memory")
+        put("vigil_gpu_fan_speed_ratio", _scaled(call("nvmlDeviceGetFanSpeed", h), 1e-2))
+        put("vigil_gpu_performance_state", call("nvmlDeviceGetPerformanceState", h))
+        put("vigil_gpu_persistence_mode", call("nvmlDeviceGetPersistenceMode", h))
+        self._read_memory_health(h, put)
+        self._read_links(memo, put)
+        self._read_clock_events(h, put)
+        self._read_processes(memo, put)
+
+    def _fields(self, h: Any, ids: tuple[int, ...]) -> dict[int, float]:
+        """Batch-read field values; per-field errors (NOT_SUPPORTED) just leave the field out."""
+        values = self.call("nvmlDeviceGetFieldValues", h, list(ids))
+        out: dict[int, float] = {}
+        for value in values or ():
+            if value.nvmlReturn != 0:
+                self.errors[self._names.get(value.nvmlReturn, str(value.nvmlReturn))] += 1
+                continue
+            out[value.fieldId] = _field_value(self.nvml, value)
+        return out
+
+    def _read_memory_health(self, h: Any, put: Callable[..., None]) -> None:
+        nvml, call = self.nvml, self.call
+        for error_type, error_label in ((nvml.NVML_MEMORY_ERROR_TYPE_CORRECTED, "corrected"),
+                                        (nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, "uncorrected")):
+            for counter_type, counter_label in ((nvml.NVML_VOLATILE_ECC, "volatile"), (nvml.NVML_AGGREGATE_ECC, "aggregate")):
+                put("vigil_gpu_ecc_errors_total", call("nvmlDeviceGetTotalEccErrors", h, error_type, counter_type),
+                    error_label, counter_label)
+        for cause, label in PAGE_RETIREMENT_CAUSES:
+            pages = call("nvmlDeviceGetRetiredPages", h, cause)
+            put("vigil_gpu_retired_pages_total", None if pages is None else len(pages), label)
+        put("vigil_gpu_retired_pages_pending", call("nvmlDeviceGetRetiredPagesPendingStatus", h))
+        remapped = call("nvmlDeviceGetRemappedRows", h)
+        if remapped is not None:
+            corrected, uncorrected, pending, failure = remapped
+            put("vigil_gpu_remapped_rows_total", corrected, "corrected")
+            put("vigil_gpu_remapped_rows_total", uncorrected, "uncorrected")
+            put("vigil_gpu_remap_pending", pending)
+            put("vigil_gpu_remap_failure", failure)
+        put("vigil_gpu_pcie_replays_total", call("nvmlDeviceGetPcieReplayCounter", h))
+
+    def _read_links(self, memo: GpuMemo, put: Callable[..., None]) -> None:
+        h = memo.handle
+        if memo.nvlinks is None:  # discover once: probing absent links is expected to fail, not counted
+            memo.nvlinks = [link for link in range(MAX_NVLINKS)
+                            if self.call("nvmlDeviceGetNvLinkState", h, link, count=False)]
+        for link in memo.nvlinks:
+            for counter, label in enumerate(NVLINK_COUNTERS):
+                put("vigil_gpu_nvlink_errors_total", self.call("nvmlDeviceGetNvLinkErrorCounter", h, link, counter),
+                    str(link), label)
+
+    def _read_clock_events(self, h: Any, put: Callable[..., None]) -> None:
+        reasons = self.call("nvmlDeviceGetCurrentClocksEventReasons", h)
+        if reasons is not None:
+            for bit, label in CLOCK_EVENT_REASONS:
+                put("vigil_gpu_clock_event_active", 1 if reasons & bit else 0, label)
+        for policy, label in VIOLATION_POLICIES:
+            violation = self.call("nvmlDeviceGetViolationStatus", h, policy)
+            if violation is not None:
+                put("vigil_gpu_clock_event_seconds_total", violation.violationTime / 1e9, label)
+
+    def _read_processes(self, memo: GpuMemo, put: Callable[..., None]) -> None:
+        h = memo.handle
+        for proc in self.call("nvmlDeviceGetComputeRunningProcesses", h) or ():
+            put("vigil_gpu_process_memory_bytes", proc.usedGpuMemory, str(proc.pid))
+        # NOT_FOUND here means "no process ran since the timestamp": normal, not counted
+        samples = self.call("nvmlDeviceGetProcessUtilization", h, memo.last_process_ts, count=False)
+        for sample in samples or ():
+            put("vigil_gpu_process_sm_utilization_ratio", sample.smUtil / 100, str(sample.pid))
+            memo.last_process_ts = max(memo.last_process_ts, sample.timeStamp)
+        mig = self.call("nvmlDeviceGetMigMode", h)
+        if mig is not None:
+            put("vigil_gpu_mig_mode", mig[0])
+            if mig[0]:
+                self._read_mig(h, put)
+
+    def _read_mig(self, h: Any, put: Callable[..., None]) -> None:
+        for slot in range(self.call("nvmlDeviceGetMaxMigDeviceCount", h) or 0):
+            mig = self.call("nvmlDeviceGetMigDeviceHandleByIndex", h, slot, count=False)
+            if mig is None:
+                continue
+            mem = self.call("nvmlDeviceGetMemoryInfo", mig)
+            if mem is not None:
+                put("vigil_gpu_mig_instance_memory_used_bytes", mem.used, text(self.call("nvmlDeviceGetUUID", mig) or ""))
+
+
+def _scaled(value: float | None, factor: float) -> float | None:
+    return None if value is None else value * factor
+
+
+def _field_value(nvml: Any, value: Any) -> float:
+    kind = value.valueType
+    if kind == nvml.NVML_VALUE_TYPE_DOUBLE:
+        return value.value.dVal
+    if kind == nvml.NVML_VALUE_TYPE_UNSIGNED_INT:
+        return value.value.uiVal
+    if kind == nvml.NVML_VALUE_TYPE_SIGNED_INT:
+        return value.value.siVal
+    if kind == nvml.NVML_VALUE_TYPE_SIGNED_LONG_LONG:
+        return value.value.sllVal
+    return value.value.ullVal

@@ -1,0 +1,176 @@
+"""The NVML GPU collector: a background loop reads every GPU into a snapshot; `collect()` serves it.
+
+`collect()` never calls NVML, so a stuck NVML call (a hung driver) cannot stall `/metrics`: the loop
+just stops refreshing and `vigil_exporter_last_collection_timestamp_seconds` goes stale. The NVML
+library is a parameter: `NvmlCollector(pynvml, node)` on a GPU host, or a `SimulatedNvml` in the
+simulated fleet and in tests; the collector never imports the simulator.
+
+    registry = CollectorRegistry()
+    collector = NvmlCollector(pynvml, "gpu-host-1", interval=5.0)
+    collector.start()                      # nvmlInit, first cycle, loop and XID threads
+    registry.register(collector)
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from typing import Any, Callable, Iterator
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from exporters.gpu_reader import GpuLost, GpuMemo, GpuReader, Rows, text
+from exporters.gpu_specs import SPECS
+from exporters.xid import XidWatcher, xid_class
+
+
+class NvmlCollector:
+    """Prometheus collector for the GPUs of one node, read through `nvml` every `interval` seconds."""
+
+    def __init__(self, nvml: Any, node: str, *, interval: float = 5.0, expected_gpus: int | None = None,
+                 watch_xids: bool = True, clock: Callable[[], float] = time.time) -> None:
+        if interval <= 0:
+            raise ValueError("interval must be positive")
+        self.nvml = nvml
+        self.node = node
+        self.interval = interval
+        self.expected_gpus = expected_gpus
+        self.clock = clock
+        self._errors: Counter[str] = Counter()
+        self._reader = GpuReader(nvml, node, self._errors, clock)
+        self._memos: dict[int, GpuMemo] = {}
+        self._initialized = False
+        self._system: tuple[str, str] = ("", "")  # driver, cuda
+        self._snapshot: Rows = {}
+        self._xid_lock = threading.Lock()
+        self._xid_counts: Counter[tuple[int, int]] = Counter()
+        self._xid_last: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._xids = XidWatcher(nvml, self.handles, self.record_xid, clock=clock) if watch_xids else None
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Run one cycle now (so the first scrape has data), then refresh in the background."""
+        self.refresh()
+        if self._xids is not None:
+            self._xids.start()
+        self._thread = threading.Thread(target=self._loop, name=f"vigil-nvml-{self.node}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._xids is not None:
+            self._xids.stop()
+        if self._thread is not None:
+            self._thread.join(timeout=self.interval + 1)
+        if self._initialized:
+            try:
+                self.nvml.nvmlShutdown()
+            except self.nvml.NVMLError:
+                pass
+            self._initialized = False
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.refresh()
+
+    def handles(self) -> dict[int, Any]:
+        """{gpu index: cached NVML handle} of the GPUs seen so far (the XID watcher registers these)."""
+        return {i: m.handle for i, m in list(self._memos.items()) if m.handle is not None}
+
+    def record_xid(self, gpu: int, xid: int, when: float) -> None:
+        """Count one XID event (called from the XID watcher thread)."""
+        with self._xid_lock:
+            self._xid_counts[(gpu, xid)] += 1
+            self._xid_last[gpu] = when
+
+    # -- one collection cycle -----------------------------------------------------------------------
+    def _ensure_init(self) -> int | None:
+        """Initialise NVML and cache handles; the GPU count, or None when NVML is unusable."""
+        call = self._reader.call
+        try:
+            if not self._initialized:
+                self.nvml.nvmlInit()
+                self._initialized = True
+                self._system = (text(call("nvmlSystemGetDriverVersion") or ""),
+                                _cuda_version(call("nvmlSystemGetCudaDriverVersion")))
+            count = self.nvml.nvmlDeviceGetCount()
+        except self.nvml.NVMLError as error:
+            self._errors[self._reader.error_name(error)] += 1
+            self._initialized = False
+            return None
+        if self.expected_gpus is None:
+            self.expected_gpus = count
+        for index in range(count):
+            memo = self._memos.setdefault(index, GpuMemo(index))
+            if memo.handle is None:
+                try:
+                    memo.handle = call("nvmlDeviceGetHandleByIndex", index)
+                except GpuLost:
+                    pass
+        return count
+
+    def refresh(self) -> None:
+        """Read every GPU once and publish the new snapshot (atomically, by replacing the reference)."""
+        started = time.perf_counter()
+        rows: Rows = {}
+        count = self._ensure_init()
+        visible = 0
+        for index, memo in sorted(self._memos.items()):
+            up = False
+            if count is not None and memo.handle is not None:
+                try:
+                    self._reader.read(memo, rows, *self._system)
+                    up = True
+                except GpuLost:
+                    pass
+            memo.up = up
+            visible += up
+            labels = (self.node, str(index), memo.uuid)
+            rows.setdefault("vigil_gpu_up", []).append((labels, 1.0 if up else 0.0))
+            if memo.info is not None:
+                rows.setdefault("vigil_gpu_info", []).append((labels + memo.info, 1.0))
+        node = (self.node,)
+        rows["vigil_node_gpus_visible"] = [(node, float(visible))]
+        if self.expected_gpus is not None:
+            rows["vigil_node_gpus_expected"] = [(node, float(self.expected_gpus))]
+        rows["vigil_exporter_nvml_errors_total"] = [((self.node, code), float(n)) for code, n in sorted(self._errors.items())]
+        rows["vigil_exporter_collection_duration_seconds"] = [(node, time.perf_counter() - started)]
+        rows["vigil_exporter_last_collection_timestamp_seconds"] = [(node, self.clock())]
+        self._snapshot = rows
+
+    def _xid_rows(self, rows: Rows) -> None:
+        uuids = {i: m.uuid for i, m in self._memos.items()}
+        with self._xid_lock:
+            counts = sorted(self._xid_counts.items())
+            last = sorted(self._xid_last.items())
+        for (gpu, xid), n in counts:
+            labels = (self.node, str(gpu), uuids.get(gpu, ""), str(xid), xid_class(xid))
+            rows.setdefault("vigil_gpu_xid_errors_total", []).append((labels, float(n)))
+        for gpu, when in last:
+            rows.setdefault("vigil_gpu_last_xid_timestamp_seconds", []).append(
+                ((self.node, str(gpu), uuids.get(gpu, "")), when))
+
+    # -- Prometheus ---------------------------------------------------------------------------------
+    def collect(self) -> Iterator[Metric]:
+        """Metric families of the last snapshot (plus live XID counts); never calls NVML."""
+        rows = dict(self._snapshot)
+        self._xid_rows(rows)
+        for spec in SPECS:
+            samples = rows.get(spec.name)
+            if not samples:
+                continue
+            if spec.type == "counter":
+                family: Metric = CounterMetricFamily(spec.name, spec.help, labels=spec.labels)
+            else:
+                family = GaugeMetricFamily(spec.name, spec.help, labels=spec.labels)
+            for labels, value in samples:
+                family.add_metric(list(labels), value)
+            yield family
+
+
+def _cuda_version(value: int | None) -> str:
+    """12040 -> "12.4" (NVML encodes the CUDA driver version as 1000 * major + 10 * minor)."""
+    return "" if value is None else f"{value // 1000}.{value % 1000 // 10}"

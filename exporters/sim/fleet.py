@@ -1,0 +1,78 @@
+"""The simulated fleet: nodes `node-1` .. `node-N`, each with its own `SimulatedNvml`, and their faults.
+
+The fleet is the state behind the chaos API: `inject` validates a request (raising `FaultError` with a
+reason) and applies it to the right node's simulator; `clear` resets GPUs and brings nodes back.
+Node-level faults (`node-down`) are kept here because they concern the scrape target, not NVML.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+from exporters.sim.faults import NODE_FAULTS, Fault, FaultError, parse_fault
+from exporters.sim.nvml import SimulatedNvml
+
+
+def node_name(i: int) -> str:
+    """Name of the i-th node (1-based)."""
+    return f"node-{i}"
+
+
+class SimulatedFleet:
+    """`nodes` simulated nodes of `gpus` GPUs each; `on_node_state(name, up)` hears node-down changes."""
+
+    def __init__(self, nodes: int = 4, gpus: int = 8, *, nvlinks: int = 18,
+                 on_node_state: Callable[[str, bool], None] | None = None) -> None:
+        if nodes < 1 or gpus < 1:
+            raise ValueError("a fleet needs at least one node with at least one GPU")
+        self.nvml = {node_name(i): SimulatedNvml(node_name(i), gpus, nvlinks=nvlinks) for i in range(1, nodes + 1)}
+        self.gpus = gpus
+        self._lock = threading.Lock()
+        self._down: dict[str, Fault] = {}
+        self._listeners: list[Callable[[str, bool], None]] = [on_node_state] if on_node_state else []
+
+    def add_listener(self, listener: Callable[[str, bool], None]) -> None:
+        self._listeners.append(listener)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.nvml)
+
+    def is_down(self, node: str) -> bool:
+        return node in self._down
+
+    def inject(self, body: Any) -> Fault:
+        """Validate and apply a fault request (see `exporters.sim.faults.parse_fault`)."""
+        fault = parse_fault(body, {name: self.gpus for name in self.nvml})
+        if fault.fault in NODE_FAULTS:
+            with self._lock:
+                self._down[fault.node] = fault
+            for listener in self._listeners:
+                listener(fault.node, False)
+        else:
+            self.nvml[fault.node].inject(fault)
+        return fault
+
+    def clear(self, node: str | None = None) -> int:
+        """Reset every GPU of `node` (or of the whole fleet) and bring the node(s) back; count cleared faults."""
+        if node is not None and node not in self.nvml:
+            raise FaultError(f"unknown node {node!r}; the fleet has node-1 .. node-{len(self.nvml)}")
+        names = [node] if node is not None else list(self.nvml)
+        cleared = 0
+        for name in names:
+            cleared += self.nvml[name].reset()
+            with self._lock:
+                was_down = self._down.pop(name, None) is not None
+            if was_down:
+                cleared += 1
+                for listener in self._listeners:
+                    listener(name, True)
+        return cleared
+
+    def faults(self) -> list[Fault]:
+        """Active faults, node faults first, in a stable order."""
+        with self._lock:
+            down = list(self._down.values())
+        gpu_faults = [f for nvml in self.nvml.values() for f in nvml.active_faults()]
+        return sorted(down, key=lambda f: f.since) + sorted(gpu_faults, key=lambda f: (f.node, f.gpu, f.since))

@@ -1,0 +1,301 @@
+"""A simulated NVML library for one node, call-compatible with `pynvml`.
+
+`SimulatedNvml` has methods named like pynvml's functions, with the same arguments, returning the same
+kinds of values (pynvml's own ctypes structs where pynvml returns one) and raising pynvml's own
+exception classes (`pynvml.NVMLError(code)` picks the subclass). A collector written against `pynvml`
+therefore runs unchanged against the simulator. Constants (`NVML_*`, `nvmlEventType*`, ...) and the
+exception classes are looked up on pynvml itself; a function the simulator does not implement raises
+`NVMLError_FunctionNotFound`, as pynvml does on a driver that lacks it.
+
+Values follow `exporters.sim.load`: utilization from `gpu_load(node, gpu, now)`, temperature and power
+from the load; faults (see `exporters.sim.faults`) change the answers of one GPU.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+import zlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import pynvml
+
+from exporters.sim import faults as F
+from exporters.sim.load import gpu_load, gpu_power, gpu_temperature
+from exporters.sim.nvml_health import HealthCalls, SimEventData, SimEventSet, raise_nvml as _raise
+
+GIB = 1024**3
+MIB = 1024**2
+MEMORY_TOTAL = 81_559 * MIB  # what an H100 80GB HBM3 reports
+POWER_LIMIT_W = 700.0
+SM_CLOCK_MAX_MHZ, MEM_CLOCK_MHZ = 1980, 2619
+DRIVER_VERSION, CUDA_VERSION = "550.90.07", 12040
+GPU_NAME = "NVIDIA H100 80GB HBM3"
+NVLINKS = 18
+LOST_FAULTS = ("xid79",)
+
+
+@dataclass(frozen=True, eq=False)
+class SimHandle:
+    """A device handle: identity matters (events carry the same object), like pynvml's pointers."""
+
+    node: str
+    index: int
+
+
+def device_uuid(node: str, index: int) -> str:
+    """Deterministic `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` UUID of a simulated GPU."""
+    digits = hashlib.sha256(f"{node}/gpu{index}".encode()).hexdigest()
+    return f"GPU-{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:32]}"
+
+
+class SimulatedNvml(HealthCalls):
+    """Simulated NVML of one node with `gpus` H100-like GPUs; thread-safe like the real library.
+
+    `unsupported` names pynvml functions that raise NOT_SUPPORTED on this node (e.g. fan speed on SXM
+    boards); `clock` gives the Unix time (tests pass a fake clock).
+    """
+
+    def __init__(self, node: str = "node-1", gpus: int = 8, *, unsupported: frozenset[str] = frozenset(),
+                 nvlinks: int = NVLINKS, clock: Callable[[], float] = time.time) -> None:
+        self.node = node
+        self.gpu_count = gpus
+        self.nvlinks = nvlinks
+        self.unsupported = frozenset(unsupported)
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._initialized = 0
+        self._handles = [SimHandle(node, i) for i in range(gpus)]
+        self._states = [F.GpuState() for _ in range(gpus)]
+        self._event_sets: list[SimEventSet] = []
+
+    # -- fault control (used by the fleet and tests; not part of the NVML API) --------------------
+    def inject(self, fault: F.Fault) -> None:
+        """Apply a GPU fault now and deliver its XID events to every registered event set."""
+        with self._lock:
+            state = self._states[fault.gpu]
+            self._advance(fault.gpu, state)
+            events = F.inject(state, fault)
+            for event_set in self._event_sets:
+                mask = event_set.masks.get(fault.gpu, 0)
+                for event_type, xid in events:
+                    if mask & event_type:
+                        event_set.events.put(SimEventData(self._handles[fault.gpu], event_type, xid))
+
+    def reset(self, gpu: int | None = None) -> int:
+        """Reset one GPU (or all): clears its faults; returns the number of faults cleared."""
+        with self._lock:
+            indexes = range(self.gpu_count) if gpu is None else [gpu]
+            return sum(F.reset_gpu(self._states[i]) for i in indexes)
+
+    def active_faults(self) -> list[F.Fault]:
+        with self._lock:
+            return [f for s in self._states for f in s.faults.values()]
+
+    # -- helpers ------------------------------------------------------------------------------------
+    def __getattr__(self, name: str) -> Any:
+        # constants and exception classes come from pynvml itself; unknown functions behave like a
+        # driver that lacks them
+        value = getattr(pynvml, name)
+        if callable(value) and name.startswith("nvml") and not isinstance(value, type):
+            def missing(*_args: Any, **_kwargs: Any) -> Any:
+                _raise(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
+            return missing
+        return value
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(dir(pynvml)))
+
+    def _gpu(self, handle: Any, call: str) -> tuple[int, F.GpuState]:
+        """Check init, handle, faults and support; return (index, state). Called under no lock."""
+        if not self._initialized:
+            _raise(pynvml.NVML_ERROR_UNINITIALIZED)
+        if not isinstance(handle, SimHandle) or handle.node != self.node:
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        state = self._states[handle.index]
+        hang = state.faults.get("nvml-hang")
+        if hang is not None:
+            time.sleep(hang.params.get("seconds", 30))
+        if any(state.has(name) for name in LOST_FAULTS):
+            _raise(pynvml.NVML_ERROR_GPU_IS_LOST)
+        if call in self.unsupported:
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return handle.index, state
+
+    def _load(self, index: int, state: F.GpuState) -> float:
+        if state.has("load-anomaly"):
+            return 0.02
+        return gpu_load(self.node, index, self.clock())
+
+    def _temperature(self, index: int, state: F.GpuState) -> float:
+        if state.has("overheat"):
+            return 95.0
+        return gpu_temperature(self._load(index, state))
+
+    def _power_w(self, index: int, state: F.GpuState) -> float:
+        return gpu_power(self._load(index, state), POWER_LIMIT_W)
+
+    def _advance(self, index: int, state: F.GpuState) -> None:
+        F.advance(state, self.clock(), self._power_w(index, state))
+
+    # -- system -------------------------------------------------------------------------------------
+    def nvmlInit(self) -> None:
+        with self._lock:
+            self._initialized += 1
+
+    def nvmlInitWithFlags(self, flags: int) -> None:
+        self.nvmlInit()
+
+    def nvmlShutdown(self) -> None:
+        with self._lock:
+            if not self._initialized:
+                _raise(pynvml.NVML_ERROR_UNINITIALIZED)
+            self._initialized -= 1
+
+    def nvmlSystemGetDriverVersion(self) -> str:
+        self._check_init()
+        return DRIVER_VERSION
+
+    def nvmlSystemGetCudaDriverVersion(self) -> int:
+        self._check_init()
+        return CUDA_VERSION
+
+    def nvmlSystemGetNVMLVersion(self) -> str:
+        self._check_init()
+        return "12." + DRIVER_VERSION
+
+    def _check_init(self) -> None:
+        if not self._initialized:
+            _raise(pynvml.NVML_ERROR_UNINITIALIZED)
+
+    def nvmlDeviceGetCount(self) -> int:
+        self._check_init()
+        return self.gpu_count
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> SimHandle:
+        self._check_init()
+        if not isinstance(index, int) or not 0 <= index < self.gpu_count:
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        self._gpu(self._handles[index], "nvmlDeviceGetHandleByIndex")
+        return self._handles[index]
+
+    def nvmlDeviceGetHandleByUUID(self, uuid: str) -> SimHandle:
+        self._check_init()
+        for handle in self._handles:
+            if device_uuid(self.node, handle.index) == uuid:
+                return handle
+        _raise(pynvml.NVML_ERROR_NOT_FOUND)
+
+    # -- identity -----------------------------------------------------------------------------------
+    def nvmlDeviceGetUUID(self, handle: SimHandle) -> str:
+        index, _ = self._gpu(handle, "nvmlDeviceGetUUID")
+        return device_uuid(self.node, index)
+
+    def nvmlDeviceGetName(self, handle: SimHandle) -> str:
+        self._gpu(handle, "nvmlDeviceGetName")
+        return GPU_NAME
+
+    def nvmlDeviceGetSerial(self, handle: SimHandle) -> str:
+        index, _ = self._gpu(handle, "nvmlDeviceGetSerial")
+        return f"{1650000000000 + zlib.crc32(f'{self.node}/{index}'.encode()) % 10**9:013d}"
+
+    def nvmlDeviceGetIndex(self, handle: SimHandle) -> int:
+        return self._gpu(handle, "nvmlDeviceGetIndex")[0]
+
+    def nvmlDeviceGetPciInfo(self, handle: SimHandle) -> pynvml.nvmlPciInfo_t:
+        index, _ = self._gpu(handle, "nvmlDeviceGetPciInfo")
+        bus = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)[index % 8] + 0x100 * (index // 8)
+        info = pynvml.nvmlPciInfo_t()
+        info.busId = f"00000000:{bus:02X}:00.0".encode()
+        info.busIdLegacy = f"0000:{bus:02X}:00.0".encode()
+        info.domain, info.bus, info.device = 0, bus, 0
+        info.pciDeviceId, info.pciSubSystemId = 0x233010DE, 0x16C110DE
+        return info
+
+    def nvmlDeviceGetPersistenceMode(self, handle: SimHandle) -> int:
+        self._gpu(handle, "nvmlDeviceGetPersistenceMode")
+        return pynvml.NVML_FEATURE_ENABLED
+
+    def nvmlDeviceGetMigMode(self, handle: SimHandle) -> list[int]:
+        self._gpu(handle, "nvmlDeviceGetMigMode")
+        return [pynvml.NVML_DEVICE_MIG_DISABLE, pynvml.NVML_DEVICE_MIG_DISABLE]
+
+    def nvmlDeviceGetMaxMigDeviceCount(self, handle: SimHandle) -> int:
+        self._gpu(handle, "nvmlDeviceGetMaxMigDeviceCount")
+        return 7
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, handle: SimHandle, index: int) -> SimHandle:
+        self._gpu(handle, "nvmlDeviceGetMigDeviceHandleByIndex")
+        _raise(pynvml.NVML_ERROR_NOT_FOUND)  # MIG is disabled on every simulated GPU
+
+    # -- load, memory, thermals, power, clocks ------------------------------------------------------
+    def nvmlDeviceGetUtilizationRates(self, handle: SimHandle) -> pynvml.c_nvmlUtilization_t:
+        index, state = self._gpu(handle, "nvmlDeviceGetUtilizationRates")
+        load = self._load(index, state)
+        return pynvml.c_nvmlUtilization_t(gpu=round(100 * load), memory=round(60 * load))
+
+    def nvmlDeviceGetMemoryInfo(self, handle: SimHandle, version: int | None = None) -> pynvml.c_nvmlMemory_t:
+        index, state = self._gpu(handle, "nvmlDeviceGetMemoryInfo")
+        used = int(MEMORY_TOTAL * min(0.97, 0.01 + 0.9 * self._load(index, state))) // MIB * MIB
+        return pynvml.c_nvmlMemory_t(total=MEMORY_TOTAL, free=MEMORY_TOTAL - used, used=used)
+
+    def nvmlDeviceGetTemperature(self, handle: SimHandle, sensor: int) -> int:
+        index, state = self._gpu(handle, "nvmlDeviceGetTemperature")
+        if sensor != pynvml.NVML_TEMPERATURE_GPU:
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return round(self._temperature(index, state))
+
+    def nvmlDeviceGetPowerUsage(self, handle: SimHandle) -> int:
+        index, state = self._gpu(handle, "nvmlDeviceGetPowerUsage")
+        return round(self._power_w(index, state) * 1000)
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle: SimHandle) -> int:
+        self._gpu(handle, "nvmlDeviceGetEnforcedPowerLimit")
+        return round(POWER_LIMIT_W * 1000)
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: SimHandle) -> int:
+        index, state = self._gpu(handle, "nvmlDeviceGetTotalEnergyConsumption")
+        with self._lock:
+            self._advance(index, state)
+            return int(state.energy_mj)
+
+    def nvmlDeviceGetClockInfo(self, handle: SimHandle, clock_type: int) -> int:
+        index, state = self._gpu(handle, "nvmlDeviceGetClockInfo")
+        if clock_type == pynvml.NVML_CLOCK_MEM:
+            return MEM_CLOCK_MHZ
+        if state.has("overheat"):
+            return 1095
+        if state.has("thermal-throttle"):
+            return 1410
+        return round(345 + (SM_CLOCK_MAX_MHZ - 345) * min(1.0, 3 * self._load(index, state)))
+
+    def nvmlDeviceGetFanSpeed(self, handle: SimHandle) -> int:
+        index, state = self._gpu(handle, "nvmlDeviceGetFanSpeed")
+        return max(30, min(100, round(30 + 1.2 * (self._temperature(index, state) - 35))))
+
+    def nvmlDeviceGetPerformanceState(self, handle: SimHandle) -> int:
+        index, state = self._gpu(handle, "nvmlDeviceGetPerformanceState")
+        return 0 if self._load(index, state) > 0.05 else 8
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle: SimHandle) -> int:
+        index, state = self._gpu(handle, "nvmlDeviceGetCurrentClocksEventReasons")
+        reasons = 0
+        if self._load(index, state) < 0.05:
+            reasons |= pynvml.nvmlClocksEventReasonGpuIdle
+        if state.has("overheat"):
+            reasons |= pynvml.nvmlClocksEventReasonHwThermalSlowdown | pynvml.nvmlClocksEventReasonSwThermalSlowdown
+        if state.has("thermal-throttle"):
+            reasons |= pynvml.nvmlClocksEventReasonSwThermalSlowdown
+        return reasons
+
+    nvmlDeviceGetCurrentClocksThrottleReasons = nvmlDeviceGetCurrentClocksEventReasons
+
+    def nvmlDeviceGetViolationStatus(self, handle: SimHandle, policy: int) -> pynvml.c_nvmlViolationTime_t:
+        index, state = self._gpu(handle, "nvmlDeviceGetViolationStatus")
+        with self._lock:
+            self._advance(index, state)
+            spent = state.thermal_violation_ns if policy == pynvml.NVML_PERF_POLICY_THERMAL else 0
+        return pynvml.c_nvmlViolationTime_t(referenceTime=int(self.clock() * 1e6), violationTime=int(spent))
+

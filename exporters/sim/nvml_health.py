@@ -1,0 +1,178 @@
+"""Reliability, field-value, process and event calls of the simulated NVML (a mixin of SimulatedNvml).
+
+Kept apart from `exporters.sim.nvml` so each module stays small; the methods use the host class's
+`_gpu` (checks the handle and faults), `_lock`, `_advance`, `_load` and `_states`.
+"""
+
+from __future__ import annotations
+
+import queue
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import pynvml
+
+MIB = 1024**2
+FIELD_MEMORY_TEMP = 82
+FIELD_TOTAL_ENERGY = 83
+FIELD_SBE_VOL_TOTAL, FIELD_DBE_VOL_TOTAL = 3, 4
+FIELD_PCIE_REPLAY = 94
+FIELD_RECOVERY_ACTION = 230
+
+
+def raise_nvml(code: int) -> None:
+    """Raise pynvml's own exception subclass for `code`, as pynvml does."""
+    raise pynvml.NVMLError(code)
+
+
+@dataclass
+class SimEventData:
+    """Look-alike of pynvml's c_nvmlEventData_t (a ctypes struct cannot hold a Python handle)."""
+
+    device: Any
+    eventType: int
+    eventData: int
+    gpuInstanceId: int = 0xFFFFFFFF
+    computeInstanceId: int = 0xFFFFFFFF
+
+
+class SimEventSet:
+    """An NVML event set: registered masks per GPU index and a queue of delivered events."""
+
+    def __init__(self) -> None:
+        self.masks: dict[int, int] = {}
+        self.events: queue.Queue[SimEventData] = queue.Queue()
+
+
+SUPPORTED_EVENTS = (pynvml.nvmlEventTypeSingleBitEccError | pynvml.nvmlEventTypeDoubleBitEccError
+                    | pynvml.nvmlEventTypePState | pynvml.nvmlEventTypeXidCriticalError
+                    | pynvml.nvmlEventTypeClock)
+
+
+class HealthCalls:
+    """ECC, row remapping, PCIe/NVLink errors, field values, processes and XID events."""
+
+    # -- ECC and memory health ----------------------------------------------------------------------
+    def nvmlDeviceGetTotalEccErrors(self, handle: Any, error_type: int, counter_type: int) -> int:
+        _, state = self._gpu(handle, "nvmlDeviceGetTotalEccErrors")
+        with self._lock:
+            self._advance(handle.index, state)
+            volatile = counter_type == pynvml.NVML_VOLATILE_ECC
+            if error_type == pynvml.NVML_MEMORY_ERROR_TYPE_CORRECTED:
+                return int(state.ecc_corrected_volatile if volatile else state.ecc_corrected_aggregate)
+            if error_type == pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED:
+                return state.ecc_uncorrected_volatile if volatile else state.ecc_uncorrected_aggregate
+        raise_nvml(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+
+    def nvmlDeviceGetRemappedRows(self, handle: Any) -> tuple[int, int, int, int]:
+        _, state = self._gpu(handle, "nvmlDeviceGetRemappedRows")
+        return (state.remapped_corrected, state.remapped_uncorrected, state.remap_pending, state.remap_failure)
+
+    def nvmlDeviceGetRetiredPages(self, handle: Any, cause: int) -> list[int]:
+        self._gpu(handle, "nvmlDeviceGetRetiredPages")
+        return []  # Hopper retires memory by row remapping, not page retirement
+
+    def nvmlDeviceGetRetiredPagesPendingStatus(self, handle: Any) -> int:
+        self._gpu(handle, "nvmlDeviceGetRetiredPagesPendingStatus")
+        return pynvml.NVML_FEATURE_DISABLED
+
+    def nvmlDeviceGetPcieReplayCounter(self, handle: Any) -> int:
+        _, state = self._gpu(handle, "nvmlDeviceGetPcieReplayCounter")
+        return state.pcie_replays
+
+    def nvmlDeviceGetNvLinkState(self, handle: Any, link: int) -> int:
+        self._gpu(handle, "nvmlDeviceGetNvLinkState")
+        if not 0 <= link < self.nvlinks:
+            raise_nvml(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return pynvml.NVML_FEATURE_ENABLED
+
+    def nvmlDeviceGetNvLinkErrorCounter(self, handle: Any, link: int, counter: int) -> int:
+        _, state = self._gpu(handle, "nvmlDeviceGetNvLinkErrorCounter")
+        if not 0 <= link < self.nvlinks or not 0 <= counter < pynvml.NVML_NVLINK_ERROR_COUNT:
+            raise_nvml(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        with self._lock:
+            self._advance(handle.index, state)
+            return int(state.nvlink_errors.get((link, counter), 0))
+
+    # -- field values (batched reads) ---------------------------------------------------------------
+    def nvmlDeviceGetFieldValues(self, handle: Any, field_ids: list[Any]) -> Any:
+        index, state = self._gpu(handle, "nvmlDeviceGetFieldValues")
+        values = (pynvml.c_nvmlFieldValue_t * len(field_ids))()
+        now_us = int(self.clock() * 1e6)
+        with self._lock:
+            self._advance(index, state)
+            answers = {
+                FIELD_RECOVERY_ACTION: (pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, state.recovery_action),
+                FIELD_MEMORY_TEMP: (pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, round(self._temperature(index, state) - 6)),
+                FIELD_TOTAL_ENERGY: (pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, int(state.energy_mj)),
+                FIELD_SBE_VOL_TOTAL: (pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, int(state.ecc_corrected_volatile)),
+                FIELD_DBE_VOL_TOTAL: (pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, state.ecc_uncorrected_volatile),
+                FIELD_PCIE_REPLAY: (pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, state.pcie_replays),
+            }
+        for slot, field_id in zip(values, field_ids):
+            field_id, scope = field_id if isinstance(field_id, tuple) else (field_id, 0)
+            slot.fieldId, slot.scopeId, slot.timestamp = field_id, scope, now_us
+            if field_id not in answers:
+                slot.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
+                continue
+            slot.valueType, value = answers[field_id]
+            if slot.valueType == pynvml.NVML_VALUE_TYPE_UNSIGNED_INT:
+                slot.value.uiVal = value
+            else:
+                slot.value.ullVal = value
+        return values
+
+    # -- processes ----------------------------------------------------------------------------------
+    def _pid(self, index: int) -> int:
+        return 20_000 + zlib.crc32(f"{self.node}/{index}/pid".encode()) % 40_000
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: Any) -> list[Any]:
+        index, state = self._gpu(handle, "nvmlDeviceGetComputeRunningProcesses")
+        load = self._load(index, state)
+        if load < 0.05:
+            return []
+        info = pynvml.c_nvmlProcessInfo_t(pid=self._pid(index), usedGpuMemory=int(70_000 * MIB * load) // MIB * MIB,
+                                          gpuInstanceId=0xFFFFFFFF, computeInstanceId=0xFFFFFFFF)
+        return [pynvml.nvmlStructToFriendlyObject(info)]
+
+    def nvmlDeviceGetProcessUtilization(self, handle: Any, last_seen_us: int) -> list[Any]:
+        index, state = self._gpu(handle, "nvmlDeviceGetProcessUtilization")
+        load = self._load(index, state)
+        if load < 0.05:
+            raise_nvml(pynvml.NVML_ERROR_NOT_FOUND)  # what NVML says when no process ran since the timestamp
+        sample = pynvml.c_nvmlProcessUtilizationSample_t(
+            pid=self._pid(index), timeStamp=int(self.clock() * 1e6), smUtil=round(100 * load),
+            memUtil=round(60 * load), encUtil=0, decUtil=0)
+        return [sample]
+
+    # -- events -------------------------------------------------------------------------------------
+    def nvmlDeviceGetSupportedEventTypes(self, handle: Any) -> int:
+        self._gpu(handle, "nvmlDeviceGetSupportedEventTypes")
+        return SUPPORTED_EVENTS
+
+    def nvmlEventSetCreate(self) -> SimEventSet:
+        self._check_init()
+        event_set = SimEventSet()
+        with self._lock:
+            self._event_sets.append(event_set)
+        return event_set
+
+    def nvmlDeviceRegisterEvents(self, handle: Any, mask: int, event_set: SimEventSet) -> None:
+        index, _ = self._gpu(handle, "nvmlDeviceRegisterEvents")
+        if mask & ~SUPPORTED_EVENTS:
+            raise_nvml(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        with self._lock:
+            event_set.masks[index] = event_set.masks.get(index, 0) | mask
+
+    def nvmlEventSetWait(self, event_set: SimEventSet, timeout_ms: int) -> SimEventData:
+        self._check_init()
+        try:
+            return event_set.events.get(timeout=max(0, timeout_ms) / 1000)
+        except queue.Empty:
+            raise_nvml(pynvml.NVML_ERROR_TIMEOUT)
+
+    def nvmlEventSetFree(self, event_set: SimEventSet) -> None:
+        with self._lock:
+            if event_set in self._event_sets:
+                self._event_sets.remove(event_set)

@@ -1,0 +1,147 @@
+"""`vigil exporter gpu`: run the GPU exporter (NVML, the simulated fleet, or DCGM) in the foreground."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import threading
+from typing import Any
+
+import click
+
+WARNING_SIMULATED = "no NVIDIA GPU/driver found: running the SIMULATED fleet"
+
+
+def _host_port(value: str, param: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise click.BadParameter(f"expected HOST:PORT (e.g. 127.0.0.1:9835), got {value!r}", param_hint=param)
+    return host, int(port)
+
+
+def _nvml_problem() -> str | None:
+    """Why NVML cannot be used here (no driver, no library), or None when it initialises."""
+    import pynvml
+
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as error:
+        return str(error)
+    pynvml.nvmlShutdown()
+    return None
+
+
+def _wait_for_signal() -> None:
+    """Block until SIGTERM or SIGINT (Ctrl-C)."""
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    while not stop.wait(1.0):
+        pass
+
+
+def _serve_registry(registry: Any, host: str, port: int) -> Any:
+    from prometheus_client import start_http_server
+
+    try:
+        server, _thread = start_http_server(port, addr=host, registry=registry)
+    except OSError as error:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    return server
+
+
+@click.command("gpu")
+@click.option("--backend", type=click.Choice(["nvml", "sim", "dcgm"]), default=None,
+              help="Where GPU data comes from [default: nvml if the NVIDIA driver answers, else sim].")
+@click.option("--listen", default="127.0.0.1:9835", show_default=True,
+              help="HOST:PORT of /metrics (sim: node-1's port; node i listens on PORT+i-1).")
+@click.option("--interval", type=click.FloatRange(min=0.05), default=5.0, show_default=True,
+              help="Seconds between NVML collection cycles.")
+@click.option("--node", default=None, help="Node label [default: the hostname].")
+@click.option("--expected-gpus", type=click.IntRange(min=0), default=None,
+              help="GPUs the node should have [default: the first successful count].")
+@click.option("--sim-nodes", type=click.IntRange(1, 5000), default=4, show_default=True, help="sim: nodes in the fleet.")
+@click.option("--sim-gpus", type=click.IntRange(1, 64), default=8, show_default=True, help="sim: GPUs per node.")
+@click.option("--control-listen", default=None,
+              help="sim: HOST:PORT of the chaos API [default: listen host, listen port + 1000].")
+@click.option("--dcgm-url", default="http://127.0.0.1:9400/metrics", show_default=True,
+              help="dcgm: URL of dcgm-exporter's /metrics.")
+def gpu(backend: str | None, listen: str, interval: float, node: str | None, expected_gpus: int | None,
+        sim_nodes: int, sim_gpus: int, control_listen: str | None, dcgm_url: str) -> None:
+    """Export GPU health and utilization metrics for Prometheus until SIGTERM/SIGINT."""
+    host, port = _host_port(listen, "--listen")
+    node = node or socket.gethostname()
+    if backend is None:
+        backend = "nvml" if _nvml_problem() is None else "sim"
+        if backend == "sim":
+            click.secho(f"WARNING: {WARNING_SIMULATED}", fg="yellow", bold=True, err=True)
+    if backend == "sim":
+        _run_sim(host, port, control_listen, interval, sim_nodes, sim_gpus)
+    elif backend == "nvml":
+        _run_nvml(host, port, node, interval, expected_gpus)
+    else:
+        _run_dcgm(host, port, node, dcgm_url, interval)
+
+
+def _run_sim(host: str, port: int, control_listen: str | None, interval: float, nodes: int, gpus: int) -> None:
+    from exporters.fleet_server import FleetServer
+    from exporters.sim.fleet import SimulatedFleet
+
+    if port + nodes - 1 > 65535:
+        raise click.BadParameter(f"ports {port}..{port + nodes - 1} do not fit", param_hint="--listen")
+    control_host, control_port = (_host_port(control_listen, "--control-listen") if control_listen
+                                  else (host, port + 1000))
+    if port <= control_port < port + nodes:
+        raise click.BadParameter(f"control port {control_port} collides with the node ports {port}..{port + nodes - 1}",
+                                 param_hint="--control-listen")
+    try:
+        server = FleetServer(SimulatedFleet(nodes, gpus), host=host, port=port, control_host=control_host,
+                             control_port=control_port, interval=interval)
+        server.start()
+    except OSError as error:
+        raise click.ClickException(f"cannot listen: {error.strerror or error} (is another exporter running?)") from None
+    click.echo(f"simulated fleet: {nodes} nodes x {gpus} GPUs on http://{host}:{port}..{port + nodes - 1}/metrics; "
+               f"chaos API on {server.control_url}", err=True)
+    try:
+        _wait_for_signal()
+    finally:
+        server.stop()
+
+
+def _run_nvml(host: str, port: int, node: str, interval: float, expected_gpus: int | None) -> None:
+    import pynvml
+    from prometheus_client import CollectorRegistry
+
+    from exporters.nvml_collector import NvmlCollector
+
+    problem = _nvml_problem()
+    if problem is not None:
+        raise click.ClickException(f"NVML is not usable on this machine ({problem}); try --backend sim")
+    collector = NvmlCollector(pynvml, node, interval=interval, expected_gpus=expected_gpus)
+    registry = CollectorRegistry()
+    registry.register(collector)
+    server = _serve_registry(registry, host, port)
+    collector.start()
+    click.echo(f"NVML GPU exporter for {node} on http://{host}:{port}/metrics", err=True)
+    try:
+        _wait_for_signal()
+    finally:
+        server.shutdown()
+        collector.stop()
+
+
+def _run_dcgm(host: str, port: int, node: str, url: str, interval: float) -> None:
+    from prometheus_client import CollectorRegistry
+
+    try:
+        from exporters.dcgm import DcgmCollector
+    except ImportError as error:
+        raise click.ClickException(f"the dcgm backend is not available in this build ({error})") from None
+    registry = CollectorRegistry()
+    registry.register(DcgmCollector(url=url, node=node, timeout=max(1.0, min(interval, 10.0))))
+    server = _serve_registry(registry, host, port)
+    click.echo(f"DCGM bridge for {node} ({url}) on http://{host}:{port}/metrics", err=True)
+    try:
+        _wait_for_signal()
+    finally:
+        server.shutdown()
