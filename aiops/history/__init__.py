@@ -1,0 +1,14 @@
+"""History input for AIOps: read metric series from Prometheus or files, clean them, write backfill.
+
+- `prometheus.PrometheusReader` reads `query_range` in chunks (Prometheus refuses more than 11,000
+  points per series and query).
+- `files.read_series_file` reads CSV (long `timestamp,value[,labels…]` or wide) and Parquet files.
+- `clean.regularize` puts irregular samples on a regular grid with bounded interpolation (long gaps stay
+  gaps); `clean.counter_rate` turns a counter into a per-second rate across resets.
+- `openmetrics.write_openmetrics` writes a file that `promtool tsdb create-blocks-from openmetrics`
+  accepts, for backfilling Prometheus.
+"""
+
+from aiops.history.series import HistoryError, Series
+
+__all__ = ["HistoryError", "Series"]

@@ -1,0 +1,127 @@
+"""`vigil aiops train` and `vigil aiops serve`: dynamic baselines from Prometheus or files."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+import click
+
+from aiops.baseline.service import BaselineService, ServiceConfig, build_registry, make_http_server, run_until_stopped
+from aiops.baseline.store import StoreError
+from aiops.baseline.train import TrainSettings, history_from_files, history_from_prometheus, save_result
+from aiops.baseline.train import train as train_baselines
+from aiops.history.durations import parse_duration
+from aiops.history.series import HistoryError
+
+
+class Duration(click.ParamType):
+    name = "duration"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, (int, float)):
+            return float(value)
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def _sensitivity(ctx, param, value):
+    if value is not None and not 0 < value <= 100:
+        raise click.BadParameter("must be above 0 and at most 100 (1 = default width, 2 = half as wide)")
+    return value
+
+
+def _listen(ctx, param, value):
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise click.BadParameter(f"{value!r} is not HOST:PORT (e.g. 127.0.0.1:9120)")
+    return host or "0.0.0.0", int(port)
+
+
+DURATION = Duration()
+
+
+@click.command("train")
+@click.option("--prometheus-url", metavar="URL", help="Prometheus to read history from (query_range).")
+@click.option("--match", "selectors", multiple=True, metavar="SELECTOR", help="Series selector, repeatable (e.g. vigil_gpu_utilization_ratio).")
+@click.option("--lookback", type=DURATION, default="14d", show_default=True, help="History to learn from.")
+@click.option("--step", type=DURATION, default="5m", show_default=True, help="Grid step the series are resampled to.")
+@click.option("--max-gap", type=DURATION, default="15m", show_default=True, help="Longest gap bridged by interpolation; longer gaps stay gaps.")
+@click.option("--input", "inputs", multiple=True, type=click.Path(dir_okay=False, path_type=Path), help="CSV or Parquet history file instead of Prometheus (repeatable).")
+@click.option("--model-dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="Where the model store (baselines.json) is written.")
+@click.option("--sensitivity", type=float, default=1.0, show_default=True, callback=_sensitivity, help="Band width factor: higher = narrower bands, more alerts.")
+def train(prometheus_url, selectors, lookback, step, max_gap, inputs, model_dir, sensitivity):
+    """Learn a baseline per series and write the model store to --model-dir."""
+    from tqdm import tqdm
+
+    if bool(prometheus_url) == bool(inputs):
+        raise click.UsageError("give either --prometheus-url with --match, or --input FILE")
+    if prometheus_url and not selectors:
+        raise click.UsageError("--prometheus-url needs at least one --match SELECTOR")
+    settings = TrainSettings(step=step, max_gap=max_gap, sensitivity=sensitivity, lookback=lookback)
+    try:
+        if prometheus_url:
+            with tqdm(desc="query_range chunks", unit="chunk", leave=False) as bar:
+                raw = history_from_prometheus(prometheus_url, selectors, settings, on_chunk=lambda: bar.update())
+            source = prometheus_url
+        else:
+            raw = history_from_files(inputs)
+            source = ", ".join(str(p) for p in inputs)
+    except HistoryError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not raw:
+        raise click.ClickException(f"no series found in {source} for {' '.join(selectors) or 'the input'}")
+    with tqdm(total=len(raw), desc="fitting baselines", unit="series") as bar:
+        result = train_baselines(raw, settings, on_series=lambda: bar.update())
+    for reason in result.skipped:
+        click.echo(f"skipped: {reason}", err=True)
+    if not result.entries:
+        raise click.ClickException("no series had enough history to learn a baseline; nothing written")
+    path = save_result(model_dir, result, settings, source)
+    click.echo(f"{len(result.entries)} baselines in {result.fit_seconds:.2f} s -> {path}")
+    click.echo(f"{'class':<12} {'series':>6} {'in band (training)':>19}")
+    counts = result.by_class()
+    for kind in sorted(counts):
+        cover = [e["training_in_band"] for e in result.entries if e["class"] == kind]
+        click.echo(f"{kind:<12} {counts[kind]:>6} {100 * sum(cover) / len(cover):>18.1f}%")
+
+
+@click.command("serve")
+@click.option("--listen", default="127.0.0.1:9120", show_default=True, callback=_listen, help="HOST:PORT to serve /metrics and /healthz on.")
+@click.option("--model-dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="Model store directory.")
+@click.option("--prometheus-url", metavar="URL", help="Train at start (when no model) and refit from this Prometheus.")
+@click.option("--match", "selectors", multiple=True, metavar="SELECTOR", help="Series selector to refit, repeatable.")
+@click.option("--refit-interval", type=DURATION, default="1h", show_default=True, help="How often to refit (or reload the store without Prometheus).")
+@click.option("--lookback", type=DURATION, default="14d", show_default=True, help="History each refit learns from.")
+@click.option("--step", type=DURATION, default="5m", show_default=True, help="Grid step for refits.")
+@click.option("--max-gap", type=DURATION, default="15m", show_default=True, help="Longest gap bridged by interpolation.")
+@click.option("--sensitivity", type=float, default=None, callback=_sensitivity, help="Override the store's sensitivity.")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True)
+def serve(listen, model_dir, prometheus_url, selectors, refit_interval, lookback, step, max_gap, sensitivity, log_level):
+    """Serve the baseline bands for now on /metrics, refitting on a schedule."""
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if prometheus_url and not selectors:
+        raise click.UsageError("--prometheus-url needs at least one --match SELECTOR")
+    settings = TrainSettings(step=step, max_gap=max_gap, sensitivity=sensitivity or 1.0, lookback=lookback)
+    config = ServiceConfig(model_dir, settings, refit_interval, prometheus_url, tuple(selectors), sensitivity)
+    service = BaselineService(config)
+    try:
+        loaded = service.load()
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not loaded and not prometheus_url:
+        raise click.ClickException(
+            f"no model store in {model_dir}: run `vigil aiops train --model-dir {model_dir} …` first, "
+            "or give --prometheus-url and --match to train at start"
+        )
+    host, port = listen
+    try:
+        server = make_http_server(host, port, build_registry(service), service)
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    click.echo(f"serving baselines on http://{host}:{server.server_port}/metrics", err=True)
+    run_until_stopped(service, server, threading.Event())
+
