@@ -77,9 +77,9 @@ FIELD_MAPS: tuple[FieldMap, ...] = (
     _row(_F + "ECC_DBE_AGG_TOTAL", "", _F + "ECC_DBE_AGG_TOTAL", "", "vigil_gpu_ecc_errors_total",
          error_type="uncorrected", counter_type="aggregate"),
     _row(_F + "RETIRED_SBE", "", _F + "PAGE_RETIRED_SBE_TOTAL", "", "vigil_gpu_retired_pages_total",
-         cause="multiple_single_bit_ecc"),
+         cause="multiple_single_bit"),
     _row(_F + "RETIRED_DBE", "", _F + "PAGE_RETIRED_DBE_TOTAL", "", "vigil_gpu_retired_pages_total",
-         cause="double_bit_ecc"),
+         cause="double_bit"),
     _row(_F + "RETIRED_PENDING", "", _F + "PAGE_RETIRED_PENDING", "", "vigil_gpu_retired_pages_pending"),
     _row(_F + "CORRECTABLE_REMAPPED_ROWS", "", _F + "ROW_REMAP_CORRECTABLE_TOTAL", "",
          "vigil_gpu_remapped_rows_total", error_type="corrected"),
@@ -110,11 +110,11 @@ FIELD_MAPS: tuple[FieldMap, ...] = (
 )
 
 # The clock-event bitmask (pre-4.9 DCGM_FI_DEV_CLOCK_THROTTLE_REASONS, 4.9 DCGM_FI_DEV_CLOCKS_EVENT_REASONS);
-# bits as in nvml.h / DCGM_CLOCKS_EVENT_REASON_*.
+# bits as in nvml.h / DCGM_CLOCKS_EVENT_REASON_*; labels as the NVML backend (exporters.gpu_reader) writes them.
 CLOCK_EVENT_FIELDS = (_F + "CLOCK_THROTTLE_REASONS", _F + "CLOCKS_EVENT_REASONS")
 CLOCK_EVENT_BITS: tuple[tuple[int, str], ...] = (
     (0x1, "gpu_idle"),
-    (0x2, "applications_clocks_setting"),
+    (0x2, "applications_clocks"),
     (0x4, "sw_power_cap"),
     (0x8, "hw_slowdown"),
     (0x10, "sync_boost"),
