@@ -1,0 +1,65 @@
+"""Pure generation stages: `RuleSet` → Prometheus rule-file document and Alertmanager inhibit rules.
+
+The results are plain dicts and lists in a fixed key order; `rules.dump.dump_yaml` writes them.
+"""
+
+from __future__ import annotations
+
+from .model import ALL_OTHER_ALERTS, Alert, Group, Inhibition, RuleSet
+from .promql import format_duration, parse_duration, quote
+
+
+def _duration(value: str | None, max_for_seconds: float | None) -> str | None:
+    """The duration to write: None for zero/absent, capped at `max_for_seconds` when given."""
+    if value is None:
+        return None
+    seconds = parse_duration(value)
+    if max_for_seconds is not None and seconds > max_for_seconds:
+        return format_duration(max_for_seconds)
+    return value if seconds > 0 else None
+
+
+def alerting_rule(alert: Alert, max_for_seconds: float | None = None) -> dict:
+    """One entry of a rule group's `rules` list."""
+    rule: dict = {"alert": alert.name, "expr": alert.expr}
+    for key, value in (("for", alert.for_), ("keep_firing_for", alert.keep_firing_for)):
+        capped = _duration(value, max_for_seconds)
+        if capped is not None:
+            rule[key] = capped
+    rule["labels"] = {"severity": alert.severity, **dict(alert.labels)}
+    rule["annotations"] = {"summary": alert.summary, "description": alert.description,
+                           "runbook_url": alert.runbook_url}
+    return rule
+
+
+def rule_group(group: Group, max_for_seconds: float | None = None) -> dict:
+    doc: dict = {"name": group.name}
+    if group.interval:
+        doc["interval"] = group.interval
+    doc["rules"] = [alerting_rule(alert, max_for_seconds) for alert in group.alerts]
+    return doc
+
+
+def prometheus_rule_file(ruleset: RuleSet, *, max_for_seconds: float | None = None) -> dict:
+    """The Prometheus rule-file document `{"groups": [...]}`.
+
+    `max_for_seconds` caps every `for` and `keep_firing_for` (a demo stack evaluating every second
+    uses a few seconds so that drills are quick); None keeps the durations of the specs.
+    """
+    if max_for_seconds is not None and max_for_seconds < 0:
+        raise ValueError("max_for_seconds must be >= 0")
+    return {"groups": [rule_group(group, max_for_seconds) for group in ruleset.groups]}
+
+
+def inhibit_rule(inhibition: Inhibition) -> dict:
+    source = f"alertname={quote(inhibition.source)}"
+    if inhibition.target == ALL_OTHER_ALERTS:
+        target = f"alertname!={quote(inhibition.source)}"
+    else:
+        target = f"alertname={quote(inhibition.target)}"
+    return {"source_matchers": [source], "target_matchers": [target], "equal": list(inhibition.equal)}
+
+
+def alertmanager_inhibit_rules(ruleset: RuleSet) -> list[dict]:
+    """Alertmanager `inhibit_rules` entries for every `inhibits`/`inhibited_by` of the specs."""
+    return [inhibit_rule(inhibition) for inhibition in ruleset.inhibitions]

@@ -1,0 +1,199 @@
+"""Spec files → validated `RuleSet`, collecting every error as `file:line: message`.
+
+A spec file (see docs/rules.md) holds an optional `group`, `interval` and `defaults`, and an `alerts`
+mapping of alert name → alert. Nothing is raised until every file has been read, so one run of
+`vigil rules check` shows all mistakes at once.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .kinds import KINDS, expand
+from .lint import LINT_IDS, lint
+from .located import ErrorLog, Located, SpecError, load_located
+from .model import ALL_OTHER_ALERTS, SEVERITIES, Alert, Group, Inhibition, RuleSet
+from .promql import ALERT_NAME
+from .reader import Reader
+
+DEFAULT_RUNBOOK_BASE = "docs/runbooks.md"
+_RESERVED_LABELS = ("alertname", "severity")
+_LINT_ID = re.compile(r"^[a-z-]+$")
+
+
+@dataclass
+class _Defaults:
+    labels: dict[str, str] = field(default_factory=dict)
+    runbook_base: str = DEFAULT_RUNBOOK_BASE
+    for_: str | None = None
+    keep_firing_for: str | None = None
+
+
+@dataclass
+class _Pending:
+    """An inhibition as written, resolved once every file (and so every alert name) is known."""
+
+    file: str
+    line: int
+    inhibition: Inhibition
+
+
+def load_specs(paths: list[Path]) -> RuleSet:
+    """Load and validate spec files; raise `SpecError` listing every problem found."""
+    errors = ErrorLog()
+    groups: list[Group] = []
+    pending: list[_Pending] = []
+    if not paths:
+        raise SpecError(["<none>:0: no spec files given"])
+    for path in paths:
+        root = load_located(Path(path), errors)
+        if root is not None:
+            group = _load_file(Path(path), root, errors, pending)
+            if group is not None:
+                groups.append(group)
+    _check_unique(groups, errors)
+    inhibitions = _resolve_inhibitions(groups, pending, errors)
+    if errors:
+        raise SpecError(errors.messages)
+    return RuleSet(groups=tuple(groups), inhibitions=inhibitions)
+
+
+def _load_file(path: Path, root: Located, errors: ErrorLog, pending: list[_Pending]) -> Group | None:
+    file = str(path)
+    if not root.is_map():
+        errors.add(file, root.line, "a spec file must be a mapping with an 'alerts' key")
+        return None
+    top = Reader(root, file, errors, "spec")
+    name = top.text("group") or path.stem
+    interval = top.duration("interval")
+    defaults = _load_defaults(top, file, errors)
+    alerts_node = top.raw("alerts", required=True)
+    top.unknown_keys()
+    if alerts_node is None:
+        return None
+    if not alerts_node.is_map() or not alerts_node.value:
+        errors.add(file, alerts_node.line, "'alerts' must be a mapping of alert name: alert")
+        return None
+    alerts = []
+    for alert_name, node in alerts_node.value.items():
+        alert = _load_alert(alert_name, node, alerts_node.key_lines[alert_name], file, defaults, errors, pending)
+        if alert is not None:
+            alerts.append(alert)
+    return Group(name=name, alerts=tuple(alerts), interval=interval, file=file)
+
+
+def _load_defaults(top: Reader, file: str, errors: ErrorLog) -> _Defaults:
+    node = top.raw("defaults")
+    if node is None:
+        return _Defaults()
+    if not node.is_map():
+        errors.add(file, node.line, "'defaults' must be a mapping")
+        return _Defaults()
+    r = Reader(node, file, errors, "defaults")
+    labels = r.string_map("labels") or {}
+    for reserved in _RESERVED_LABELS:
+        if reserved in labels:
+            r.error("labels", f"defaults: label {reserved!r} is set by the generator, not in 'labels'")
+    result = _Defaults(labels=labels, runbook_base=r.text("runbook_base") or DEFAULT_RUNBOOK_BASE,
+                       for_=r.duration("for"), keep_firing_for=r.duration("keep_firing_for"))
+    r.unknown_keys()
+    return result
+
+
+def _load_alert(name: str, node: Located, line: int, file: str, defaults: _Defaults, errors: ErrorLog,
+                pending: list[_Pending]) -> Alert | None:
+    if not ALERT_NAME.match(name):
+        errors.add(file, line, f"alert name {name!r} must start with a letter and hold only letters, digits, _")
+    if not node.is_map():
+        errors.add(file, line, f"alert {name}: must be a mapping (kind, severity, summary, ...)")
+        return None
+    r = Reader(node, file, errors, f"alert {name}")
+    if r.has("kind"):
+        kind = r.choice("kind", tuple(KINDS))
+    elif r.has("expr"):
+        kind = "expr"
+    else:
+        kind = None
+        r.error(None, f"alert {name}: needs 'expr' or a 'kind' ({', '.join(KINDS)})")
+    expr = expand(kind, r) if kind else None
+    severity = r.choice("severity", SEVERITIES, required=True)
+    summary, description = r.text("summary", required=True), r.text("description", required=True)
+    for_ = r.duration("for") if r.has("for") else defaults.for_
+    keep = r.duration("keep_firing_for") if r.has("keep_firing_for") else defaults.keep_firing_for
+    labels = r.string_map("labels")
+    for reserved in _RESERVED_LABELS:
+        if labels and reserved in labels:
+            r.error("labels", f"alert {name}: label {reserved!r} is set by the generator, not in 'labels'")
+    runbook = r.text("runbook") or name.lower()
+    if "/" not in runbook:  # an anchor in the default runbook page
+        runbook = f"{defaults.runbook_base}#{runbook}"
+    _read_inhibitions(r, name, pending)
+    ignored = r.name_list("lint_ignore", pattern=_LINT_ID, what="lint check id") or []
+    for check in ignored:
+        if check not in LINT_IDS:
+            r.error("lint_ignore", f"alert {name}: unknown lint check {check!r} (known: {', '.join(LINT_IDS)})")
+    r.unknown_keys()
+    if None in (expr, severity, summary, description, labels):
+        return None
+    alert = Alert(name=name, expr=expr.strip(), severity=severity, summary=summary.strip(),
+                  description=description.strip(), runbook_url=runbook, for_=for_, keep_firing_for=keep,
+                  labels=tuple(sorted({**defaults.labels, **labels}.items())), kind=kind, file=file, line=line)
+    for check, message in lint(alert):
+        if check not in ignored:
+            errors.add(file, line, f"alert {name}: {message} [{check}]")
+    return alert
+
+
+def _read_inhibitions(r: Reader, name: str, pending: list[_Pending]) -> None:
+    """`inhibits: {Target: [labels]}` and `inhibited_by: {Source: [labels]}` of one alert."""
+    for key in ("inhibits", "inhibited_by"):
+        item = r.raw(key)
+        if item is None:
+            continue
+        if not item.is_map() or not item.value:
+            r.errors.add(r.file, item.line, f"alert {name}: {key!r} must map alert names to the labels "
+                         "that must be equal, e.g. {{GpuOverheating: [node, gpu]}}")
+            continue
+        for other, labels in item.value.items():
+            line = item.key_lines[other]
+            equal = r.name_list(key, item=labels)
+            if equal is None:
+                continue
+            if key == "inhibits":
+                inhibition = Inhibition(source=name, target=other, equal=tuple(equal))
+            else:
+                inhibition = Inhibition(source=other, target=name, equal=tuple(equal))
+            pending.append(_Pending(r.file, line, inhibition))
+
+
+def _check_unique(groups: list[Group], errors: ErrorLog) -> None:
+    seen: dict[str, Alert] = {}
+    for alert in (a for g in groups for a in g.alerts):
+        first = seen.setdefault(alert.name, alert)
+        if first is not alert:
+            errors.add(alert.file, alert.line,
+                       f"duplicate alert name {alert.name!r} (first defined at {first.file}:{first.line})")
+    group_files: dict[str, str] = {}
+    for group in groups:
+        first_file = group_files.setdefault(group.name, group.file)
+        if first_file != group.file:
+            errors.add(group.file, 1, f"duplicate group name {group.name!r} (also used by {first_file})")
+
+
+def _resolve_inhibitions(groups: list[Group], pending: list[_Pending], errors: ErrorLog) -> tuple[Inhibition, ...]:
+    names = {a.name for g in groups for a in g.alerts}
+    result: list[Inhibition] = []
+    for item in pending:
+        inh = item.inhibition
+        for role, other in (("source", inh.source), ("target", inh.target)):
+            if other == ALL_OTHER_ALERTS and role == "target":
+                continue
+            if other not in names:
+                errors.add(item.file, item.line, f"inhibition refers to unknown alert {other!r}")
+        if inh.source == inh.target:
+            errors.add(item.file, item.line, f"alert {inh.source} cannot inhibit itself")
+        if inh not in result:  # declared on both sides: keep one
+            result.append(inh)
+    return tuple(result)
