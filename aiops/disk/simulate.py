@@ -8,8 +8,8 @@ Failure patterns (sources and proportions in docs/aiops-failure-prediction.md):
 - `timeout`: command timeouts (188) grow for days to weeks before failure;
 - `sudden`: no SMART precursor at all (these cannot be predicted, and the model must not pretend to).
 
-Healthy disks include false-alarm bait: a stable nonzero reallocated count (sometimes one step up),
-pending sectors that appear and are remapped, small stable timeout/uncorrectable counts. Power-on
+Healthy disks include false-alarm bait: a stable nonzero reallocated count (sometimes one step up), slow
+steady reallocation, pending sectors that get remapped, small stable timeout/uncorrectable counts. Power-on
 hours and temperature are drawn independently of failure. Deterministic for a given seed.
 """
 
@@ -88,6 +88,8 @@ def _healthy_background(rng: np.random.Generator, counters: dict, n: int, d: int
         start, length, size = rng.integers(0, d - 3), rng.integers(1, 4), rng.integers(1, 9)
         counters[197][i, start : start + length] += size
         counters[5][i, start + length :] += size
+    slow = rng.random(n) < 0.02  # slow, steady reallocation on a disk that keeps working
+    counters[5][slow] += _cumulative_poisson(rng, np.broadcast_to(rng.uniform(0.05, 0.5, size=(slow.sum(), 1)), (slow.sum(), d)))
     for attr, share, scale in ((188, 0.05, 10), (187, 0.03, 3)):
         holders = rng.random(n) < share
         counters[attr][holders] += rng.integers(1, scale + 1, size=(holders.sum(), 1))
@@ -98,7 +100,7 @@ def _degrade(rng: np.random.Generator, counters: dict, i: int, fail: int, patter
     if pattern == "reallocation":
         lead = min(int(rng.integers(7, 46)), fail)
         t = np.arange(lead + 1)
-        final_rate = rng.uniform(10, 150)
+        final_rate = float(np.exp(rng.uniform(np.log(2), np.log(150))))  # some degrade only slowly
         start_rate = rng.uniform(0.2, 1.5)
         rates = start_rate * np.exp(np.log(final_rate / start_rate) * t / lead)
         span = slice(fail - lead, fail + 1)

@@ -1,0 +1,1 @@
+"""Disk failure prediction from SMART history: simulated fleet, window features, model."""

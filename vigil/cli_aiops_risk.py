@@ -1,0 +1,112 @@
+"""`vigil aiops train-disk` and `vigil aiops suggest-inhibitions` (thin: parse, validate, call aiops)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import click
+
+_DURATION = re.compile(r"^(\d+)([smhdw])$")
+_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def _duration(ctx, param, value: str) -> float:
+    match = _DURATION.match(value.strip())
+    if not match or int(match.group(1)) == 0:
+        raise click.BadParameter(f"{value!r} is not a duration like 90s, 30m, 12h, 7d or 2w")
+    return float(int(match.group(1)) * _SECONDS[match.group(2)])
+
+
+@click.command("train-disk")
+@click.option("--input", "input_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Labelled daily SMART history (CSV; Backblaze columns accepted).")
+@click.option("--simulate", is_flag=True, help="Train on a simulated fleet instead of --input.")
+@click.option("--disks", type=click.IntRange(min=100), default=3000, show_default=True, help="Simulated fleet size.")
+@click.option("--days", type=click.IntRange(min=31), default=120, show_default=True, help="Simulated days of history.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the simulation and the split.")
+@click.option("--horizon-days", type=click.IntRange(min=1), default=20, show_default=True,
+              help="A failing disk's last N days are the positives; alarms count as detections in this window.")
+@click.option("--false-alarm-rate", type=click.FloatRange(min=0, max=0.5, min_open=True), default=0.001,
+              show_default=True, help="Target share of healthy disk-days that alarm (sets the threshold).")
+@click.option("--model-dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Where disk_model.joblib and disk_model.json are written.")
+@click.option("--write-history", type=click.Path(dir_okay=False, path_type=Path),
+              help="With --simulate: also write the simulated history as CSV (re-usable with --input).")
+@click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON.")
+def train_disk(input_path, simulate, disks, days, seed, horizon_days, false_alarm_rate, model_dir, write_history, as_json):
+    """Train the disk failure model and report detection at a fixed false-alarm rate."""
+    if bool(input_path) == simulate:
+        raise click.UsageError("give exactly one of --input HISTORY.csv or --simulate")
+    if write_history and not simulate:
+        raise click.UsageError("--write-history only goes with --simulate")
+    from aiops.disk.history_io import HistoryError, read_history, write_history as write_csv
+    from aiops.disk.model import TrainingConfig, save_model, train_disk_model
+    from aiops.disk.simulate import FleetSpec, simulate_fleet
+
+    if simulate:
+        history = simulate_fleet(FleetSpec(disks=disks, days=days, seed=seed))
+        if write_history:
+            write_csv(history, write_history)
+    else:
+        try:
+            history = read_history(input_path)
+        except HistoryError as exc:
+            raise click.ClickException(str(exc)) from exc
+    config = TrainingConfig(horizon_days=horizon_days, false_alarm_rate=false_alarm_rate, seed=seed)
+    started = time.monotonic()
+    try:
+        model, evaluation = train_disk_model(history, config)
+    except ValueError as exc:
+        raise click.ClickException(f"cannot train: {exc}") from exc
+    save_model(model, model_dir)
+    metrics = model.metadata["metrics"]
+    if as_json:
+        click.echo(json.dumps(metrics, indent=2, sort_keys=True))
+        return
+    lead = "n/a" if evaluation.median_lead_days is None else f"{evaluation.median_lead_days:.1f} days"
+    click.echo(f"trained on {history['disk'].nunique()} disks in {time.monotonic() - started:.1f} s; model in {model_dir}")
+    click.echo(f"held-out disks: {evaluation.test_disks} ({evaluation.test_failing_disks} failing)")
+    click.echo(f"detection rate at {false_alarm_rate:.2%} false alarms per disk-day: {evaluation.detection_rate:.1%}")
+    click.echo(f"false alarms: {evaluation.false_alarm_rate_disk_days:.4%} of healthy disk-days, "
+               f"{evaluation.false_alarm_rate_disks:.2%} of healthy disks")
+    click.echo(f"median lead time: {lead}; ROC AUC (disk-days): {evaluation.roc_auc_disk_days:.3f}")
+    for pattern, rate in sorted(evaluation.detection_by_pattern.items()):
+        click.echo(f"  detected {pattern}: {rate:.1%}")
+
+
+@click.command("suggest-inhibitions")
+@click.option("--prometheus-url", help="Read ALERTS{alertstate=\"firing\"} history from this Prometheus.")
+@click.option("--input", "input_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="JSON: Alertmanager webhook payloads or {labels, startsAt, endsAt} alerts.")
+@click.option("--lookback", default="7d", show_default=True, callback=_duration, help="History to read from Prometheus.")
+@click.option("--min-support", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Least number of co-firings for a rule.")
+@click.option("--min-confidence", type=click.FloatRange(0, 1), default=0.95, show_default=True,
+              help="Least share of target firings that came with the source firing.")
+@click.option("--window", default="5m", show_default=True, callback=_duration,
+              help="How much earlier than its source a target may start and still count as covered.")
+def suggest_inhibitions(prometheus_url, input_path, lookback, min_support, min_confidence, window):
+    """Propose Alertmanager inhibit_rules from alerts that always fire together."""
+    from aiops.correlate import (AlertInputError, firings_from_json, firings_from_prometheus, group_firings,
+                                 mine_inhibitions, render_suggestions)
+    from aiops.risk.promapi import PrometheusReader, PrometheusUnavailable
+
+    if bool(prometheus_url) == bool(input_path):
+        raise click.UsageError("give exactly one of --prometheus-url URL or --input alerts.json")
+    if input_path:
+        try:
+            firings = firings_from_json(json.loads(input_path.read_text()))
+        except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError and AlertInputError are ValueErrors
+            raise click.ClickException(f"{input_path}: {exc}") from exc
+    else:
+        now = time.time()
+        try:
+            firings = firings_from_prometheus(PrometheusReader(prometheus_url), now - lookback, now)
+        except PrometheusUnavailable as exc:
+            raise click.ClickException(str(exc)) from exc
+    evidence = mine_inhibitions(firings, min_support=min_support, min_confidence=min_confidence, window_s=window)
+    groups = group_firings(firings, window_s=window)
+    click.echo(render_suggestions(evidence, groups, len(firings)), nl=False)
