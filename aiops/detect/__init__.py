@@ -1,0 +1,45 @@
+"""Streaming, strictly causal anomaly detectors (see `aiops.detect.base.Detector`).
+
+`make_detector(name)` builds a fresh detector for one series; `default_threshold(name, profile)` is the
+alarm threshold tuned for that detector on the NAB corpus (stored in `thresholds.json`, refreshed with
+`vigil aiops evaluate nab --save-thresholds`).
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from types import MappingProxyType
+
+from aiops.detect.base import Detector
+from aiops.detect.reference import NullDetector, WindowedGaussianDetector
+from aiops.detect.vigil_detector import VigilDetector
+
+DETECTORS = MappingProxyType(
+    {cls.name: cls for cls in (VigilDetector, WindowedGaussianDetector, NullDetector)}
+)
+
+THRESHOLDS_FILE = "thresholds.json"
+
+
+def make_detector(name: str) -> Detector:
+    try:
+        return DETECTORS[name]()
+    except KeyError:
+        raise ValueError(f"unknown detector {name!r}; choose from {', '.join(DETECTORS)}") from None
+
+
+def stored_thresholds() -> dict:
+    """The thresholds file: detector -> {"standard": t, "low_fp": t, "low_fn": t, ...}."""
+    text = resources.files(__package__).joinpath(THRESHOLDS_FILE).read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def default_threshold(name: str, profile: str = "standard") -> float:
+    entry = stored_thresholds().get(name)
+    if entry is None or profile not in entry:
+        raise ValueError(f"no stored {profile} threshold for detector {name!r}; pass --threshold")
+    return float(entry[profile])
+
+
+__all__ = ["DETECTORS", "Detector", "default_threshold", "make_detector", "stored_thresholds"]

@@ -1,0 +1,37 @@
+"""The detector contract: streaming and strictly causal.
+
+A detector sees one point at a time through `update(timestamp, value)` and returns that point's anomaly
+score in [0, 1] at once. It never receives a later point before answering, so the score at row i can
+only depend on rows 0..i: causality is a property of the interface, not a promise. `score_series` is a
+convenience that feeds a whole series through `update` in order.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Sequence
+
+import numpy as np
+
+
+class Detector(ABC):
+    """A streaming anomaly detector. Make a new instance per series (it keeps per-series state)."""
+
+    #: registry name, e.g. "vigil" or "windowed-gaussian"
+    name: str = ""
+
+    @abstractmethod
+    def update(self, timestamp: str, value: float) -> float:
+        """Consume the next point and return its anomaly score in [0, 1]."""
+
+    def parameters(self) -> dict:
+        """The settings that identify this detector's behaviour (recorded with benchmark runs)."""
+        return {}
+
+    def score_series(self, timestamps: Sequence[str], values: Sequence[float]) -> np.ndarray:
+        """Scores for a whole series, computed point by point through `update`."""
+        update = self.update
+        out = np.empty(len(values), dtype=float)
+        for i, (stamp, value) in enumerate(zip(timestamps, values)):
+            out[i] = update(stamp, float(value))
+        return out

@@ -1,0 +1,140 @@
+"""vigil's own anomaly detector: several causal deviation tests, scored as "records" against their own
+recent history, which doubles as alarm suppression.
+
+Each point feeds four sub-detectors. Each compares a *current* summary of a signal with the mean and
+standard deviation of a long trailing *baseline* of that signal (which never includes the current
+summary) and yields a deviation z:
+
+* `spike`: the value itself against the last `baseline` values;
+* `shift`: the mean of the last `shift_span` values against the baseline that ends before them
+  (a level shift shows after a few points even when no single point is extreme);
+* `season`: the value minus the value one day earlier (the lag is learned from the first timestamps),
+  averaged over `season_span` points: catches a daily pattern that stops, flattens or changes shape;
+* `volatility`: the mean absolute step over the last `volatility_span` points against its own history
+  (variance changes, noise bursts, a signal that goes flat).
+
+A z alone is not comparable across series (some series are always noisy). So each z is divided by the
+largest z of the same sub-detector over the previous `memory` points (at least `z_floor`): a point
+scores high only when it is more unusual than anything recently seen. The same division suppresses
+alarms: right after an anomaly the recent maximum is high, so its aftermath does not alarm again.
+The final ratio r (the largest over sub-detectors) maps to r / (r + 1), a score in [0, 1) where 0.5
+means "as unusual as the recent record". The first `warmup` points score 0.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from statistics import median
+
+from aiops.detect.base import Detector
+from aiops.detect.rolling import Range, RollingMax, RollingMoments
+
+SECONDS_PER_DAY = 86400.0
+
+
+@dataclass(frozen=True)
+class VigilParameters:
+    baseline: int = 3000
+    shift_span: int = 5
+    season_span: int = 5
+    volatility_span: int = 50
+    memory: int = 1000
+    z_floor: float = 3.0
+    warmup: int = 300
+    period_probe: int = 20  # intervals used to learn the sampling rate, hence the daily lag
+    max_period: int = 2000  # daily lags beyond this many points are not followed
+
+
+class _Deviation:
+    """|mean of the last `span` signal values - baseline mean| / baseline std.
+
+    The baseline holds the signal up to `lag` points ago (lag >= span keeps the two disjoint).
+    """
+
+    def __init__(self, baseline: int, span: int, lag: int):
+        self._recent: deque[float] = deque()
+        self._recent_sum = 0.0
+        self._span = span
+        self._lag = lag
+        self._delay: deque[float] = deque()
+        self._baseline = RollingMoments(baseline)
+        self._range = Range()
+
+    def update(self, signal: float) -> float:
+        recent = self._recent
+        recent.append(signal)
+        self._recent_sum += signal
+        if len(recent) > self._span:
+            self._recent_sum -= recent.popleft()
+        z = 0.0
+        if len(self._baseline) >= 2:
+            # a floor on the width: a flat baseline would make the first wiggle infinitely surprising
+            width = max(self._baseline.std(), 1e-3 * self._range.width() + 1e-9)
+            z = abs(self._recent_sum / len(recent) - self._baseline.mean()) / width
+        self._delay.append(signal)
+        if len(self._delay) >= self._lag:
+            self._baseline.push(self._delay.popleft())
+        self._range.push(signal)
+        return z
+
+
+class VigilDetector(Detector):
+    """Spike, level-shift, daily-pattern and volatility tests, scored against their recent records."""
+
+    name = "vigil"
+    version = "1"
+
+    def __init__(self, params: VigilParameters | None = None):
+        p = self.params = params or VigilParameters()
+        self._spike = _Deviation(p.baseline, 1, 1)
+        self._shift = _Deviation(p.baseline, p.shift_span, p.shift_span)
+        self._season = _Deviation(p.baseline, p.season_span, 1)
+        self._volatility = _Deviation(p.baseline, 1, p.volatility_span)
+        self._records = [RollingMax(p.memory) for _ in range(4)]
+        self._steps: deque[float] = deque()
+        self._steps_sum = 0.0
+        self._history: deque[float] = deque(maxlen=p.max_period + 1)
+        self._first_times: list[datetime] = []
+        self._period: int | None = None  # daily lag in points, once learned (0: not daily-sampled)
+        self._count = 0
+
+    def parameters(self) -> dict:
+        return {"version": self.version, **asdict(self.params)}
+
+    def _learn_period(self, timestamp: str) -> None:
+        self._first_times.append(datetime.fromisoformat(timestamp))
+        if len(self._first_times) <= self.params.period_probe:
+            return
+        times = self._first_times
+        step = median((b - a).total_seconds() for a, b in zip(times, times[1:]))
+        lag = round(SECONDS_PER_DAY / step) if step > 0 else 0
+        self._period = lag if 10 < lag <= self.params.max_period else 0
+        self._first_times = []
+
+    def _volatility_signal(self, value: float) -> float:
+        history, steps = self._history, self._steps
+        step = abs(value - history[-1]) if history else 0.0
+        steps.append(step)
+        self._steps_sum += step
+        if len(steps) > self.params.volatility_span:
+            self._steps_sum -= steps.popleft()
+        return self._steps_sum / len(steps)
+
+    def update(self, timestamp: str, value: float) -> float:
+        p = self.params
+        if self._period is None:
+            self._learn_period(timestamp)
+        zs = [self._spike.update(value), self._shift.update(value), 0.0, self._volatility.update(self._volatility_signal(value))]
+        if self._period and len(self._history) >= self._period:
+            zs[2] = self._season.update(value - self._history[-self._period])
+        self._history.append(value)
+        warm = self._count >= p.warmup
+        self._count += 1
+        ratio = 0.0
+        for z, record in zip(zs, self._records):
+            if warm:
+                ratio = max(ratio, z / max(record.max(), p.z_floor))
+            record.push(z if warm else 0.0)
+        return ratio / (ratio + 1.0)

@@ -1,0 +1,97 @@
+"""`vigil aiops detect` and `vigil aiops evaluate nab`: anomaly scores for a CSV series, and the
+detectors' scores on the Numenta Anomaly Benchmark. Thin: parsing and validation only."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from aiops.detect import DETECTORS, default_threshold, make_detector
+from aiops.detect.series import SeriesFormatError, read_series
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@click.command()
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True, path_type=Path),
+              help="Write the scored CSV here instead of stdout.")
+@click.option("--threshold", type=click.FloatRange(0.0, 1.0),
+              help="Label a row 1 when its score is >= this. Default: tuned on NAB (standard profile).")
+@click.option("--detector", type=click.Choice(sorted(DETECTORS)), default="vigil", show_default=True)
+def detect(file: Path, output: Path | None, threshold: float | None, detector: str):
+    """Score every row of FILE (CSV with a `timestamp,value` header).
+
+    Writes `timestamp,value,anomaly_score,label` for every row. Scores are causal: a row's score uses
+    only that row and the rows before it.
+    """
+    try:
+        series = read_series(file)
+    except SeriesFormatError as exc:
+        raise click.ClickException(str(exc)) from None
+    if threshold is None:
+        try:
+            threshold = default_threshold(detector, "standard")
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
+    scores = make_detector(detector).score_series(series.timestamps, series.values)
+    lines = ["timestamp,value,anomaly_score,label"]
+    for stamp, value, score in zip(series.timestamps, series.values, scores):
+        lines.append(f"{stamp},{value:.12g},{score:.6f},{int(score >= threshold)}")
+    text = "\n".join(lines) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from None
+    flagged = sum(int(s >= threshold) for s in scores)
+    click.echo(f"{len(scores)} rows scored, {flagged} labelled anomalous (threshold {threshold:.6g}) -> {output}", err=True)
+
+
+@click.group()
+def evaluate():
+    """Score detectors on a benchmark."""
+
+
+@evaluate.command("nab")
+@click.option("--nab-dir", type=click.Path(file_okay=False, path_type=Path),
+              default=REPO_ROOT.parent / "shared" / "data" / "nab", show_default=True,
+              help="The NAB corpus (data/, labels/, config/, results/).")
+@click.option("--detector", "detectors", multiple=True, type=click.Choice(sorted(DETECTORS)),
+              help="Detector to evaluate (repeatable). Default: all.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@click.option("--record/--no-record", default=True, show_default=True,
+              help="Append this run's figures to the benchmarks file (section aiops-nab).")
+@click.option("--benchmarks-file", type=click.Path(dir_okay=False, path_type=Path),
+              default=REPO_ROOT / "docs" / "benchmarks.md", show_default=True)
+@click.option("--save-thresholds", is_flag=True,
+              help="Store the tuned thresholds as the detectors' defaults (maintainers).")
+def nab(nab_dir: Path, detectors: tuple[str, ...], as_json: bool, record: bool, benchmarks_file: Path,
+        save_thresholds: bool):
+    """Score detectors on the Numenta Anomaly Benchmark: standard, low-FP and low-FN profiles, each
+    with a threshold tuned on the whole corpus and with thresholds tuned on held-out halves."""
+    from aiops.nab.corpus import NabCorpusError, load_corpus
+    from aiops.nab.evaluate import evaluate as evaluate_detector
+    from aiops.nab.report import format_table, record_results
+    from aiops.nab.thresholds import save_thresholds as store
+
+    try:
+        corpus = load_corpus(nab_dir)
+    except NabCorpusError as exc:
+        raise click.ClickException(str(exc)) from None
+    names = list(detectors) or list(DETECTORS)
+    results = [evaluate_detector(corpus, lambda n=name: make_detector(n)) for name in names]
+    if as_json:
+        click.echo(json.dumps({"corpus": str(nab_dir), "points": corpus.n_points,
+                               "results": [r.as_dict() for r in results]}, indent=2))
+    else:
+        click.echo(format_table(results, corpus.published))
+    if record:
+        record_results(benchmarks_file, results)
+    if save_thresholds:
+        store(results)
