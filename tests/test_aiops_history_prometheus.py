@@ -1,0 +1,196 @@
+"""History from a real Prometheus: backfill with promtool, chunked query_range, train and serve against it.
+
+One Prometheus (the Debian 2.42 binary) is started for the module on a loopback port, on blocks created
+by `promtool tsdb create-blocks-from openmetrics` from a file our OpenMetrics writer produced.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import requests
+from click.testing import CliRunner
+
+from aiops.baseline.models import band
+from aiops.baseline.store import load_store
+from aiops.history.openmetrics import write_openmetrics
+from aiops.history.prometheus import PrometheusReader
+from aiops.history.series import HistoryError
+from exporters.sim.load import gpu_load
+from vigil.cli import main as vigil_main
+
+pytestmark = pytest.mark.e2e
+
+STEP = 300.0
+POINTS = 14 * 288  # 14 days at 5 minutes
+NODES, GPUS = ("n1", "n2"), (0, 1)
+VIGIL = str(Path(sys.executable).with_name("vigil"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float = 60.0, ok=(200,)) -> requests.Response:
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = requests.get(url, timeout=2)
+            if last.status_code in ok:
+                return last
+        except requests.ConnectionError:
+            pass
+        time.sleep(0.3)
+    raise AssertionError(f"{url} not ready in {timeout} s (last: {last and last.status_code})")
+
+
+def counter_values(n: int) -> np.ndarray:
+    """A counter growing 3 per 5 minutes (0.01/s) that restarts every 1,000 samples."""
+    return ((np.arange(n) % 1000) + 1) * 3.0
+
+
+@pytest.fixture(scope="module")
+def backfilled(tmp_path_factory):
+    """(prometheus url, grid end time) with 14 days of simulated GPU load and a resetting counter."""
+    work = tmp_path_factory.mktemp("prom")
+    end = time.time()
+    end -= end % STEP
+    t = end - STEP * np.arange(POINTS)[::-1]
+    series = [
+        ("vigil_gpu_utilization_ratio", {"node": n, "gpu": str(g), "job": "gpu", "instance": f"{n}:9400"}, t, [gpu_load(n, g, s) for s in t])
+        for n in NODES
+        for g in GPUS
+    ]
+    series.append(("vigil_test_events_total", {"node": "n1", "job": "node"}, t, counter_values(POINTS)))
+    om = work / "history.om"
+    write_openmetrics(om, series, types={"vigil_test_events_total": "counter"})
+    subprocess.run(
+        ["promtool", "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=24h", str(om), str(work / "tsdb")],
+        check=True,
+        capture_output=True,
+    )
+    (work / "prometheus.yml").write_text("global:\n  scrape_interval: 15s\n")
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            "/usr/bin/prometheus",
+            f"--config.file={work / 'prometheus.yml'}",
+            f"--storage.tsdb.path={work / 'tsdb'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_http(f"{url}/-/ready")
+        yield url, end
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_chunked_query_range_matches_one_query(backfilled):
+    url, end = backfilled
+    start = end - 2 * 86_400
+    selector = 'vigil_gpu_utilization_ratio{node="n1",gpu="0"}'
+    small = PrometheusReader(url, max_points=100)
+    assert small.chunk_count(start, end, STEP) == 6  # 577 points in chunks of 100
+    chunked = small.query_range(selector, start, end, STEP)
+    whole = PrometheusReader(url).query_range(selector, start, end, STEP)
+    assert len(chunked) == len(whole) == 1
+    assert chunked[0].timestamps.size == 577
+    assert np.array_equal(chunked[0].timestamps, whole[0].timestamps)
+    assert np.array_equal(chunked[0].values, whole[0].values)
+    assert np.all(np.diff(chunked[0].timestamps) == STEP)  # no point queried twice, none lost
+    expected = [gpu_load("n1", 0, s) for s in chunked[0].timestamps]
+    assert np.allclose(chunked[0].values, expected)
+
+
+def test_prometheus_refuses_more_than_11000_points_and_reader_splits(backfilled):
+    url, end = backfilled
+    start = end - 13 * 86_400
+    body = requests.get(
+        f"{url}/api/v1/query_range",
+        params={"query": "vigil_gpu_utilization_ratio", "start": start, "end": end, "step": 60},
+    ).json()
+    assert body["status"] == "error" and "11,000" in body["error"]
+    series = PrometheusReader(url).query_range('vigil_gpu_utilization_ratio{node="n2",gpu="1"}', start, end, 60)
+    assert series[0].timestamps.size == 13 * 1440 + 1
+
+
+def test_bad_query_and_unreachable_prometheus_give_the_reason(backfilled):
+    url, end = backfilled
+    with pytest.raises(HistoryError, match="bad_data.*parse error"):
+        PrometheusReader(url).query_range("rate(vigil_gpu_utilization_ratio[5m]", end - 3600, end, STEP)
+    with pytest.raises(HistoryError, match="cannot reach Prometheus at http://127.0.0.1:1"):
+        PrometheusReader("http://127.0.0.1:1", timeout=2).query_range("up", end - 3600, end, STEP)
+
+
+def test_train_against_backfilled_prometheus_covers_held_out_load(backfilled, tmp_path):
+    url, end = backfilled
+    result = CliRunner().invoke(
+        vigil_main,
+        ["aiops", "train", "--prometheus-url", url, "--match", "vigil_gpu_utilization_ratio",
+         "--match", "vigil_test_events_total", "--lookback", "14d", "--step", "5m", "--model-dir", str(tmp_path)],
+    )
+    assert result.exit_code == 0, result.output
+    assert "periodic          4" in result.output
+    store = load_store(tmp_path)
+    entries = {(e["metric"], e["labels"].get("gpu"), e["labels"]["node"]): e for e in store["series"]}
+    assert len(entries) == 5
+    held_out = end + STEP * np.arange(1, 2 * 288 + 1)  # the next two days, never seen in training
+    for node in NODES:
+        for gpu in GPUS:
+            entry = entries[("vigil_gpu_utilization_ratio", str(gpu), node)]
+            assert entry["class"] == "periodic"
+            assert entry["labels"]["job"] == "gpu"  # the store keeps the source identity
+            actual = np.array([gpu_load(node, gpu, s) for s in held_out])
+            _, lower, upper = band(entry["model"], held_out, store["sensitivity"])
+            inside = np.mean((actual >= lower) & (actual <= upper))
+            assert inside >= 0.95, (node, gpu, inside)
+            # a GPU that stalls at 0 for the coming hour is outside the band
+            assert np.all(lower[:12] > 0.0)
+    counter = entries[("vigil_test_events_total", None, "n1")]
+    assert counter["counter_rate"] is True
+    expected, lower, _ = band(counter["model"], held_out[:1], 1.0)
+    assert expected[0] == pytest.approx(0.01, rel=1e-6)  # resets did not produce negative rates
+    assert lower[0] > 0
+
+
+def test_serve_trains_at_start_and_exposes_contract_metrics(backfilled, tmp_path):
+    url, _ = backfilled
+    port = free_port()
+    proc = subprocess.Popen(
+        [VIGIL, "aiops", "serve", "--listen", f"127.0.0.1:{port}", "--model-dir", str(tmp_path / "models"),
+         "--prometheus-url", url, "--match", "vigil_gpu_utilization_ratio", "--refit-interval", "1h"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_http(f"http://127.0.0.1:{port}/healthz", timeout=90)
+        text = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+        line = next(l for l in text.splitlines() if l.startswith('vigil_baseline_lower{gpu="1"') and 'node="n2"' in l)
+        assert 'metric="vigil_gpu_utilization_ratio"' in line and "job=" not in line and "instance=" not in line
+        assert "vigil_baseline_series 4.0" in text
+        assert 'vigil_baseline_series_by_class{class="periodic"} 4.0' in text
+        check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
+        assert json.loads((tmp_path / "models" / "baselines.json").read_text())["source"] == url
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, out
+    assert "Traceback" not in out
