@@ -1,0 +1,33 @@
+"""What a page says: a title line and a short body listing the group's alerts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timezone
+
+from notifier.models import WebhookPayload
+
+MAX_LISTED_ALERTS = 10  # keep SMS and voice pages short; the rest are counted
+
+
+@dataclass(frozen=True)
+class PageText:
+    title: str
+    body: str
+
+
+def compose_page(payload: WebhookPayload, page_status: str, incident_id: int) -> PageText:
+    firing = [alert for alert in payload.alerts if alert.status == "firing"]
+    head = f"[{page_status.upper()}" + (f":{len(firing)}]" if page_status == "firing" else "]")
+    title = f"{head} {payload.title()}"
+    lines = [f"incident #{incident_id} · {payload.groupKey}"]
+    for alert in payload.alerts[:MAX_LISTED_ALERTS]:
+        where = " ".join(f"{key}={alert.labels[key]}" for key in ("node", "gpu") if key in alert.labels)
+        summary = alert.annotations.get("summary") or alert.annotations.get("description", "")
+        since = alert.starts_at.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        text = f"- {alert.status} {alert.labels.get('alertname', '?')} {where}".rstrip()
+        lines.append(f"{text}{': ' + summary if summary else ''} (since {since})")
+    hidden = len(payload.alerts) - MAX_LISTED_ALERTS + payload.truncatedAlerts
+    if hidden > 0:
+        lines.append(f"… and {hidden} more")
+    return PageText(title, "\n".join(lines))

@@ -1,0 +1,63 @@
+"""Incident rules: what a notification does to its group's incident, and whether someone is paged.
+
+One incident per Alertmanager `groupKey` at a time:
+
+- firing, no firing incident for the group → **open** a new incident and page. A group that fires
+  again after its incident resolved gets a *new* incident (each incident has one open→resolved span,
+  so time-to-resolve stays meaningful);
+- firing, incident already firing → **update**; page only when the notification carries a firing the
+  incident has not seen (new alert, or an alert that resolved and fired again);
+- resolved, incident firing → **resolve** and page "resolved";
+- resolved, the latest incident is already resolved and knows all these alerts → **attach** (an HA
+  peer or a late copy: nothing new, no page);
+- resolved, otherwise → **record** a new incident, opened and resolved at once, and page "resolved":
+  something fired that the on-call was never told about (the notifier was down or the firing
+  notification was lost), and they should hear about it.
+
+Pure functions only: the store applies the decision inside the transaction that saves the notification.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from notifier.models import WebhookPayload
+
+Action = Literal["open", "update", "resolve", "attach", "record"]
+
+
+@dataclass(frozen=True)
+class IncidentState:
+    """The latest incident of a group, as the store knows it."""
+
+    id: int
+    status: Literal["firing", "resolved"]
+    known_alert_keys: frozenset[str] = field(default_factory=frozenset)
+
+
+@dataclass(frozen=True)
+class IncidentDecision:
+    action: Action
+    page: bool
+    page_status: Literal["firing", "resolved"]
+    alert_keys: frozenset[str]  # firings of this notification, to remember on the incident
+
+    @property
+    def creates_incident(self) -> bool:
+        return self.action in ("open", "record")
+
+
+def decide(payload: WebhookPayload, latest: IncidentState | None) -> IncidentDecision:
+    """Apply the rules above to `payload`, given the group's latest incident (or None)."""
+    keys = frozenset(alert.firing_key() for alert in payload.alerts)
+    if payload.status == "firing":
+        if latest is not None and latest.status == "firing":
+            new_firings = payload.firing_keys() - latest.known_alert_keys
+            return IncidentDecision("update", bool(new_firings), "firing", keys)
+        return IncidentDecision("open", True, "firing", keys)
+    if latest is not None and latest.status == "firing":
+        return IncidentDecision("resolve", True, "resolved", keys)
+    if latest is not None and keys <= latest.known_alert_keys:
+        return IncidentDecision("attach", False, "resolved", keys)
+    return IncidentDecision("record", True, "resolved", keys)

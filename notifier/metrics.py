@@ -1,0 +1,30 @@
+"""The notifier's own Prometheus metrics, in a registry owned by each app instance."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+REJECT_REASONS = ("unauthorized", "unsupported_media_type", "invalid_json", "invalid_payload")
+
+
+class NotifierMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None):
+        self.registry = registry or CollectorRegistry()
+        self.received = Counter("vigil_notifier_webhook_received", "Webhook notifications stored, by status.",
+                                ["status"], registry=self.registry)
+        self.duplicates = Counter("vigil_notifier_webhook_duplicates",
+                                  "Repeated deliveries of an already stored notification.", registry=self.registry)
+        self.rejected = Counter("vigil_notifier_webhook_rejected",
+                                "Webhook requests refused, by reason; nothing was stored from them.",
+                                ["reason"], registry=self.registry)
+        for reason in REJECT_REASONS:
+            self.rejected.labels(reason)  # present at 0 from the start, so rate() works
+        self.deliveries = Counter("vigil_notifier_deliveries", "Page delivery attempts, by channel and result.",
+                                  ["channel", "result"], registry=self.registry)
+        self.latency = Histogram("vigil_notifier_delivery_latency_seconds",
+                                 "From webhook received to page delivered, by channel.", ["channel"],
+                                 buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900),
+                                 registry=self.registry)
+        self.reconciled = Counter("vigil_notifier_reconciled_alerts",
+                                  "Firing alerts found in Alertmanager at start that the store did not know.",
+                                  registry=self.registry)

@@ -1,0 +1,91 @@
+"""Alertmanager webhook payload, version "4" (field notes §2).
+
+Unknown fields are accepted and kept (newer Alertmanagers add `notification_reason`, `routeLabels`…).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime, timezone
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+
+AlertStatus = Literal["firing", "resolved"]
+_DATETIME = TypeAdapter(datetime)
+
+
+class WebhookAlert(BaseModel):
+    """One alert of the group, as Alertmanager sends it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    status: AlertStatus
+    labels: dict[str, str]
+    annotations: dict[str, str] = Field(default_factory=dict)
+    # times are kept exactly as sent (strings) and checked to be RFC 3339; `starts_at` is the parsed one
+    startsAt: str
+    # firing alerts carry 0001-01-01T00:00:00Z; kept as sent (a string) so the identity is exact
+    endsAt: str = "0001-01-01T00:00:00Z"
+    generatorURL: str = ""
+    fingerprint: str = Field(min_length=1)
+
+    @field_validator("startsAt")
+    @classmethod
+    def _rfc3339(cls, value: str) -> str:
+        _DATETIME.validate_python(value)
+        return value
+
+    @property
+    def starts_at(self) -> datetime:
+        return _DATETIME.validate_python(self.startsAt)
+
+    def firing_key(self) -> str:
+        """Identifies one firing of one alert (fingerprint + start, UTC, milliseconds).
+
+        Milliseconds because Alertmanager's API v2 rounds times to them while the webhook sends
+        nanoseconds; reconciliation must recognise the same firing from both.
+        """
+        start = self.starts_at.astimezone(timezone.utc)
+        return f"{self.fingerprint}@{start.replace(microsecond=start.microsecond // 1000 * 1000).isoformat()}"
+
+
+class WebhookPayload(BaseModel):
+    """The body Alertmanager POSTs to a webhook receiver."""
+
+    model_config = ConfigDict(extra="allow")
+
+    version: Literal["4"]
+    groupKey: str = Field(min_length=1)
+    truncatedAlerts: int = 0
+    status: AlertStatus
+    receiver: str
+    groupLabels: dict[str, str] = Field(default_factory=dict)
+    commonLabels: dict[str, str] = Field(default_factory=dict)
+    commonAnnotations: dict[str, str] = Field(default_factory=dict)
+    externalURL: str = ""
+    alerts: list[WebhookAlert] = Field(min_length=1)
+
+    def dedup_key(self) -> str:
+        """Same group, status and alert states → same key: a repeated delivery of one notification."""
+        identity = {
+            "groupKey": self.groupKey,
+            "status": self.status,
+            "alerts": sorted(
+                [a.fingerprint, a.startsAt, a.endsAt, a.status] for a in self.alerts
+            ),
+        }
+        canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+    def firing_keys(self) -> set[str]:
+        return {alert.firing_key() for alert in self.alerts if alert.status == "firing"}
+
+    def title(self) -> str:
+        """A one-line summary: alert name, where, and the summary annotation when all alerts share it."""
+        labels = self.commonLabels
+        name = labels.get("alertname", "alert group")
+        where = " ".join(f"{key}={labels[key]}" for key in ("node", "gpu") if key in labels)
+        summary = self.commonAnnotations.get("summary", "")
+        return " ".join(part for part in (name, where, f"— {summary}" if summary else "") if part)

@@ -1,0 +1,89 @@
+"""Notifier settings: one validated object that refuses unsafe configurations before anything starts.
+
+No token means no start, on any address: every `/api/...` route needs the bearer token, so a notifier
+on a non-loopback address can never be driven without it (the CLI still warns that plain HTTP carries
+the token in clear there).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+LOOPBACK_NAMES = {"localhost"}
+MIN_TOKEN_LENGTH = 16
+
+
+class NotifierSettings(BaseModel):
+    """Everything `vigil notifier serve` needs; built from its flags."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=9095, ge=1, le=65535)
+    db_url: str = "sqlite:///notifier.db"
+    token: str = Field(repr=False)
+    oncall_config: Path
+    alertmanager_url: str | None = None
+    # reconcile only Alertmanager groups routed to this receiver (None: every group)
+    alertmanager_receiver: str | None = None
+    # the inbox channel posts to this notifier; by default to the address it listens on
+    public_url: str | None = None
+    # outbox worker: how often it looks for due deliveries, and the retry schedule
+    poll_interval_s: float = Field(default=0.5, gt=0)
+    retry_base_s: float = Field(default=1.0, gt=0)
+    retry_max_s: float = Field(default=300.0, gt=0)
+    max_attempts: int = Field(default=8, ge=1)
+    # throttle: at most this many pages per recipient channel per minute; the rest wait (never dropped)
+    max_pages_per_minute: int = Field(default=30, ge=1)
+
+    @field_validator("token")
+    @classmethod
+    def _strong_token(cls, token: str) -> str:
+        token = token.strip()
+        if not token:
+            raise ValueError("the webhook token is empty: refusing to start without authentication")
+        if len(token) < MIN_TOKEN_LENGTH:
+            raise ValueError(f"the webhook token is shorter than {MIN_TOKEN_LENGTH} characters")
+        return token
+
+    @field_validator("db_url")
+    @classmethod
+    def _known_database(cls, url: str) -> str:
+        if not url.startswith(("sqlite:///", "postgresql://", "postgresql+psycopg://")):
+            raise ValueError("--db must be sqlite:///PATH or postgresql://…")
+        return url
+
+    @field_validator("alertmanager_url", "public_url")
+    @classmethod
+    def _http_url(cls, url: str | None) -> str | None:
+        if url is not None and not url.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL")
+        return url.rstrip("/") if url else url
+
+    @property
+    def own_url(self) -> str:
+        """Base URL at which this notifier reaches itself (for the inbox channel)."""
+        if self.public_url:
+            return self.public_url
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+
+def is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def read_token_file(path: Path) -> str:
+    """The bearer token: the first line of `path` (raises OSError / ValueError with a clear reason)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if not lines or not lines[0].strip():
+        raise ValueError(f"{path}: the token file is empty")
+    return lines[0].strip()

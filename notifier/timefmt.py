@@ -1,0 +1,12 @@
+"""Deterministic time formatting for the API: RFC 3339, UTC, millisecond precision."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+
+def rfc3339(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    moment = datetime.fromtimestamp(seconds, tz=timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"

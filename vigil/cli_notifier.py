@@ -1,0 +1,73 @@
+"""`vigil notifier …`: run the notifier that receives Alertmanager webhooks and pages the on-call."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import click
+from pydantic import ValidationError
+
+
+def _parse_listen(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise click.BadParameter(f"expected HOST:PORT, got {value!r}", param_hint="--listen")
+    return host.strip("[]"), int(port)
+
+
+@click.group()
+def notifier():
+    """The notifier: Alertmanager webhook receiver, incidents, pages and the local inbox."""
+
+
+@notifier.command()
+@click.option("--listen", default="127.0.0.1:9095", show_default=True, help="HOST:PORT to listen on.")
+@click.option("--db", "db_url", default="sqlite:///notifier.db", show_default=True,
+              help="sqlite:///PATH or postgresql://USER:PASS@HOST/DB.")
+@click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="File whose first line is the bearer token every /api/ request must carry.")
+@click.option("--oncall-config", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="On-call YAML: targets, channels, routes (see docs/notifier.md).")
+@click.option("--alertmanager-url", default=None,
+              help="Alertmanager to reconcile with at start (GET /api/v2/alerts/groups).")
+@click.option("--alertmanager-receiver", default=None,
+              help="Reconcile only groups routed to this Alertmanager receiver (default: all).")
+@click.option("--public-url", default=None,
+              help="URL at which the notifier reaches itself for inbox pages (default: the --listen address).")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
+              show_default=True)
+def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmanager_receiver, public_url,
+          log_level):
+    """Serve the notifier API in the foreground."""
+    from notifier.settings import NotifierSettings, is_loopback, read_token_file
+    from oncall.loader import OncallConfigError, load_oncall
+
+    host, port = _parse_listen(listen)
+    try:
+        token = read_token_file(token_file)
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(f"cannot read --token-file: {getattr(exc, 'strerror', None) or exc}")
+    try:
+        settings = NotifierSettings(host=host, port=port, db_url=db_url, token=token,
+                                    oncall_config=oncall_config, alertmanager_url=alertmanager_url,
+                                    alertmanager_receiver=alertmanager_receiver, public_url=public_url)
+    except ValidationError as exc:
+        raise click.ClickException("; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: "
+                                             f"{e['msg'].removeprefix('Value error, ')}" for e in exc.errors()))
+    try:
+        oncall = load_oncall(settings.oncall_config)
+    except OncallConfigError as exc:
+        raise click.ClickException(f"invalid on-call config:\n{exc}")
+
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not is_loopback(host):
+        logging.getLogger("vigil.notifier").warning(
+            "listening on %s over plain HTTP: the bearer token crosses the network in clear; "
+            "put a TLS proxy in front", host)
+
+    import uvicorn
+
+    from notifier.app import create_app
+
+    uvicorn.run(create_app(settings, oncall), host=host, port=port, log_level=log_level, access_log=False)
