@@ -1,0 +1,1 @@
+"""Job sources for `exporters.jobs`: Slurm, container cgroups and Kubernetes pod-resources."""

@@ -1,0 +1,79 @@
+"""Slurm: a GPU process's job from `/proc/<pid>/environ`, job liveness from Slurm's job cgroups.
+
+slurmstepd starts every task with `SLURM_JOB_ID`, `SLURM_JOB_USER` and `SLURM_JOB_ACCOUNT` in its
+environment and children inherit them. Reading another user's environ needs root (or the same user),
+which the exporter has anyway for NVML process lists. When environ is unreadable or was scrubbed, the
+job id is taken from the process's cgroup path (`.../job_<id>/...`) if Slurm's cgroup plugin is used.
+
+A job is finished when Slurm's cgroup directory for it is gone (`task/cgroup` removes it at job end),
+under cgroup v2 `<root>/system.slice/slurmstepd.scope/job_<id>` and under v1
+`<root>/<controller>/slurm*/uid_<uid>/job_<id>`. On nodes without Slurm cgroups no job is ever called
+finished (zombies cannot be told apart); pass `active_jobs` (e.g. from `squeue`) to decide instead.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Callable
+
+from exporters.jobs import JobRef
+from exporters.spec import GpuProcess
+
+_CGROUP_JOB = re.compile(r"/job_(\d+)(?:/|$)")
+_CGROUP_PATTERNS = ("system.slice/slurmstepd.scope/job_*", "*/slurm*/uid_*/job_*", "slurm*/uid_*/job_*")
+
+
+def read_environ(proc_root: Path, pid: int) -> dict[str, str]:
+    """The environment of `pid` (NUL-separated KEY=VALUE in /proc/<pid>/environ)."""
+    raw = (proc_root / str(pid) / "environ").read_bytes()
+    env = {}
+    for item in raw.split(b"\0"):
+        key, sep, value = item.partition(b"=")
+        if sep:
+            env[key.decode(errors="replace")] = value.decode(errors="replace")
+    return env
+
+
+class SlurmSource:
+    """Finds Slurm jobs of GPU processes; see the module docstring for what it reads."""
+
+    name = "slurm"
+
+    def __init__(self, proc_root: str | Path = "/proc", cgroup_root: str | Path = "/sys/fs/cgroup",
+                 active_jobs: Callable[[], set[str]] | None = None):
+        self.proc_root = Path(proc_root)
+        self.cgroup_root = Path(cgroup_root)
+        self._active_jobs = active_jobs
+        self._active: set[str] | None = None
+
+    def refresh(self) -> None:
+        if self._active_jobs is not None:
+            self._active = set(self._active_jobs())
+            return
+        dirs = [p for pattern in _CGROUP_PATTERNS for p in self.cgroup_root.glob(pattern)]
+        has_slurm_cgroups = any(self.cgroup_root.glob("system.slice/slurmstepd.scope")) or any(
+            self.cgroup_root.glob("*/slurm*")) or any(self.cgroup_root.glob("slurm*"))
+        self._active = {p.name.removeprefix("job_") for p in dirs} if has_slurm_cgroups else None
+
+    def job_for(self, process: GpuProcess) -> JobRef | None:
+        try:
+            env = read_environ(self.proc_root, process.pid)
+        except PermissionError:
+            env = {}
+        job_id = env.get("SLURM_JOB_ID") or self._job_from_cgroup(process.pid)
+        if not job_id:
+            return None
+        return JobRef(job_id=job_id, user=env.get("SLURM_JOB_USER", ""), tenant=env.get("SLURM_JOB_ACCOUNT", ""),
+                      source=self.name)
+
+    def _job_from_cgroup(self, pid: int) -> str | None:
+        try:
+            text = (self.proc_root / str(pid) / "cgroup").read_text()
+        except OSError:
+            return None
+        match = _CGROUP_JOB.search(text)
+        return match.group(1) if match else None
+
+    def is_finished(self, job: JobRef) -> bool:
+        return self._active is not None and job.job_id not in self._active
