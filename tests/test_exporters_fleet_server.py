@@ -1,0 +1,147 @@
+"""The simulated fleet server over real HTTP: scrape targets per node and the chaos control API."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+import requests
+
+from exporters.fleet_server import FleetServer
+from exporters.sim.fleet import SimulatedFleet
+
+
+def free_ports(count: int) -> int:
+    """A base port with `count` consecutive free ports on 127.0.0.1."""
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            base = probe.getsockname()[1]
+        if base + count >= 65535:
+            continue
+        try:
+            held = []
+            for port in range(base, base + count):
+                s = socket.socket()
+                held.append(s)
+                s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in held:
+                s.close()
+    raise RuntimeError("no free port range")
+
+
+@pytest.fixture()
+def fleet_server():
+    base = free_ports(4)
+    server = FleetServer(SimulatedFleet(3, 4), port=base, control_port=base + 3, interval=0.05)
+    server.start()
+    yield server, base
+    server.stop()
+
+
+def gpu_up(url: str) -> dict[str, float]:
+    text = requests.get(url, timeout=5).text
+    return {line.split('gpu="')[1].split('"')[0]: float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines() if line.startswith("vigil_gpu_up{")}
+
+
+def wait_until(predicate, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.05)
+
+
+def test_each_node_is_its_own_target(fleet_server) -> None:
+    server, base = fleet_server
+    api = server.control_url
+    assert requests.get(f"{api}/healthz", timeout=5).json() == {"ok": True}
+    listing = requests.get(f"{api}/chaos", timeout=5).json()
+    assert listing["faults"] == []
+    assert listing["nodes"] == [{"name": f"node-{i}", "url": f"http://127.0.0.1:{base + i - 1}/metrics", "gpus": 4}
+                                for i in (1, 2, 3)]
+    for node in listing["nodes"]:
+        body = requests.get(node["url"], timeout=5).text
+        assert f'node="{node["name"]}"' in body and 'node="node-' + ("1" if node["name"] != "node-1" else "2") not in body
+
+
+def test_inject_xid79_then_clear(fleet_server) -> None:
+    server, base = fleet_server
+    api, node2 = server.control_url, f"http://127.0.0.1:{base + 1}/metrics"
+    reply = requests.post(f"{api}/chaos/inject", json={"fault": "xid79", "node": "node-2", "gpu": 3}, timeout=5)
+    assert reply.status_code == 200
+    assert reply.json()["ok"] is True and reply.json()["fault"]["gpu"] == 3
+    wait_until(lambda: gpu_up(node2) == {"0": 1, "1": 1, "2": 1, "3": 0})
+    assert gpu_up(f"http://127.0.0.1:{base}/metrics") == {"0": 1, "1": 1, "2": 1, "3": 1}
+    [listed] = requests.get(f"{api}/chaos", timeout=5).json()["faults"]
+    assert (listed["fault"], listed["node"], listed["gpu"]) == ("xid79", "node-2", 3)
+    assert requests.post(f"{api}/chaos/clear", json={"node": "node-2"}, timeout=5).json() == {"ok": True, "cleared": 1}
+    wait_until(lambda: gpu_up(node2)["3"] == 1)
+
+
+def test_node_down_refuses_connections_until_cleared(fleet_server) -> None:
+    server, base = fleet_server
+    api, node3 = server.control_url, f"http://127.0.0.1:{base + 2}/metrics"
+    assert requests.post(f"{api}/chaos/inject", json={"fault": "node-down", "node": "node-3"}, timeout=5).ok
+    with pytest.raises(requests.ConnectionError):
+        requests.get(node3, timeout=5)
+    assert requests.get(f"http://127.0.0.1:{base}/metrics", timeout=5).ok
+    assert requests.post(f"{api}/chaos/clear", json={}, timeout=5).json() == {"ok": True, "cleared": 1}
+    assert requests.get(node3, timeout=5).ok
+
+
+@pytest.mark.parametrize("path, body, reason", [
+    ("/chaos/inject", {"fault": "meteor", "node": "node-1"}, "unknown fault"),
+    ("/chaos/inject", {"fault": "xid79", "node": "node-7"}, "unknown node"),
+    ("/chaos/inject", {"fault": "xid79", "node": "node-1", "gpu": 4}, "gpu must be"),
+    ("/chaos/inject", {"fault": "xid-burst", "node": "node-1", "count": "many"}, "count must be"),
+    ("/chaos/inject", "not json at all", "not valid JSON"),
+    ("/chaos/inject", [1, 2], "JSON object"),
+    ("/chaos/clear", {"node": "node-9"}, "unknown node"),
+])
+def test_chaos_api_rejects_bad_requests(fleet_server, path: str, body, reason: str) -> None:
+    server, _ = fleet_server
+    data = body if isinstance(body, str) else json.dumps(body)
+    reply = requests.post(f"{server.control_url}{path}", data=data, timeout=5)
+    assert reply.status_code == 400
+    assert reason in reply.json()["error"]
+    assert requests.get(f"{server.control_url}/chaos", timeout=5).json()["faults"] == []
+
+
+def test_cli_runs_the_fleet_and_exits_cleanly_on_sigterm() -> None:
+    base = free_ports(3)
+    cmd = [sys.executable, "-m", "vigil.cli", "exporter", "gpu", "--backend", "sim", "--sim-nodes", "2",
+           "--sim-gpus", "2", "--listen", f"127.0.0.1:{base}", "--control-listen", f"127.0.0.1:{base + 2}",
+           "--interval", "0.2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        wait_until(lambda: _answers(f"http://127.0.0.1:{base + 2}/healthz"), timeout=20)
+        assert 'node="node-2"' in requests.get(f"http://127.0.0.1:{base + 1}/metrics", timeout=5).text
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert b"Traceback" not in err
+
+
+def test_cli_rejects_bad_listen_address() -> None:
+    result = subprocess.run([sys.executable, "-m", "vigil.cli", "exporter", "gpu", "--backend", "sim",
+                             "--listen", "nowhere"], capture_output=True, timeout=30)
+    assert result.returncode == 2 and b"HOST:PORT" in result.stderr and b"Traceback" not in result.stderr
+
+
+def _answers(url: str) -> bool:
+    try:
+        return requests.get(url, timeout=1).ok
+    except requests.ConnectionError:
+        return False
