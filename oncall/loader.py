@@ -52,9 +52,12 @@ def parse_oncall(text: str, filename: str = "<oncall>") -> OncallConfig:
     try:
         config = OncallConfig.model_validate(data)
     except ValidationError as exc:
-        for error in exc.errors():
+        errors = exc.errors()
+        for error in errors:
             if isinstance(error.get("ctx", {}).get("error"), UnknownTargets):
                 continue  # already reported with exact lines by _unknown_targets
+            if error["type"] == "too_short" and _has_inner_error(error["loc"], errors):
+                continue  # pydantic counts only the valid items; the item's own error says more
             loc = _keys_in_file(data, error["loc"])
             where = ".".join(str(part) for part in loc) or "(top level)"
             message = error["msg"].removeprefix("Value error, ")
@@ -64,6 +67,10 @@ def parse_oncall(text: str, filename: str = "<oncall>") -> OncallConfig:
         problems.sort(key=lambda item: item[0])
         raise OncallConfigError([f"{filename}:{line}: {message}" for line, message in problems])
     return config
+
+
+def _has_inner_error(loc: tuple, errors: list[dict]) -> bool:
+    return any(len(other["loc"]) > len(loc) and other["loc"][:len(loc)] == loc for other in errors)
 
 
 def _unknown_targets(data: dict, root: yaml.Node) -> list[tuple[int, str]]:
