@@ -178,3 +178,14 @@ def test_promtool_check_metrics_reports_nothing(serve):
     text = scrape(DcgmCollector(server.url))
     result = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout + result.stderr == "", result.stdout + result.stderr
+
+
+def test_docs_name_every_mapped_field_and_metric():
+    from pathlib import Path
+
+    from exporters.dcgm_fields import FIELD_MAPS
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "exporters-dcgm-node.md").read_text()
+    missing = [name for row in FIELD_MAPS for name in (row.old, row.new, row.metric) if f"`{name}" not in doc]
+    missing += [s.name for s in SPECS if s.name not in doc]
+    assert not missing
