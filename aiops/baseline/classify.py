@@ -6,11 +6,14 @@ Rules, applied in this order on the regular-grid series (NaN gaps ignored); the 
    (e.g. an error rate that is mostly 0), or at least 1 % of the points lie more than 6 robust sigmas
    from the local level (the median of their 1-hour block).
 2. **periodic**: the series spans at least 2 days and, after removing a resistant linear trend, a
-   time-of-day profile (plus day-of-week offsets when it spans at least 8 days) explains at least 30 %
-   of the variance.
-3. **trending** / **level_shift**: on 1-hour block medians, either a straight line or the best single
-   split into two levels explains at least 50 % of the variance; whichever leaves less error wins (a
-   ramp is fitted better by a line, a step by a split).
+   time-of-day profile (plus day-of-week offsets when it spans at least 13 days) explains at least
+   30 % of the variance *out of sample* (the profile learned on odd days, or odd weeks when weekly,
+   predicts even ones and vice versa; cross-fitting keeps a level change, which a profile can absorb in
+   sample, from passing for seasonality) — and at least as much as rule 3's shapes explain (when they
+   explain more, rule 3 decides; if they stay under its 50 %, the series is still periodic).
+3. **trending** / **level_shift**: on 1-hour block medians, either a straight line or a piecewise
+   constant fit with at most two level changes (greedy best splits) explains at least 50 % of the
+   variance; whichever leaves less error wins (a ramp is fitted better by a line, steps by levels).
 4. **stable**: everything else (including constant series and series too short to judge).
 """
 
@@ -22,13 +25,13 @@ import numpy as np
 
 from aiops.baseline.robust import (
     DAY_S,
-    best_split,
     block_medians,
     grouped_quantile,
     robust_sigma,
     three_group_line,
+    two_cut_sse,
 )
-from aiops.baseline.seasonal import seasonal_fit
+from aiops.baseline.seasonal import WEEKLY_MIN_SPAN_S, seasonal_fit
 
 CLASSES = ("periodic", "stable", "trending", "spiky", "level_shift")
 
@@ -66,27 +69,25 @@ def classify(t: np.ndarray, x: np.ndarray, step: float) -> Classification:
     if spiky["mode_share"] >= MODE_SHARE or spiky["spike_share"] >= SPIKE_SHARE:
         return Classification("spiky", spiky)
 
+    evidence = {"seasonal_r2": 0.0, "line_r2": 0.0, "split_r2": 0.0}
     span = float(tf[-1] - tf[0])
+    weekly = span >= WEEKLY_MIN_SPAN_S
     if span >= 2 * DAY_S:
         intercept, slope = three_group_line(tf, xf)
-        detrended = xf - (intercept + slope * tf)
-        fit = seasonal_fit(tf, detrended, step, weekly=span >= 8 * DAY_S)
-        total = float(np.var(detrended))
-        r2 = 1.0 - float(np.var(detrended - fit.expected(tf))) / total if total > 0 else 0.0
-        if r2 >= SEASONAL_R2:
-            return Classification("periodic", {"seasonal_r2": r2, "weekly": float(fit.weekday is not None)})
-
-    if bm.size >= 4:
-        ss = float(np.sum((bm - bm.mean()) ** 2))
-        if ss > 0:
-            slope, intercept = np.polyfit(bt - bt[0], bm, 1)
-            sse_line = float(np.sum((bm - (intercept + slope * (bt - bt[0]))) ** 2))
-            _, sse_split = best_split(bm)
-            r2_line, r2_split = 1 - sse_line / ss, 1 - sse_split / ss
-            evidence = {"line_r2": r2_line, "split_r2": r2_split}
-            if max(r2_line, r2_split) >= SHIFT_OR_TREND_R2:
-                return Classification("level_shift" if sse_split < sse_line else "trending", evidence)
-    return Classification("stable", {"sigma": robust_sigma(xf)})
+        evidence["seasonal_r2"] = cross_fitted_seasonal_r2(tf, xf - (intercept + slope * tf), step, weekly)
+    if bm.size >= 4 and (ss := float(np.sum((bm - bm.mean()) ** 2))) > 0:
+        slope, intercept = np.polyfit(bt - bt[0], bm, 1)
+        evidence["line_r2"] = 1 - float(np.sum((bm - (intercept + slope * (bt - bt[0]))) ** 2)) / ss
+        evidence["split_r2"] = 1 - two_cut_sse(bm) / ss
+    shape_r2 = max(evidence["line_r2"], evidence["split_r2"])
+    if evidence["seasonal_r2"] >= SEASONAL_R2 and evidence["seasonal_r2"] >= shape_r2:
+        return Classification("periodic", {**evidence, "weekly": float(weekly)})
+    if shape_r2 >= SHIFT_OR_TREND_R2:
+        kind = "level_shift" if evidence["split_r2"] > evidence["line_r2"] else "trending"
+        return Classification(kind, evidence)
+    if evidence["seasonal_r2"] >= SEASONAL_R2:
+        return Classification("periodic", {**evidence, "weekly": float(weekly)})
+    return Classification("stable", {**evidence, "sigma": robust_sigma(xf)})
 
 
 def _spiky_evidence(xf, x, index, finite, block) -> dict[str, float]:
@@ -102,3 +103,20 @@ def _spiky_evidence(xf, x, index, finite, block) -> dict[str, float]:
     else:
         spike_share = float(np.mean(np.abs(resid) > SPIKE_SIGMAS * sigma))
     return {"mode_share": mode_share, "spike_share": spike_share}
+
+
+def cross_fitted_seasonal_r2(t: np.ndarray, x: np.ndarray, step: float, weekly: bool) -> float:
+    """Share of variance a seasonal profile explains on the half of the days (weeks) it was not fitted on."""
+    period = 7 * DAY_S if weekly else DAY_S
+    fold = (t // period).astype(np.int64) % 2
+    total = float(np.sum((x - x.mean()) ** 2))
+    if total <= 0:
+        return 0.0
+    sse = 0.0
+    for held in (0, 1):
+        train, test = fold != held, fold == held
+        if not train.any() or not test.any():
+            return 0.0
+        fit = seasonal_fit(t[train], x[train], step, weekly=weekly)
+        sse += float(np.sum((x[test] - fit.expected(t[test])) ** 2))
+    return 1.0 - sse / total

@@ -24,7 +24,7 @@ import numpy as np
 
 from aiops.baseline.classify import block_size
 from aiops.baseline.robust import best_split, block_medians, three_group_line
-from aiops.baseline.seasonal import seasonal_fit, time_of_day_bin, weekday_of
+from aiops.baseline.seasonal import WEEKLY_MIN_SPAN_S, seasonal_fit, time_of_day_bin, weekday_of
 
 MARGIN = 1.25
 TAIL = 0.005
@@ -98,7 +98,7 @@ def _quantiles(resid: np.ndarray, tail: float) -> dict:
 
 def _fit_periodic(t: np.ndarray, x: np.ndarray, step: float) -> dict:
     span = float(t[-1] - t[0]) if t.size else 0.0
-    fit = seasonal_fit(t, x, step, weekly=span >= 8 * 86_400.0)
+    fit = seasonal_fit(t, x, step, weekly=span >= WEEKLY_MIN_SPAN_S)
     resid = x - fit.expected(t)
     model = {
         "bin_s": fit.bin_s,

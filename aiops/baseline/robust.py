@@ -86,3 +86,21 @@ def best_split(y: np.ndarray) -> tuple[int, float]:
     sse = left + right
     i = int(np.argmin(sse))
     return i + 1, float(max(sse[i], 0.0))
+
+
+def two_cut_sse(y: np.ndarray) -> float:
+    """Squared error left by a greedy segmentation into at most three levels (best split, then best
+    split of one side). Catches a level that changes and comes back, which one split explains poorly.
+    """
+    if y.size < 4:
+        return best_split(y)[1]
+    k, sse = best_split(y)
+    left, right = y[:k], y[k:]
+    sse_left = float(np.sum((left - left.mean()) ** 2))
+    sse_right = float(np.sum((right - right.mean()) ** 2))
+    candidates = [sse]
+    if left.size >= 2:
+        candidates.append(best_split(left)[1] + sse_right)
+    if right.size >= 2:
+        candidates.append(sse_left + best_split(right)[1])
+    return min(candidates)

@@ -13,6 +13,8 @@ MIN_BIN_S = 300.0
 # The profile is smoothed by a circular moving average over this many bins (a median of 14 days per
 # bin is still noisy; a daily cycle hardly changes within 15 minutes).
 SMOOTH_BINS = 3
+# Day-of-week offsets need every weekday seen about twice: about two weeks of history.
+WEEKLY_MIN_SPAN_S = 13 * DAY_S
 
 
 @dataclass

@@ -53,12 +53,13 @@ def save_store(model_dir: str | Path, entries: list[dict], settings: dict) -> Pa
         except (StoreError, KeyError, ValueError):
             generation = 1
     header = {"format": FORMAT, "schema_version": SCHEMA_VERSION, "generation": generation, **settings}
-    ordered = sorted(entries, key=lambda e: (e["metric"], sorted(e["labels"].items())))
     lines = ["{"]
     for key in sorted(header):
         lines.append(f"  {json.dumps(key)}: {_dumps(header[key])},")
     lines.append('  "series": [')
-    lines.append(",\n".join(f"    {_dumps(e)}" for e in ordered))
+    # sorted by identity, then by text so even duplicate identities come out in one order
+    rows = sorted((e["metric"], sorted(e["labels"].items()), _dumps(e)) for e in entries)
+    lines.append(",\n".join(f"    {row[2]}" for row in rows))
     lines.append("  ]")
     lines.append("}")
     tmp = path.with_suffix(".json.tmp")

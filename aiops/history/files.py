@@ -74,16 +74,17 @@ def _frame_to_series(frame: pd.DataFrame, path: Path, first_line: int, where: st
 
 def _parse_timestamps(raw: pd.Series, path: Path, first_line: int, where: str) -> np.ndarray:
     text = raw.astype(str).str.strip()
-    numeric = pd.to_numeric(text, errors="coerce")
-    if numeric.notna().all():
-        seconds = numeric.to_numpy(dtype=np.float64)
-        return np.where(seconds > _MILLIS_THRESHOLD, seconds / 1000.0, seconds)
-    parsed = pd.to_datetime(text, errors="coerce", utc=True, format="mixed")
-    bad = parsed.isna().to_numpy()
+    numeric = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
+    seconds = np.where(numeric > _MILLIS_THRESHOLD, numeric / 1000.0, numeric)
+    textual = np.isnan(numeric)
+    if textual.any():
+        parsed = pd.to_datetime(text[textual], errors="coerce", utc=True, format="mixed")
+        seconds[textual] = (parsed - pd.Timestamp(0, tz="UTC")).dt.total_seconds().to_numpy(dtype=np.float64)
+    bad = np.isnan(seconds)
     if bad.any():
         i = int(np.argmax(bad))
         raise HistoryError(f"{path}: {where} {i + first_line}: timestamp {raw.iloc[i]!r} is neither Unix seconds nor a date-time")
-    return (parsed - pd.Timestamp(0, tz="UTC")).dt.total_seconds().to_numpy(dtype=np.float64)
+    return seconds
 
 
 def _parse_values(raw: pd.Series, column: str, path: Path, first_line: int, where: str) -> np.ndarray:
