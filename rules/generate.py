@@ -15,7 +15,7 @@ def _duration(value: str | None, max_for_seconds: float | None) -> str | None:
         return None
     seconds = parse_duration(value)
     if max_for_seconds is not None and seconds > max_for_seconds:
-        return format_duration(max_for_seconds)
+        value, seconds = format_duration(max_for_seconds), max_for_seconds
     return value if seconds > 0 else None
 
 

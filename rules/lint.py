@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 
-from .model import Alert
 from .promql import parse_duration
 
 RATE_OF_GAUGE = "rate-of-gauge"
@@ -65,10 +64,10 @@ def _unguarded_division(expr: str) -> bool:
     return any(not _denominator_guarded(text[m.end():]) for m in re.finditer(r"/", text))
 
 
-def lint(alert: Alert) -> list[tuple[str, str]]:
-    """(check id, message) for every pitfall found in `alert`."""
+def lint(expr: str, for_: str | None) -> list[tuple[str, str]]:
+    """(check id, message) for every pitfall found in an alert's expression and its `for`."""
     findings = []
-    code = _strip_strings_and_comments(alert.expr)
+    code = _strip_strings_and_comments(expr)
     for match in _RATE_CALL.finditer(code):
         func, metric, after = match.groups()
         if after == "(":  # a nested function call, not a metric name
@@ -76,11 +75,11 @@ def lint(alert: Alert) -> list[tuple[str, str]]:
         if not metric.endswith(_COUNTER_SUFFIXES):
             findings.append((RATE_OF_GAUGE, f"{func}() of {metric!r}, which looks like a gauge (counters end in "
                              "_total); use delta()/deriv() for gauges"))
-    no_for = alert.for_ is None or parse_duration(alert.for_) == 0
+    no_for = for_ is None or parse_duration(for_) == 0
     if _ABSENT_CALL.search(code) and no_for:
         findings.append((ABSENT_WITHOUT_FOR, "absent() without 'for' fires on every restart or scrape gap; "
                          "add a 'for' (e.g. 5m)"))
-    if _unguarded_division(alert.expr):
+    if _unguarded_division(expr):
         findings.append((UNGUARDED_DIVISION, "division whose denominator is not guarded against zero; write "
                          "'/ (denominator > 0)' or use kind: ratio"))
     return findings

@@ -109,7 +109,7 @@ def _load_alert(name: str, node: Located, line: int, file: str, defaults: _Defau
     if not node.is_map():
         errors.add(file, line, f"alert {name}: must be a mapping (kind, severity, summary, ...)")
         return None
-    r = Reader(node, file, errors, f"alert {name}")
+    r = Reader(node, file, errors, f"alert {name}", line=line)
     if r.has("kind"):
         kind = r.choice("kind", tuple(KINDS))
     elif r.has("expr"):
@@ -135,15 +135,14 @@ def _load_alert(name: str, node: Located, line: int, file: str, defaults: _Defau
         if check not in LINT_IDS:
             r.error("lint_ignore", f"alert {name}: unknown lint check {check!r} (known: {', '.join(LINT_IDS)})")
     r.unknown_keys()
-    if None in (expr, severity, summary, description, labels):
-        return None
-    alert = Alert(name=name, expr=expr.strip(), severity=severity, summary=summary.strip(),
-                  description=description.strip(), runbook_url=runbook, for_=for_, keep_firing_for=keep,
-                  labels=tuple(sorted({**defaults.labels, **labels}.items())), kind=kind, file=file, line=line)
-    for check, message in lint(alert):
+    for check, message in lint(expr, for_) if expr is not None else ():
         if check not in ignored:
             errors.add(file, line, f"alert {name}: {message} [{check}]")
-    return alert
+    if None in (expr, severity, summary, description, labels):
+        return None
+    return Alert(name=name, expr=expr.strip(), severity=severity, summary=summary.strip(),
+                 description=description.strip(), runbook_url=runbook, for_=for_, keep_firing_for=keep,
+                 labels=tuple(sorted({**defaults.labels, **labels}.items())), kind=kind, file=file, line=line)
 
 
 def _read_inhibitions(r: Reader, name: str, pending: list[_Pending]) -> None:

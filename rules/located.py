@@ -38,15 +38,21 @@ class Located:
 
 @dataclass
 class ErrorLog:
-    """Collects every problem found in the spec files, in the order they were found."""
+    """Collects every problem found in the spec files; reports them by file (in load order), then line."""
 
-    messages: list[str] = field(default_factory=list)
+    entries: list[tuple[str, int, str]] = field(default_factory=list)
 
     def add(self, file: str, line: int, message: str) -> None:
-        self.messages.append(f"{file}:{line}: {message}")
+        self.entries.append((file, line, message))
+
+    @property
+    def messages(self) -> list[str]:
+        file_order = {f: i for i, f in reversed(list(enumerate(e[0] for e in self.entries)))}
+        ordered = sorted(self.entries, key=lambda e: (file_order[e[0]], e[1]))  # stable: same line keeps order
+        return [f"{file}:{line}: {message}" for file, line, message in ordered]
 
     def __bool__(self) -> bool:
-        return bool(self.messages)
+        return bool(self.entries)
 
 
 class SpecError(Exception):

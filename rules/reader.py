@@ -12,8 +12,9 @@ from .promql import COMPARISONS, LABEL_NAME, METRIC_NAME, format_number, parse_d
 
 
 class Reader:
-    def __init__(self, node: Located, file: str, errors: ErrorLog, what: str):
+    def __init__(self, node: Located, file: str, errors: ErrorLog, what: str, line: int | None = None):
         self.node = node
+        self.start_line = node.line if line is None else line  # where "missing key" errors point
         self.file = file
         self.errors = errors
         self.what = what  # e.g. "alert GpuOverheating", used in messages
@@ -25,7 +26,7 @@ class Reader:
     def line(self, key: str | None = None) -> int:
         if key is not None and key in self.node.key_lines:
             return self.node.key_lines[key]
-        return self.node.line
+        return self.start_line
 
     def error(self, key: str | None, message: str) -> None:
         self.errors.add(self.file, self.line(key), message)

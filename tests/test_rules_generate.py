@@ -1,0 +1,172 @@
+"""Generation: golden files, the `for` cap, PromQL of the compact kinds, Alertmanager inhibit rules."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+import rules
+from rules.promql import format_duration, format_number, parse_duration
+from vigil.cli import main
+
+GOLDEN = Path(__file__).parent / "golden" / "rules"
+UPDATE = os.environ.get("VIGIL_UPDATE_GOLDEN") == "1"
+
+
+def check_golden(name: str, text: str) -> None:
+    """Compare `text` byte for byte with the golden file; VIGIL_UPDATE_GOLDEN=1 rewrites it instead."""
+    path = GOLDEN / name
+    if UPDATE:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text.encode("utf-8"))
+    assert path.read_bytes() == text.encode("utf-8"), f"{name} differs; rerun with VIGIL_UPDATE_GOLDEN=1 and review"
+
+
+@pytest.mark.parametrize("max_for, suffix", [(None, ""), ("5s", "-max-for-5s")])
+def test_generated_files_match_the_golden_files(tmp_path, max_for, suffix):
+    args = ["rules", "generate", "-o", str(tmp_path)] + (["--max-for", max_for] if max_for else [])
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    check_golden(f"vigil-rules{suffix}.yml", (tmp_path / rules.RULE_FILE_NAME).read_text(encoding="utf-8"))
+    # the cap does not change inhibit rules: one golden file for both
+    check_golden("alertmanager-inhibit-rules.yml", (tmp_path / rules.INHIBIT_FILE_NAME).read_text(encoding="utf-8"))
+
+
+def test_generate_without_output_dir_prints_the_rule_file():
+    result = CliRunner().invoke(main, ["rules", "generate"])
+    assert result.exit_code == 0
+    expected = rules.dump_yaml(rules.prometheus_rule_file(rules.load_specs(rules.default_spec_paths())))
+    assert result.output == expected
+
+
+def test_max_for_caps_for_and_keep_firing_for_only_where_longer():
+    ruleset = rules.load_specs(rules.default_spec_paths())
+    capped = {r["alert"]: r for g in rules.prometheus_rule_file(ruleset, max_for_seconds=90)["groups"]
+              for r in g["rules"]}
+    assert capped["GpuTemperatureHigh"]["for"] == "1m30s"  # 10m capped
+    assert capped["GpuOverheating"]["for"] == "1m"  # already shorter
+    assert capped["GpuOverheating"]["keep_firing_for"] == "1m30s"  # 2m capped
+    assert "for" not in capped["GpuUncorrectableEccErrors"]  # fires at once, stays so
+    zero = rules.prometheus_rule_file(ruleset, max_for_seconds=0)
+    assert all("for" not in r and "keep_firing_for" not in r for g in zero["groups"] for r in g["rules"])
+
+
+def test_first_rule_set_contract():
+    """Alert names and severities the stack drill waits for."""
+    ruleset = rules.load_specs(rules.default_spec_paths())
+    severities = {a.name: a.severity for a in ruleset.alerts}
+    assert severities == {
+        "GpuFallenOffBus": "critical", "GpuUncorrectableEccErrors": "critical", "GpuOverheating": "critical",
+        "GpuTemperatureHigh": "warning", "GpuNodeDown": "critical", "GpuCriticalXid": "critical",
+        "GpuXidWarning": "warning", "GpuApplicationXidSpike": "warning", "GpuRowRemapFailure": "critical",
+        "GpuRemapPending": "warning", "GpuRecoveryActionRequired": "critical", "GpuMissing": "critical",
+        "GpuExporterAbsent": "warning", "GpuLoadOutsideBaseline": "warning",
+    }
+    assert [p.name for p in rules.default_spec_paths()] == ["baselines.yaml", "gpu.yaml"]
+    for alert in ruleset.alerts:
+        anchor = alert.runbook_url.split("#")[1]
+        assert alert.runbook_url == f"docs/runbooks.md#{alert.name.lower()}" == f"docs/runbooks.md#{anchor}"
+
+
+def test_runbooks_document_every_shipped_alert():
+    runbooks = (Path(rules.__file__).parent.parent / "docs" / "runbooks.md").read_text()
+    headings = {line[3:].strip() for line in runbooks.splitlines() if line.startswith("## ")}
+    assert {a.name for a in rules.load_specs(rules.default_spec_paths()).alerts} <= headings
+
+
+def test_compact_kinds_expand_to_the_expected_promql(tmp_path):
+    spec = tmp_path / "kinds.yaml"
+    spec.write_text(textwrap.dedent("""\
+        defaults: {for: 3m, labels: {team: infra}}
+        alerts:
+          Ratio:
+            kind: ratio
+            numerator: sum by (node) (rate(errors_total[5m]))
+            denominator: sum by (node) (rate(requests_total[5m]))
+            op: ">"
+            value: 0.25
+            severity: info
+            summary: s
+            description: d
+            runbook: https://wiki.example/ratio
+          Up:
+            kind: up
+            job: node-exporter
+            selector: {node: "=~gpu-.*"}
+            for: 0s
+            severity: warning
+            summary: s
+            description: d
+            labels: {team: node}
+          Spike:
+            kind: counter_increase
+            metric: errors_total
+            window: 1h
+            by: [node]
+            above: 1000
+            new_series: false
+            severity: warning
+            summary: s
+            description: d
+          Below:
+            kind: baseline
+            metric: vigil_gpu_power_watts
+            side: below
+            on: [node]
+            severity: info
+            summary: s
+            description: d
+        """))
+    rule_file = rules.prometheus_rule_file(rules.load_specs([spec]))
+    by_name = {r["alert"]: r for r in rule_file["groups"][0]["rules"]}
+    assert rule_file["groups"][0]["name"] == "kinds"  # the file stem when no group is given
+    assert by_name["Ratio"]["expr"] == ("(sum by (node) (rate(errors_total[5m]))) / "
+                                        "((sum by (node) (rate(requests_total[5m]))) > 0) > 0.25")
+    assert by_name["Ratio"]["for"] == "3m"
+    assert by_name["Ratio"]["annotations"]["runbook_url"] == "https://wiki.example/ratio"
+    assert by_name["Up"]["expr"] == 'up{job="node-exporter", node=~"gpu-.*"} == 0'
+    assert "for" not in by_name["Up"] and by_name["Up"]["labels"] == {"severity": "warning", "team": "node"}
+    assert by_name["Spike"]["expr"] == "sum by (node) (increase(errors_total[1h])) > 1000"
+    assert by_name["Below"]["expr"] == ('vigil_gpu_power_watts < on (node) group_left () '
+                                        'vigil_baseline_lower{metric="vigil_gpu_power_watts"}')
+
+
+def test_durations_and_numbers_format_deterministically():
+    assert [format_duration(s) for s in (0, 0.5, 5, 90, 3600, 86400 + 61)] == \
+        ["0s", "500ms", "5s", "1m30s", "1h", "1d1m1s"]
+    assert parse_duration("1h30m") == 5400 and parse_duration("250ms") == 0.25
+    with pytest.raises(ValueError):
+        parse_duration("5 minutes")
+    assert [format_number(v) for v in (0, 90, 90.0, 0.05, 1e3, -2.5)] == ["0", "90", "90", "0.05", "1000", "-2.5"]
+
+
+def test_inhibit_rules_follow_the_specs():
+    inhibit = rules.alertmanager_inhibit_rules(rules.load_specs(rules.default_spec_paths()))
+    assert {"source_matchers": ['alertname="GpuNodeDown"'], "target_matchers": ['alertname!="GpuNodeDown"'],
+            "equal": ["node"]} in inhibit
+    assert {"source_matchers": ['alertname="GpuOverheating"'], "target_matchers": ['alertname="GpuTemperatureHigh"'],
+            "equal": ["node", "gpu"]} in inhibit
+    assert {"source_matchers": ['alertname="GpuFallenOffBus"'], "target_matchers": ['alertname="GpuMissing"'],
+            "equal": ["node"]} in inhibit
+    assert len(inhibit) == len({yaml.safe_dump(rule) for rule in inhibit})  # no duplicates
+
+
+@pytest.mark.skipif(shutil.which("amtool") is None, reason="amtool is not installed")
+def test_amtool_accepts_a_config_with_the_generated_inhibit_rules(tmp_path):
+    config = {
+        "route": {"receiver": "vigil", "group_by": ["alertname", "node"]},
+        "receivers": [{"name": "vigil", "webhook_configs": [{"url": "http://127.0.0.1:9/hook"}]}],
+        "inhibit_rules": rules.alertmanager_inhibit_rules(rules.load_specs(rules.default_spec_paths())),
+    }
+    path = tmp_path / "alertmanager.yml"
+    path.write_text(rules.dump_yaml(config))
+    proc = subprocess.run(["amtool", "check-config", str(path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert " - 7 inhibit rules" in proc.stdout
