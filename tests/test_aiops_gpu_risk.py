@@ -61,18 +61,29 @@ def test_a_hot_node_where_all_gpus_are_equally_hot_flags_none():
 
 
 class _FakePrometheus(BaseHTTPRequestHandler):
-    """Answers /api/v1/query from `server.answers` (PromQL -> list of (labels, value))."""
+    """Answers like the Prometheus API: /api/v1/query from `server.answers` (PromQL -> [(labels,
+    value)]) and /api/v1/query_range from `server.ranges` (PromQL -> [(labels, [value per step])])."""
 
     def do_GET(self):  # noqa: N802 - http.server API
         url = urlparse(self.path)
-        query = parse_qs(url.query).get("query", [""])[0]
+        params = {k: v[0] for k, v in parse_qs(url.query).items()}
+        query = params.get("query", "")
         self.server.seen.append(query)
-        if url.path != "/api/v1/query":
+        if url.path == "/api/v1/query":
+            result = [{"metric": labels, "value": [1700000000, str(v)]} for labels, v in self.server.answers.get(query, [])]
+            data = {"resultType": "vector", "result": result}
+        elif url.path == "/api/v1/query_range":
+            start, end, step = float(params["start"]), float(params["end"]), float(params["step"])
+            result = []
+            for labels, values in self.server.ranges.get(query, []):
+                times = [end - step * i for i in range(len(values))][::-1]  # the last value is at `end`
+                result.append({"metric": labels, "values": [[t, str(v)] for t, v in zip(times, values) if t >= start]})
+            data = {"resultType": "matrix", "result": result}
+        else:
             self.send_response(404)
             self.end_headers()
             return
-        result = [{"metric": labels, "value": [1700000000, str(v)]} for labels, v in self.server.answers.get(query, [])]
-        body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}).encode()
+        body = json.dumps({"status": "success", "data": data}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.end_headers()
@@ -85,7 +96,7 @@ class _FakePrometheus(BaseHTTPRequestHandler):
 @pytest.fixture
 def fake_prometheus():
     server = ThreadingHTTPServer(("127.0.0.1", 0), _FakePrometheus)
-    server.answers, server.seen = {}, []
+    server.answers, server.ranges, server.seen = {}, {}, []
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server
@@ -157,3 +168,39 @@ def test_risk_collectors_contract(fake_prometheus, tmp_path):
     finally:
         for c in collectors:
             c.stop()
+
+
+def _smart(node, device, attr):
+    return {"node": node, "device": device, "attribute_id": str(attr), "attribute": f"a{attr}"}
+
+
+def test_collector_exports_disk_risk_when_a_disk_model_is_trained(fake_prometheus, tmp_path):
+    from aiops.disk.model import save_model, train_disk_model
+    from aiops.disk.simulate import FleetSpec, simulate_fleet
+    from aiops.risk.disk_signals import SMART_DAILY_QUERY
+
+    model, _ = train_disk_model(simulate_fleet(FleetSpec(disks=800, days=90, seed=3)))
+    save_model(model, tmp_path)
+    days = 15
+    fake_prometheus.ranges = {
+        SMART_DAILY_QUERY: [
+            # sda: reallocated sectors accelerating over the last two weeks, pending sectors appearing
+            (_smart("n1", "sda", 5), [0, 0, 1, 1, 2, 4, 6, 9, 14, 20, 29, 41, 58, 80, 110]),
+            (_smart("n1", "sda", 197), [0] * 10 + [2, 3, 5, 8, 12]),
+            (_smart("n1", "sda", 194), [38] * days),
+            # sdb: an old, stable reallocated count (false-alarm bait)
+            (_smart("n1", "sdb", 5), [40] * days),
+            (_smart("n1", "sdb", 197), [0] * days),
+            (_smart("n1", "sdb", 194), [37] * days),
+        ]
+    }
+    url = f"http://127.0.0.1:{fake_prometheus.server_address[1]}"
+    collector = FailureRiskCollector(PrometheusReader(url), tmp_path)
+    registry = CollectorRegistry()
+    registry.register(collector)
+    assert collector.refresh()
+    risk = lambda dev: registry.get_sample_value("vigil_failure_risk", {"kind": "disk", "node": "n1", "device": dev})
+    assert risk("sda") > model.threshold >= risk("sdb")
+    assert registry.get_sample_value(
+        "vigil_failure_risk_reason", {"kind": "disk", "node": "n1", "device": "sda", "reason": "smart_5"}
+    ) == 1.0
