@@ -14,6 +14,7 @@ import time
 from contextlib import asynccontextmanager
 from typing import Callable
 
+import requests
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -178,7 +179,10 @@ def _describe(exc: ValidationError) -> str:
 def _reconcile_quietly(store, pipeline, settings, metrics, clock, worker) -> None:
     try:
         found = reconcile(store, pipeline, settings.alertmanager_url, clock, settings.alertmanager_receiver)
-    except Exception as exc:  # Alertmanager down or odd: the notifier works without it
+    except requests.ConnectionError:
+        log.warning("reconcile with %s skipped: Alertmanager unreachable", settings.alertmanager_url)
+        return
+    except Exception as exc:  # Alertmanager odd: the notifier works without it
         log.warning("reconcile with %s skipped: %s", settings.alertmanager_url, exc)
         return
     metrics.reconciled.inc(found)

@@ -16,6 +16,20 @@ def _parse_listen(value: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def _redact(url: str) -> str:
+    """`url` without its password, for error messages."""
+    scheme, sep, rest = url.partition("://")
+    credentials, at, host = rest.rpartition("@")
+    if not at or ":" not in credentials:
+        return url
+    return f"{scheme}{sep}{credentials.split(':', 1)[0]}:***@{host}"
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 @click.group()
 def notifier():
     """The notifier: Alertmanager webhook receiver, incidents, pages and the local inbox."""
@@ -59,6 +73,13 @@ def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmana
         oncall = load_oncall(settings.oncall_config)
     except OncallConfigError as exc:
         raise click.ClickException(f"invalid on-call config:\n{exc}")
+
+    from notifier.store import Store
+
+    try:  # open (and create) the database now, so a wrong --db is a clear error, not a server traceback
+        Store(settings.db_url).close()
+    except Exception as exc:
+        raise click.ClickException(f"cannot open --db {_redact(settings.db_url)}: {_first_line(exc)}")
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if not is_loopback(host):
