@@ -17,7 +17,7 @@ from aiops.correlate.alerts import Firing
 
 @dataclass(frozen=True)
 class AlertGroup:
-    """Firings that share a cause; `parents` are the node-level firings among them."""
+    """Firings that share a cause; `parents` are the node-level firings with GPU-level firings below them."""
 
     firings: tuple[Firing, ...]
     parents: tuple[Firing, ...]
@@ -82,9 +82,15 @@ def group_firings(firings: list[Firing], window_s: float = 300.0, min_size: int 
     groups = [
         AlertGroup(
             firings=tuple(sorted(members, key=lambda f: (f.start, f.labels))),
-            parents=tuple(f for f in members if f.label("node") is not None and f.label("gpu") is None),
+            parents=_parents(members),
         )
         for members in components.values()
         if len(members) >= min_size
     ]
     return sorted(groups, key=lambda g: (g.start, g.firings[0].labels))
+
+
+def _parents(members: list[Firing]) -> tuple[Firing, ...]:
+    """Node-level firings (node, no gpu) with at least one GPU-level firing of the same node below them."""
+    gpu_nodes = {f.label("node") for f in members if f.label("gpu") is not None}
+    return tuple(f for f in members if f.label("gpu") is None and f.label("node") in gpu_nodes)
