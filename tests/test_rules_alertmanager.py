@@ -1,0 +1,101 @@
+"""The generated inhibit rules in a real Alertmanager: the right alerts are muted, the others are not.
+
+Alert labels are the ones the generated rules produce (checked by the promtool unit tests).
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+import requests
+
+import rules
+
+AM = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(AM is None, reason="Alertmanager is not installed")]
+
+
+def gpu_alert(name: str, node: str, gpu: str | None = None, severity: str = "critical") -> dict:
+    labels = {"alertname": name, "severity": severity, "team": "gpu", "job": "vigil-gpu",
+              "instance": f"{node}:9835", "node": node}
+    if gpu is not None:
+        labels.update(gpu=gpu, uuid=f"GPU-{node}-{gpu}")
+    return {"labels": labels, "annotations": {"summary": name}}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def alertmanager(tmp_path):
+    config = {
+        "route": {"receiver": "null", "group_by": ["alertname", "node"]},
+        "receivers": [{"name": "null"}],
+        "inhibit_rules": rules.alertmanager_inhibit_rules(rules.load_specs(rules.default_spec_paths())),
+    }
+    (tmp_path / "am.yml").write_text(rules.dump_yaml(config))
+    url = f"http://127.0.0.1:{free_port()}"
+    proc = subprocess.Popen([AM, f"--config.file={tmp_path / 'am.yml'}", f"--storage.path={tmp_path / 'data'}",
+                             f"--web.listen-address={url[7:]}", "--cluster.listen-address="],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if requests.get(f"{url}/-/ready", timeout=1).ok:
+                    break
+            except requests.ConnectionError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, "Alertmanager did not start"
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def muted(url: str, expected: set[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
+    """(alertname, node, gpu) of the inhibited alerts: polled until it equals `expected` or 15 s pass."""
+    deadline = time.monotonic() + 15
+    while True:
+        alerts = requests.get(f"{url}/api/v2/alerts", timeout=5).json()
+        result = {(a["labels"]["alertname"], a["labels"]["node"], a["labels"].get("gpu", ""))
+                  for a in alerts if a["status"]["inhibitedBy"]}
+        if result == expected or time.monotonic() > deadline:
+            return result
+        time.sleep(0.3)
+
+
+def test_generated_inhibit_rules_mute_exactly_the_intended_alerts(alertmanager):
+    sent = [
+        gpu_alert("GpuNodeDown", "node-1"),
+        gpu_alert("GpuFallenOffBus", "node-1", "0"),  # muted: its node is down
+        gpu_alert("GpuOverheating", "node-2", "1"),
+        gpu_alert("GpuTemperatureHigh", "node-2", "1", "warning"),  # muted: same GPU overheats
+        gpu_alert("GpuTemperatureHigh", "node-2", "2", "warning"),  # another GPU: not muted
+        gpu_alert("GpuFallenOffBus", "node-3", "4"),
+        gpu_alert("GpuMissing", "node-3"),  # muted: the lost GPU explains it
+        gpu_alert("GpuMissing", "node-4"),  # no lost GPU on node-4: not muted
+        gpu_alert("GpuUncorrectableEccErrors", "node-5", "3"),
+        gpu_alert("GpuRemapPending", "node-5", "3", "warning"),  # muted by the ECC alert
+        gpu_alert("GpuRecoveryActionRequired", "node-5", "3"),  # muted by the ECC alert
+        gpu_alert("GpuRecoveryActionRequired", "node-5", "6"),  # other GPU: not muted
+    ]
+    response = requests.post(f"{alertmanager}/api/v2/alerts", json=sent, timeout=5)
+    assert response.ok, response.text
+    expected = {
+        ("GpuFallenOffBus", "node-1", "0"),
+        ("GpuTemperatureHigh", "node-2", "1"),
+        ("GpuMissing", "node-3", ""),
+        ("GpuRemapPending", "node-5", "3"),
+        ("GpuRecoveryActionRequired", "node-5", "3"),
+    }
+    assert muted(alertmanager, expected) == expected
+    assert len(requests.get(f"{alertmanager}/api/v2/alerts", timeout=5).json()) == len(sent)
