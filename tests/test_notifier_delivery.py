@@ -129,3 +129,23 @@ def test_pages_stored_before_a_crash_are_delivered_after_restart(tmp_path):
     with NotifierServer(settings) as server:
         [page] = wait_for(lambda: inbox_pages(server))
         assert page["status"] == "firing" and page["incident_id"] == 1
+
+
+def test_throttle_holds_back_pages_beyond_the_per_minute_limit_and_sends_them_later(tmp_path):
+    now = [10_000.0]
+    with RecordingEndpoint() as endpoint:
+        oncall = parse_oncall(f'targets:\n  sre:\n    channels:\n      - type: apprise\n'
+                              f'        url: "json://127.0.0.1:{endpoint.port}/hook"\ndefault: sre\n')
+        app = create_app(make_settings(tmp_path, max_pages_per_minute=2), oncall, run_worker=False,
+                         clock=lambda: now[0])
+        with TestClient(app) as client:
+            for group in ("g1", "g2", "g3"):
+                client.post(HOOK, json=payload(alert(group), group_key=group), headers=AUTH).raise_for_status()
+            worker = app.state.worker
+            assert worker.run_once() == 2  # the third page waits for the window to move on
+            assert len(endpoint.received) == 2
+            now[0] += 30
+            assert worker.run_once() == 0
+            now[0] += 31
+            assert worker.run_once() == 1
+    assert sorted(p["message"].split(" · ")[1].split("\n")[0] for p in endpoint.received) == ["g1", "g2", "g3"]
