@@ -1,10 +1,12 @@
 """A snapshot that is refreshed in a background thread, never on the caller's clock.
 
 Exporters that read something slow (a dcgm-exporter page over HTTP, `smartctl` on every disk, the job
-sources) must not make Prometheus' scrape of our `/metrics` wait for it. `BackgroundSnapshot.get()`
-returns the latest completed result at once and, when that result is older than `max_age`, starts one
-refresh in a daemon thread. Only the very first call waits, and at most `first_wait` seconds, so a
-fresh exporter does not answer its first scrape with nothing when the source is quick.
+sources) must not make Prometheus' scrape of our `/metrics` wait for it for long. `BackgroundSnapshot.get()`
+starts one refresh in a daemon thread when the latest result is older than `max_age`, waits at most
+`wait` seconds for a refresh in flight (`first_wait` before the very first result exists), and returns
+the latest completed result. A quick source is therefore served fresh (the scrape waits the few
+milliseconds the refresh takes, instead of getting the values of one scrape ago); a slow or hung source
+costs a scrape at most `wait` seconds and the previous result is served.
 
 Refreshes are driven by scrapes rather than by a free-running loop: nothing polls hardware while nobody
 is looking, and there is no thread to stop when a collector is dropped (tests create many).
@@ -37,11 +39,13 @@ class Snapshot(Generic[T]):
 class BackgroundSnapshot(Generic[T]):
     """Keeps the latest result of `fetch()`; refreshes it in the background when older than `max_age`."""
 
-    def __init__(self, fetch: Callable[[], T], max_age: float, first_wait: float = 0.0):
-        if max_age < 0 or first_wait < 0:
-            raise ValueError("max_age and first_wait must be >= 0")
+    def __init__(self, fetch: Callable[[], T], max_age: float, wait: float = 0.0, first_wait: float | None = None):
+        first_wait = wait if first_wait is None else first_wait
+        if max_age < 0 or wait < 0 or first_wait < 0:
+            raise ValueError("max_age, wait and first_wait must be >= 0")
         self._fetch = fetch
         self._max_age = max_age
+        self._wait = wait
         self._first_wait = first_wait
         self._lock = threading.Lock()
         self._latest: Snapshot[T] | None = None
@@ -57,8 +61,10 @@ class BackgroundSnapshot(Generic[T]):
                 self._done.clear()
                 self._running = threading.Thread(target=self._refresh, name="vigil-refresh", daemon=True)
                 self._running.start()
-        if latest is None and self._first_wait > 0:
-            self._done.wait(self._first_wait)
+            in_flight = self._running is not None
+        wait = self._first_wait if latest is None else self._wait
+        if in_flight and wait > 0:
+            self._done.wait(wait)
             with self._lock:
                 latest = self._latest
         return latest

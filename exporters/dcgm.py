@@ -6,14 +6,16 @@ blank sentinels and MIG-instance series, and carries over the profiling fields t
 
 Why a background refresh: dcgm-exporter can be slow (users report scrape timeouts) and `requests`'
 timeout bounds each socket operation, not the whole read. So the page is fetched in a daemon thread
-(`exporters.background`), started by a scrape when the last page is older than `max_age`; a scrape
-never waits for it except the very first, and that for at most `timeout` seconds. When the page cannot
-be read, `dcgm_up` is 0, no stale GPU values are served, and our own `/metrics` keeps answering.
+(`exporters.background`), started by a scrape when the last page is older than `max_age`; the scrape
+waits for it at most `timeout` seconds, so a quick exporter is served fresh and a slow one cannot hold
+our `/metrics` longer than that. When the page cannot be read, or the last good page is older than
+`max_age + 3 * timeout` (a read that trickles on), `dcgm_up` is 0 and no stale GPU values are served.
 """
 
 from __future__ import annotations
 
 import socket
+import time
 from dataclasses import dataclass, field
 
 import requests
@@ -164,7 +166,8 @@ class DcgmCollector:
         self.node = node
         self.timeout = timeout
         self._session = requests.Session()
-        self._snapshot = BackgroundSnapshot(self._fetch, max_age=max_age, first_wait=timeout)
+        self._stale_after = max_age + 3 * timeout
+        self._snapshot = BackgroundSnapshot(self._fetch, max_age=max_age, wait=timeout)
 
     def _fetch(self) -> Page:
         response = self._session.get(self.url, timeout=self.timeout)
@@ -177,7 +180,8 @@ class DcgmCollector:
 
     def collect(self):
         snap = self._snapshot.get()
-        page = snap.value if snap is not None and snap.ok else None
+        fresh = snap is not None and snap.ok and time.monotonic() - snap.completed_at <= self._stale_after
+        page = snap.value if fresh else None
         node = self.node or (page.hostname if page else None) or socket.gethostname()
         families = {s.name: family(s) for s in SPECS}
         add(families["dcgm_up"], _SPEC_BY_NAME["dcgm_up"], {"node": node}, 1.0 if page else 0.0)

@@ -116,7 +116,7 @@ class JobAttributionCollector:
     """Publishes the GPU -> job map; the map is rebuilt at most every `refresh_interval` seconds."""
 
     def __init__(self, processes: Callable[[], list[GpuProcess]], sources: list[JobSource], node: str,
-                 refresh_interval: float = 30.0, first_wait: float = 2.0):
+                 refresh_interval: float = 30.0, wait: float = 2.0):
         names = [s.name for s in sources]
         if len(set(names)) != len(names):
             raise ValueError(f"job sources must have distinct names, got {names}")
@@ -124,7 +124,7 @@ class JobAttributionCollector:
         self._processes = processes
         self._sources = list(sources)
         self._cache: dict[int, JobRef] = {}
-        self._snapshot = BackgroundSnapshot(self._cycle, max_age=refresh_interval, first_wait=first_wait)
+        self._snapshot = BackgroundSnapshot(self._cycle, max_age=refresh_interval, wait=wait)
 
     def _cycle(self) -> Attribution:
         return attribute(self._processes(), self._sources, self._cache)

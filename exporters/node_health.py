@@ -62,7 +62,8 @@ class NodeHealthCollector:
         self.sysfs_root = sysfs_root
         self._clock = clock
         self._last_success: float | None = None
-        self._smart = None if smart is None else BackgroundSnapshot(self._read_smart(smart), interval, first_wait)
+        self._smart = None if smart is None else BackgroundSnapshot(self._read_smart(smart), interval, wait=0.0,
+                                                                     first_wait=first_wait)
 
     def _read_smart(self, smart: SmartReader):
         def read() -> SmartSnapshot:

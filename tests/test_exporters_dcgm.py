@@ -189,3 +189,20 @@ def test_docs_name_every_mapped_field_and_metric():
     missing = [name for row in FIELD_MAPS for name in (row.old, row.new, row.metric) if f"`{name}" not in doc]
     missing += [s.name for s in SPECS if s.name not in doc]
     assert not missing
+
+
+def test_a_quick_exporter_is_served_fresh_and_a_hung_one_goes_down(serve):
+    page = {"t": T0}
+    server = serve(lambda: render_page("gpu-h8", page["t"], gpus=1))
+    collector = DcgmCollector(server.url, node="n1", timeout=0.3, max_age=0.0)
+    first = value(scrape(collector), "vigil_gpu_energy_joules_total", gpu="0")
+    page["t"] = T0 + 100
+    # the very next scrape shows the new page, not the one from the scrape before
+    assert value(scrape(collector), "vigil_gpu_energy_joules_total", gpu="0") == first + 100 * 400
+    server.delay_s = 3.0
+    started = time.monotonic()
+    scrape(collector)
+    assert time.monotonic() - started < 1.0
+    time.sleep(1.0)  # older than max_age + 3 * timeout: the last good page no longer counts
+    text = scrape(collector)
+    assert value(text, "dcgm_up", node="n1") == 0 and "vigil_gpu_up" not in text

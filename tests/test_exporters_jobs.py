@@ -207,7 +207,7 @@ def test_no_kubelet_socket_marks_the_source_down(tmp_path):
     pytest.importorskip("grpc")
     client = GrpcPodResourcesClient(str(tmp_path / "absent.sock"), timeout=0.5)
     text = scrape(JobAttributionCollector(lambda: [GpuProcess("n1", 0, UUID0, 1)], [KubernetesSource(client)],
-                                          node="n1", first_wait=5))
+                                          node="n1", wait=5))
     assert series(text, "vigil_job_source_up") == {frozenset({("node", "n1"), ("source", "kubernetes")}): 0}
     client.close()
 
