@@ -1,0 +1,137 @@
+"""Risk export and ALERTS mining against a real Prometheus (/usr/bin/prometheus on a loopback port)
+scraping a prometheus_client exporter started here and evaluating two alert rules.
+
+One Prometheus serves both the GPU risk test and the suggest-inhibitions test, to start it only once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import requests
+import yaml
+from click.testing import CliRunner
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+from aiops.risk.collector import FailureRiskCollector
+from aiops.risk.promapi import PrometheusReader
+from vigil.cli_aiops_risk import suggest_inhibitions
+
+PROMETHEUS = Path("/usr/bin/prometheus")
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not PROMETHEUS.exists(), reason="prometheus is not installed")]
+
+GPU_TEMPS = {"0": 60, "1": 61, "2": 60, "3": 60}  # GPU 2 carries memory precursors
+
+
+class _SickGpuExporter:
+    """A GPU exporter's series for node `e2e`; GPU 2's corrected ECC and XID 94 counters grow each scrape."""
+
+    def __init__(self):
+        self._scrapes = itertools.count(1)
+
+    def collect(self):
+        n = next(self._scrapes)
+        labels = ["node", "gpu", "uuid"]
+        up = GaugeMetricFamily("vigil_gpu_up", "up", labels=labels)
+        temp = GaugeMetricFamily("vigil_gpu_temperature_celsius", "t", labels=labels + ["sensor"])
+        pending = GaugeMetricFamily("vigil_gpu_remap_pending", "p", labels=labels)
+        ecc = CounterMetricFamily("vigil_gpu_ecc_errors_total", "ecc", labels=labels + ["error_type", "counter_type"])
+        xid = CounterMetricFamily("vigil_gpu_xid_errors_total", "xid", labels=labels + ["xid", "class"])
+        for gpu, t in GPU_TEMPS.items():
+            ids = ["e2e", gpu, f"GPU-{gpu}"]
+            sick = gpu == "2"
+            up.add_metric(ids, 1)
+            temp.add_metric(ids + ["gpu"], t)
+            pending.add_metric(ids, 1 if sick else 0)
+            ecc.add_metric(ids + ["corrected", "aggregate"], 5 * n if sick else 2)
+            xid.add_metric(ids + ["94", "warning"], n if sick else 0)
+        down = GaugeMetricFamily("e2e_node_down", "synthetic outage", labels=["node"])
+        down.add_metric(["e2e"], 1)
+        lost = GaugeMetricFamily("e2e_gpu_lost", "synthetic GPU loss", labels=["node", "gpu"])
+        for gpu in ("0", "1"):
+            lost.add_metric(["e2e", gpu], 1)
+        yield from (up, temp, pending, ecc, xid, down, lost)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("prom")
+    registry = CollectorRegistry()
+    registry.register(_SickGpuExporter())
+    exporter_port, prom_port = _free_port(), _free_port()
+    server, thread = start_http_server(exporter_port, addr="127.0.0.1", registry=registry)
+    rules = {"groups": [{"name": "e2e", "interval": "1s", "rules": [
+        {"alert": "NodeDown", "expr": "e2e_node_down == 1"},
+        {"alert": "GpuLost", "expr": "e2e_gpu_lost == 1"},
+    ]}]}
+    (workdir / "rules.yml").write_text(yaml.safe_dump(rules))
+    config = {
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(workdir / "rules.yml")],
+        "scrape_configs": [{"job_name": "gpu", "static_configs": [{"targets": [f"127.0.0.1:{exporter_port}"]}]}],
+    }
+    (workdir / "prometheus.yml").write_text(yaml.safe_dump(config))
+    process = subprocess.Popen(
+        [str(PROMETHEUS), f"--config.file={workdir / 'prometheus.yml'}", f"--storage.tsdb.path={workdir / 'data'}",
+         f"--web.listen-address=127.0.0.1:{prom_port}"],
+        stdout=subprocess.DEVNULL, stderr=(workdir / "prometheus.log").open("w"),
+    )
+    url = f"http://127.0.0.1:{prom_port}"
+    reader = PrometheusReader(url)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # ready once a rate over GPU 2's ECC counter exists
+            try:
+                if reader.query('rate(vigil_gpu_ecc_errors_total{gpu="2"}[1h]) > 0') and reader.query("ALERTS"):
+                    break
+            except Exception:
+                pass
+            if process.poll() is not None:
+                pytest.fail("prometheus exited: " + (workdir / "prometheus.log").read_text()[-2000:])
+            time.sleep(0.5)
+        else:
+            pytest.fail("prometheus did not scrape the exporter in 60 s")
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+        server.shutdown()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def test_gpu_with_precursors_ranks_first_from_real_prometheus(prometheus):
+    collector = FailureRiskCollector(PrometheusReader(prometheus), Path("/nonexistent-model-dir"))
+    registry = CollectorRegistry()
+    registry.register(collector)
+    assert collector.refresh()
+    risk = {g: registry.get_sample_value("vigil_failure_risk", {"kind": "gpu", "node": "e2e", "gpu": g}) for g in GPU_TEMPS}
+    assert max(risk, key=risk.get) == "2"
+    assert risk["2"] > 0.5 > max(v for g, v in risk.items() if g != "2")
+    reason = lambda name: registry.get_sample_value(
+        "vigil_failure_risk_reason", {"kind": "gpu", "node": "e2e", "gpu": "2", "reason": name})
+    assert reason("remap_pending") == 2.0
+    assert reason("corrected_ecc_rate") > 0 and reason("xid_92_94") > 0
+    assert reason("temperature_above_peers") == 0.0  # GPU 2 is no hotter than its peers
+
+
+def test_suggest_inhibitions_reads_alerts_history_from_prometheus(prometheus):
+    result = CliRunner().invoke(suggest_inhibitions, ["--prometheus-url", prometheus, "--lookback", "10m",
+                                                      "--min-support", "2"])
+    assert result.exit_code == 0, result.output
+    rules = yaml.safe_load(result.output)["inhibit_rules"]
+    assert rules == [{"source_matchers": ['alertname="NodeDown"'], "target_matchers": ['alertname="GpuLost"'],
+                      "equal": ["node"]}]
+    assert "parent NodeDown{node=e2e}" in result.output
