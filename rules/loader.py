@@ -92,14 +92,20 @@ def _load_defaults(top: Reader, file: str, errors: ErrorLog) -> _Defaults:
         errors.add(file, node.line, "'defaults' must be a mapping")
         return _Defaults()
     r = Reader(node, file, errors, "defaults")
-    labels = r.string_map("labels") or {}
-    for reserved in _RESERVED_LABELS:
-        if reserved in labels:
-            r.error("labels", f"defaults: label {reserved!r} is set by the generator, not in 'labels'")
+    labels = _extra_labels(r) or {}
     result = _Defaults(labels=labels, runbook_base=r.text("runbook_base") or DEFAULT_RUNBOOK_BASE,
                        for_=r.duration("for"), keep_firing_for=r.duration("keep_firing_for"))
     r.unknown_keys()
     return result
+
+
+def _extra_labels(r: Reader) -> dict[str, str] | None:
+    """The `labels` mapping; `alertname` and `severity` are reserved for the generator."""
+    labels = r.string_map("labels")
+    for reserved in _RESERVED_LABELS:
+        if labels and reserved in labels:
+            r.error("labels", f"{r.what}: label {reserved!r} is set by the generator, not in 'labels'")
+    return labels
 
 
 def _load_alert(name: str, node: Located, line: int, file: str, defaults: _Defaults, errors: ErrorLog,
@@ -120,12 +126,12 @@ def _load_alert(name: str, node: Located, line: int, file: str, defaults: _Defau
     expr = expand(kind, r) if kind else None
     severity = r.choice("severity", SEVERITIES, required=True)
     summary, description = r.text("summary", required=True), r.text("description", required=True)
+    for key, text in (("summary", summary), ("description", description)):
+        if text is not None and text.count("{{") != text.count("}}"):
+            r.error(key, f"alert {name}: unbalanced {{{{ }}}} in the {key} template")
     for_ = r.duration("for") if r.has("for") else defaults.for_
     keep = r.duration("keep_firing_for") if r.has("keep_firing_for") else defaults.keep_firing_for
-    labels = r.string_map("labels")
-    for reserved in _RESERVED_LABELS:
-        if labels and reserved in labels:
-            r.error("labels", f"alert {name}: label {reserved!r} is set by the generator, not in 'labels'")
+    labels = _extra_labels(r)
     runbook = r.text("runbook") or name.lower()
     if "/" not in runbook:  # an anchor in the default runbook page
         runbook = f"{defaults.runbook_base}#{runbook}"

@@ -70,7 +70,7 @@ def test_check_reports_promtool_template_errors(tmp_path):
     spec = tmp_path / "bad_template.yaml"
     spec.write_text(
         "alerts:\n  Broken:\n    expr: vigil_gpu_up == 0\n    severity: warning\n"
-        "    summary: 'GPU {{ $labels.gpu '\n    description: d\n", encoding="utf-8")
+        "    summary: 'GPU {{ $labels.gpu | nosuchfunction }}'\n    description: d\n", encoding="utf-8")
     result = run("check", str(spec))
     assert result.exit_code == 1
     assert "promtool check rules failed" in result.output and "Broken" in result.output

@@ -58,7 +58,7 @@ alerts:
     expr: vigil_node_gpus_visible / vigil_node_gpus_expected < 1
     severity: warning
     summary: s
-    description: d
+    description: "{{ $value"
     for: 5 minutes
     inhibited_by: {NoSuchAlert: [node]}
   BadSeverity:
@@ -89,6 +89,7 @@ def test_every_mistake_is_reported_with_its_file_and_line(tmp_path):
         (18, "rate() of 'vigil_gpu_temperature_celsius', which looks like a gauge"),
         (23, "absent() without 'for'"),
         (30, "division whose denominator is not guarded"),
+        (34, "unbalanced {{ }} in the description template"),
         (35, "'for': '5 minutes' is not a Prometheus duration"),
         (36, "inhibition refers to unknown alert 'NoSuchAlert'"),
         (37, "duplicate key 'BadSeverity' (first defined on line 5)"),
@@ -153,3 +154,25 @@ def test_cli_rejects_a_bad_max_for(tmp_path):
     result = CliRunner().invoke(main, ["rules", "generate", "--max-for", "soon"])
     assert result.exit_code == 2
     assert "'soon' is not a Prometheus duration" in result.output
+
+
+@pytest.mark.parametrize("text, line, fragment", [
+    ("- just\n- a list\n", 1, "a spec file must be a mapping with an 'alerts' key"),
+    ("group: g\n", 1, "spec: missing required key 'alerts'"),
+    ("alerts: {}\n", 1, "'alerts' must be a mapping of alert name: alert"),
+    ("alerts:\n  bad-name:\n    expr: x\n    severity: info\n    summary: s\n    description: d\n", 2,
+     "alert name 'bad-name' must start with a letter"),
+    ("alerts:\n  A:\n    expr: x\n    severity: info\n    summary: s\n    description: d\n    labels: {severity: x}\n",
+     7, "label 'severity' is set by the generator"),
+    ("alerts:\n  A:\n    kind: threshold\n    metric: 9bad\n    op: '=>'\n    value: high\n    severity: info\n"
+     "    summary: s\n    description: d\n", 4, "'metric' '9bad' is not a valid metric name"),
+    ("alerts:\n  A:\n    kind: counter_increase\n    metric: x_total\n    window: 10\n    severity: info\n"
+     "    summary: s\n    description: d\n", 5, "'window' must be a duration string like 5m, got 10"),
+    ("alerts:\n  A:\n    expr: x\n    severity: info\n    summary: s\n    description: d\n    inhibits: {A: [node]}\n",
+     7, "alert A cannot inhibit itself"),
+])
+def test_single_mistakes(tmp_path, text, line, fragment):
+    path = write(tmp_path, "spec.yaml", text)
+    with pytest.raises(rules.SpecError) as caught:
+        rules.load_specs([path])
+    assert any(e.startswith(f"{path}:{line}: ") and fragment in e for e in caught.value.errors), caught.value.errors
