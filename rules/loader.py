@@ -124,6 +124,8 @@ def _load_alert(name: str, node: Located, line: int, file: str, defaults: _Defau
         kind = None
         r.error(None, f"alert {name}: needs 'expr' or a 'kind' ({', '.join(KINDS)})")
     expr = expand(kind, r) if kind else None
+    if kind is None:  # without a valid kind its keys cannot be checked: avoid a cascade of "unknown key"
+        r.seen.update(node.value)
     severity = r.choice("severity", SEVERITIES, required=True)
     summary, description = r.text("summary", required=True), r.text("description", required=True)
     for key, text in (("summary", summary), ("description", description)):

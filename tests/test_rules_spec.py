@@ -23,7 +23,7 @@ alerts:
     description: "free space is {{ $value }}"
 """
 
-# Line numbers matter: the test below expects errors on exactly these lines.
+# Line numbers matter: the tests below expect errors on exactly these lines (BadKind's metric: no error).
 BAD = """\
 defaults:
   labels: {team: gpu}
@@ -39,6 +39,7 @@ alerts:
     description: d
   BadKind:
     kind: thresold
+    metric: vigil_gpu_up
     severity: warning
     summary: s
     description: d
@@ -84,15 +85,15 @@ def test_every_mistake_is_reported_with_its_file_and_line(tmp_path):
         (3, "defaults: unknown key 'colour'"),
         (10, "alert BadSeverity: 'severity' is 'page'; expected one of critical, warning, info"),
         (14, "alert BadKind: 'kind' is 'thresold'"),
-        (18, "alert RateOfGauge: missing required key 'summary'"),
-        (21, "alert RateOfGauge: unknown key 'sumary'"),
-        (18, "rate() of 'vigil_gpu_temperature_celsius', which looks like a gauge"),
-        (23, "absent() without 'for'"),
-        (30, "division whose denominator is not guarded"),
-        (34, "unbalanced {{ }} in the description template"),
-        (35, "'for': '5 minutes' is not a Prometheus duration"),
-        (36, "inhibition refers to unknown alert 'NoSuchAlert'"),
-        (37, "duplicate key 'BadSeverity' (first defined on line 5)"),
+        (19, "alert RateOfGauge: missing required key 'summary'"),
+        (22, "alert RateOfGauge: unknown key 'sumary'"),
+        (19, "rate() of 'vigil_gpu_temperature_celsius', which looks like a gauge"),
+        (24, "absent() without 'for'"),
+        (31, "division whose denominator is not guarded"),
+        (35, "unbalanced {{ }} in the description template"),
+        (36, "'for': '5 minutes' is not a Prometheus duration"),
+        (37, "inhibition refers to unknown alert 'NoSuchAlert'"),
+        (38, "duplicate key 'BadSeverity' (first defined on line 5)"),
     ]
     assert len(errors) == len(expected), "\n".join(errors)
     for line, fragment in expected:
@@ -146,7 +147,7 @@ def test_cli_shows_all_errors_without_a_traceback(tmp_path):
         assert result.exit_code == 1, result.output
         assert "Traceback" not in result.output and result.exception.__class__ is SystemExit
         assert f"{path}:10: alert BadSeverity: 'severity' is 'page'" in result.output
-        assert f"{path}:37: duplicate key 'BadSeverity'" in result.output
+        assert f"{path}:38: duplicate key 'BadSeverity'" in result.output
         assert "errors in the rule specs" in result.output
 
 
