@@ -13,18 +13,19 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from exporters import gpu_fields as FV
+
 Rows = dict[str, list[tuple[tuple[str, ...], float]]]
 
-FIELD_MEMORY_TEMP, FIELD_RECOVERY_ACTION = 82, 230
 MAX_NVLINKS = 18
-NVLINK_COUNTERS = ("replay", "recovery", "crc_flit", "crc_data")
+# nvmlDeviceGetNvLinkErrorCounter counters (fallback when the batched DL fields are not supported)
+NVLINK_COUNTERS = ((0, "replay"), (1, "recovery"), (2, "crc_flit"), (3, "crc_data"))
 CLOCK_EVENT_REASONS = (  # (bit, reason label) of nvmlDeviceGetCurrentClocksEventReasons
     (0x1, "gpu_idle"), (0x2, "applications_clocks"), (0x4, "sw_power_cap"), (0x8, "hw_slowdown"),
     (0x10, "sync_boost"), (0x20, "sw_thermal"), (0x40, "hw_thermal"), (0x80, "hw_power_brake"),
 )
 VIOLATION_POLICIES = ((0, "power"), (1, "thermal"), (2, "sync_boost"), (3, "board_limit"),
                       (4, "low_utilization"), (5, "reliability"))
-PAGE_RETIREMENT_CAUSES = ((0, "multiple_single_bit"), (1, "double_bit"))
 
 
 class GpuLost(Exception):
@@ -107,63 +108,73 @@ class GpuReader:
             put("vigil_gpu_memory_used_bytes", mem.used)
             put("vigil_gpu_memory_free_bytes", mem.free)
             put("vigil_gpu_memory_total_bytes", mem.total)
+        if memo.nvlinks is None:  # discover once: probing absent links is expected to fail, not counted
+            memo.nvlinks = [link for link in range(MAX_NVLINKS)
+                            if self.call("nvmlDeviceGetNvLinkState", h, link, count=False)]
+        fields = FV.parse(self.nvml, call("nvmlDeviceGetFieldValues", h, FV.request(memo.nvlinks)))
         put("vigil_gpu_temperature_celsius", call("nvmlDeviceGetTemperature", h, self.nvml.NVML_TEMPERATURE_GPU), "gpu")
-        fields = self._fields(h, (FIELD_MEMORY_TEMP, FIELD_RECOVERY_ACTION))
-        put("vigil_gpu_temperature_celsius", fields.get(FIELD_MEMORY_TEMP), "memory")
-        put("vigil_gpu_recovery_action", fields.get(FIELD_RECOVERY_ACTION))
+        put("vigil_gpu_temperature_celsius", fields.get((FV.MEMORY_TEMP, 0)), "memory")
+        put("vigil_gpu_recovery_action", fields.get((FV.RECOVERY_ACTION, 0)))
         put("vigil_gpu_power_watts", _scaled(call("nvmlDeviceGetPowerUsage", h), 1e-3))
         put("vigil_gpu_power_limit_watts", _scaled(call("nvmlDeviceGetEnforcedPowerLimit", h), 1e-3))
-        put("vigil_gpu_energy_joules_total", _scaled(call("nvmlDeviceGetTotalEnergyConsumption", h), 1e-3))
+        energy = fields.get((FV.TOTAL_ENERGY_MJ, 0))
+        if energy is None:
+            energy = call("nvmlDeviceGetTotalEnergyConsumption", h)
+        put("vigil_gpu_energy_joules_total", _scaled(energy, 1e-3))
         put("vigil_gpu_clock_hertz", _scaled(call("nvmlDeviceGetClockInfo", h, self.nvml.NVML_CLOCK_SM), 1e6), "sm")
         put("vigil_gpu_clock_hertz", _scaled(call("nvmlDeviceGetClockInfo", h, self.nvml.NVML_CLOCK_MEM), 1e6), "memory")
         put("vigil_gpu_fan_speed_ratio", _scaled(call("nvmlDeviceGetFanSpeed", h), 1e-2))
         put("vigil_gpu_performance_state", call("nvmlDeviceGetPerformanceState", h))
         put("vigil_gpu_persistence_mode", call("nvmlDeviceGetPersistenceMode", h))
-        self._read_memory_health(h, put)
-        self._read_links(memo, put)
+        self._read_memory_health(h, fields, put)
+        self._read_links(memo, fields, put)
         self._read_clock_events(h, put)
         self._read_processes(memo, put)
 
-    def _fields(self, h: Any, ids: tuple[int, ...]) -> dict[int, float]:
-        """Batch-read field values; per-field errors (NOT_SUPPORTED) just leave the field out."""
-        values = self.call("nvmlDeviceGetFieldValues", h, list(ids))
-        out: dict[int, float] = {}
-        for value in values or ():
-            if value.nvmlReturn != 0:
-                self.errors[self._names.get(value.nvmlReturn, str(value.nvmlReturn))] += 1
-                continue
-            out[value.fieldId] = _field_value(self.nvml, value)
-        return out
-
-    def _read_memory_health(self, h: Any, put: Callable[..., None]) -> None:
+    def _read_memory_health(self, h: Any, fields: FV.FieldValues, put: Callable[..., None]) -> None:
         nvml, call = self.nvml, self.call
-        for error_type, error_label in ((nvml.NVML_MEMORY_ERROR_TYPE_CORRECTED, "corrected"),
-                                        (nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, "uncorrected")):
-            for counter_type, counter_label in ((nvml.NVML_VOLATILE_ECC, "volatile"), (nvml.NVML_AGGREGATE_ECC, "aggregate")):
-                put("vigil_gpu_ecc_errors_total", call("nvmlDeviceGetTotalEccErrors", h, error_type, counter_type),
-                    error_label, counter_label)
-        for cause, label in PAGE_RETIREMENT_CAUSES:
-            pages = call("nvmlDeviceGetRetiredPages", h, cause)
-            put("vigil_gpu_retired_pages_total", None if pages is None else len(pages), label)
-        put("vigil_gpu_retired_pages_pending", call("nvmlDeviceGetRetiredPagesPendingStatus", h))
-        remapped = call("nvmlDeviceGetRemappedRows", h)
+
+        def field_or_call(field: int, fn_name: str, *args: Any) -> Any:
+            value = fields.get((field, 0))
+            return value if value is not None else call(fn_name, h, *args)
+
+        error_types = {"corrected": nvml.NVML_MEMORY_ERROR_TYPE_CORRECTED,
+                       "uncorrected": nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED}
+        counter_types = {"volatile": nvml.NVML_VOLATILE_ECC, "aggregate": nvml.NVML_AGGREGATE_ECC}
+        for (error_label, counter_label), field in FV.ECC.items():
+            put("vigil_gpu_ecc_errors_total", field_or_call(field, "nvmlDeviceGetTotalEccErrors",
+                                                            error_types[error_label], counter_types[counter_label]),
+                error_label, counter_label)
+        for cause, (label, field) in enumerate(FV.RETIRED.items()):
+            count = fields.get((field, 0))
+            if count is None:
+                pages = call("nvmlDeviceGetRetiredPages", h, cause)
+                count = None if pages is None else len(pages)
+            put("vigil_gpu_retired_pages_total", count, label)
+        put("vigil_gpu_retired_pages_pending",
+            field_or_call(FV.RETIRED_PENDING, "nvmlDeviceGetRetiredPagesPendingStatus"))
+        remapped = tuple(fields.get((f, 0)) for f in (FV.REMAPPED_CORRECTED, FV.REMAPPED_UNCORRECTED,
+                                                      FV.REMAPPED_PENDING, FV.REMAPPED_FAILURE))
+        if None in remapped:
+            remapped = call("nvmlDeviceGetRemappedRows", h)
         if remapped is not None:
             corrected, uncorrected, pending, failure = remapped
             put("vigil_gpu_remapped_rows_total", corrected, "corrected")
             put("vigil_gpu_remapped_rows_total", uncorrected, "uncorrected")
             put("vigil_gpu_remap_pending", pending)
             put("vigil_gpu_remap_failure", failure)
-        put("vigil_gpu_pcie_replays_total", call("nvmlDeviceGetPcieReplayCounter", h))
+        put("vigil_gpu_pcie_replays_total", field_or_call(FV.PCIE_REPLAY, "nvmlDeviceGetPcieReplayCounter"))
 
-    def _read_links(self, memo: GpuMemo, put: Callable[..., None]) -> None:
-        h = memo.handle
-        if memo.nvlinks is None:  # discover once: probing absent links is expected to fail, not counted
-            memo.nvlinks = [link for link in range(MAX_NVLINKS)
-                            if self.call("nvmlDeviceGetNvLinkState", h, link, count=False)]
-        for link in memo.nvlinks:
-            for counter, label in enumerate(NVLINK_COUNTERS):
-                put("vigil_gpu_nvlink_errors_total", self.call("nvmlDeviceGetNvLinkErrorCounter", h, link, counter),
-                    str(link), label)
+    def _read_links(self, memo: GpuMemo, fields: FV.FieldValues, put: Callable[..., None]) -> None:
+        for link in memo.nvlinks or ():
+            batched = {label: fields.get((field, link)) for label, field in FV.NVLINK_DL.items()}
+            if None not in batched.values():
+                for label, count in batched.items():
+                    put("vigil_gpu_nvlink_errors_total", count, str(link), label)
+                continue
+            for counter, label in NVLINK_COUNTERS:
+                put("vigil_gpu_nvlink_errors_total",
+                    self.call("nvmlDeviceGetNvLinkErrorCounter", memo.handle, link, counter), str(link), label)
 
     def _read_clock_events(self, h: Any, put: Callable[..., None]) -> None:
         reasons = self.call("nvmlDeviceGetCurrentClocksEventReasons", h)
@@ -202,16 +213,3 @@ class GpuReader:
 
 def _scaled(value: float | None, factor: float) -> float | None:
     return None if value is None else value * factor
-
-
-def _field_value(nvml: Any, value: Any) -> float:
-    kind = value.valueType
-    if kind == nvml.NVML_VALUE_TYPE_DOUBLE:
-        return value.value.dVal
-    if kind == nvml.NVML_VALUE_TYPE_UNSIGNED_INT:
-        return value.value.uiVal
-    if kind == nvml.NVML_VALUE_TYPE_SIGNED_INT:
-        return value.value.siVal
-    if kind == nvml.NVML_VALUE_TYPE_SIGNED_LONG_LONG:
-        return value.value.sllVal
-    return value.value.ullVal

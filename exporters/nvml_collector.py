@@ -18,10 +18,12 @@ import time
 from collections import Counter
 from typing import Any, Callable, Iterator
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import Metric
 
 from exporters.gpu_reader import GpuLost, GpuMemo, GpuReader, Rows, text
 from exporters.gpu_specs import SPECS
+from exporters.metric_families import family
 from exporters.xid import XidWatcher, xid_class
 
 
@@ -29,7 +31,7 @@ class NvmlCollector:
     """Prometheus collector for the GPUs of one node, read through `nvml` every `interval` seconds."""
 
     def __init__(self, nvml: Any, node: str, *, interval: float = 5.0, expected_gpus: int | None = None,
-                 watch_xids: bool = True, clock: Callable[[], float] = time.time) -> None:
+                 watch_xids: bool = True, xid_wait_ms: int = 500, clock: Callable[[], float] = time.time) -> None:
         if interval <= 0:
             raise ValueError("interval must be positive")
         self.nvml = nvml
@@ -48,18 +50,27 @@ class NvmlCollector:
         self._xid_last: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._xids = XidWatcher(nvml, self.handles, self.record_xid, clock=clock) if watch_xids else None
+        self._xids = (XidWatcher(nvml, self.handles, self.record_xid, clock=clock, wait_ms=xid_wait_ms)
+                      if watch_xids else None)
+        self._cycle = 0
+        self._xid_version = 0
+        self._rendered: tuple[tuple[int, int], bytes] | None = None
+        self._own_registry = CollectorRegistry(auto_describe=False)
+        self._own_registry.register(self)
 
     # -- lifecycle ----------------------------------------------------------------------------------
-    def start(self) -> None:
-        """Run one cycle now (so the first scrape has data), then refresh in the background."""
+    def start(self, loop: bool = True) -> None:
+        """Run one cycle now (so the first scrape has data), then refresh every `interval` seconds in a
+        background thread; `loop=False` leaves the refreshing to the caller (the fleet's scheduler)."""
         self.refresh()
         if self._xids is not None:
             self._xids.start()
-        self._thread = threading.Thread(target=self._loop, name=f"vigil-nvml-{self.node}", daemon=True)
-        self._thread.start()
+        if loop:
+            self._thread = threading.Thread(target=self._loop, name=f"vigil-nvml-{self.node}", daemon=True)
+            self._thread.start()
 
     def stop(self) -> None:
+        """Stop the loop and the XID watcher and shut NVML down (a hung NVML call is abandoned)."""
         self._stop.set()
         if self._xids is not None:
             self._xids.stop()
@@ -85,6 +96,7 @@ class NvmlCollector:
         with self._xid_lock:
             self._xid_counts[(gpu, xid)] += 1
             self._xid_last[gpu] = when
+            self._xid_version += 1
 
     # -- one collection cycle -----------------------------------------------------------------------
     def _ensure_init(self) -> int | None:
@@ -140,6 +152,7 @@ class NvmlCollector:
         rows["vigil_exporter_collection_duration_seconds"] = [(node, time.perf_counter() - started)]
         rows["vigil_exporter_last_collection_timestamp_seconds"] = [(node, self.clock())]
         self._snapshot = rows
+        self._cycle += 1
 
     def _xid_rows(self, rows: Rows) -> None:
         uuids = {i: m.uuid for i, m in self._memos.items()}
@@ -162,13 +175,19 @@ class NvmlCollector:
             samples = rows.get(spec.name)
             if not samples:
                 continue
-            if spec.type == "counter":
-                family: Metric = CounterMetricFamily(spec.name, spec.help, labels=spec.labels)
-            else:
-                family = GaugeMetricFamily(spec.name, spec.help, labels=spec.labels)
+            fam = family(spec)
             for labels, value in samples:
-                family.add_metric(list(labels), value)
-            yield family
+                fam.add_metric(list(labels), {} if spec.type == "info" else value)
+            yield fam
+
+    def exposition(self) -> bytes:
+        """Exposition text of the current snapshot, rendered once per cycle and per new XID event."""
+        key = (self._cycle, self._xid_version)
+        rendered = self._rendered
+        if rendered is None or rendered[0] != key:
+            rendered = (key, generate_latest(self._own_registry))
+            self._rendered = rendered
+        return rendered[1]
 
 
 def _cuda_version(value: int | None) -> str:

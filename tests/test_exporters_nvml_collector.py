@@ -41,6 +41,14 @@ def wait_until(predicate, timeout: float = 5.0) -> None:
         time.sleep(0.02)
 
 
+def offline(sim: SimulatedNvml, **kwargs) -> tuple[NvmlCollector, CollectorRegistry]:
+    """A collector without background threads (tests call refresh()) in a fresh registry."""
+    collector = NvmlCollector(sim, NODE, watch_xids=False, **kwargs)
+    registry = CollectorRegistry()
+    registry.register(collector)
+    return collector, registry
+
+
 @pytest.fixture()
 def sim() -> SimulatedNvml:
     return SimulatedNvml(NODE, 8)
@@ -58,9 +66,7 @@ def exporter(sim: SimulatedNvml):
 
 
 def test_every_metric_is_exported_with_its_labels(sim: SimulatedNvml) -> None:
-    collector = NvmlCollector(sim, NODE, watch_xids=False)
-    registry = CollectorRegistry()
-    registry.register(collector)
+    collector, registry = offline(sim)
     collector.refresh()
     collector.record_xid(2, 48, 1_700_000_000.0)
     samples = scrape(registry)
@@ -83,9 +89,7 @@ def test_every_metric_is_exported_with_its_labels(sim: SimulatedNvml) -> None:
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
 def test_promtool_check_metrics_is_clean(sim: SimulatedNvml) -> None:
-    collector = NvmlCollector(sim, NODE, watch_xids=False)
-    registry = CollectorRegistry()
-    registry.register(collector)
+    collector, registry = offline(sim)
     sim.inject(Fault("xid79", NODE, 6, 0.0))
     collector.refresh()
     collector.record_xid(6, 79, 1_700_000_000.0)
@@ -95,9 +99,7 @@ def test_promtool_check_metrics_is_clean(sim: SimulatedNvml) -> None:
 
 
 def test_lost_gpu_stays_exported_as_down_while_others_keep_values(sim: SimulatedNvml) -> None:
-    collector = NvmlCollector(sim, NODE, watch_xids=False)
-    registry = CollectorRegistry()
-    registry.register(collector)
+    collector, registry = offline(sim)
     collector.refresh()
     sim.inject(Fault("xid79", NODE, 3, 0.0))
     collector.refresh()
@@ -115,9 +117,7 @@ def test_lost_gpu_stays_exported_as_down_while_others_keep_values(sim: Simulated
 
 def test_lost_from_the_start_keeps_its_index_and_expected_count(sim: SimulatedNvml) -> None:
     sim.inject(Fault("xid79", NODE, 0, 0.0))
-    collector = NvmlCollector(sim, NODE, watch_xids=False, expected_gpus=8)
-    registry = CollectorRegistry()
-    registry.register(collector)
+    collector, registry = offline(sim, expected_gpus=8)
     collector.refresh()
     samples = scrape(registry)
     assert value(samples, "vigil_gpu_up", gpu="0") == 0
@@ -126,9 +126,7 @@ def test_lost_from_the_start_keeps_its_index_and_expected_count(sim: SimulatedNv
 
 def test_unsupported_field_is_skipped_not_a_down_gpu() -> None:
     sim = SimulatedNvml(NODE, 2, unsupported=frozenset({"nvmlDeviceGetFanSpeed"}))
-    collector = NvmlCollector(sim, NODE, watch_xids=False)
-    registry = CollectorRegistry()
-    registry.register(collector)
+    collector, registry = offline(sim)
     collector.refresh()
     samples = scrape(registry)
     assert "vigil_gpu_fan_speed_ratio" not in samples
@@ -137,9 +135,7 @@ def test_unsupported_field_is_skipped_not_a_down_gpu() -> None:
 
 
 def test_ecc_dbe_shows_and_volatile_count_drops_after_reset(sim: SimulatedNvml) -> None:
-    collector = NvmlCollector(sim, NODE, watch_xids=False)
-    registry = CollectorRegistry()
-    registry.register(collector)
+    collector, registry = offline(sim)
     sim.inject(Fault("ecc-dbe", NODE, 5, 0.0))
     collector.refresh()
     samples = scrape(registry)
@@ -186,3 +182,17 @@ def test_hung_nvml_call_does_not_delay_scrapes(sim: SimulatedNvml, exporter) -> 
     assert value(samples, "vigil_gpu_up", gpu="0") == 1
     stale = value(samples, "vigil_exporter_last_collection_timestamp_seconds")
     assert stale >= before and time.time() - stale >= 0.2
+
+
+def test_without_field_batching_the_dedicated_calls_fill_in() -> None:
+    sim = SimulatedNvml(NODE, 2, unsupported=frozenset({"nvmlDeviceGetFieldValues"}))
+    collector, registry = offline(sim)
+    sim.inject(Fault("ecc-dbe", NODE, 1, 0.0))
+    collector.refresh()
+    samples = scrape(registry)
+    assert value(samples, "vigil_gpu_ecc_errors_total", gpu="1", error_type="uncorrected", counter_type="volatile") == 2
+    assert value(samples, "vigil_gpu_remap_pending", gpu="1") == 1
+    assert value(samples, "vigil_gpu_energy_joules_total", gpu="0") >= 0
+    assert {s.labels["error_type"] for s in samples["vigil_gpu_nvlink_errors_total"]} == {
+        "replay", "recovery", "crc_flit", "crc_data"}
+    assert "vigil_gpu_recovery_action" not in samples  # only NVML's field 230 knows it

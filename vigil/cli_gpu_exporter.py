@@ -64,10 +64,12 @@ def _serve_registry(registry: Any, host: str, port: int) -> Any:
 @click.option("--sim-gpus", type=click.IntRange(1, 64), default=8, show_default=True, help="sim: GPUs per node.")
 @click.option("--control-listen", default=None,
               help="sim: HOST:PORT of the chaos API [default: listen host, listen port + 1000].")
+@click.option("--single-port", is_flag=True,
+              help="sim: serve every node on the --listen port as /metrics?node=node-N (large fleets).")
 @click.option("--dcgm-url", default="http://127.0.0.1:9400/metrics", show_default=True,
               help="dcgm: URL of dcgm-exporter's /metrics.")
 def gpu(backend: str | None, listen: str, interval: float, node: str | None, expected_gpus: int | None,
-        sim_nodes: int, sim_gpus: int, control_listen: str | None, dcgm_url: str) -> None:
+        sim_nodes: int, sim_gpus: int, control_listen: str | None, single_port: bool, dcgm_url: str) -> None:
     """Export GPU health and utilization metrics for Prometheus until SIGTERM/SIGINT."""
     host, port = _host_port(listen, "--listen")
     node = node or socket.gethostname()
@@ -76,57 +78,76 @@ def gpu(backend: str | None, listen: str, interval: float, node: str | None, exp
         if backend == "sim":
             click.secho(f"WARNING: {WARNING_SIMULATED}", fg="yellow", bold=True, err=True)
     if backend == "sim":
-        _run_sim(host, port, control_listen, interval, sim_nodes, sim_gpus)
+        _run_sim(host, port, control_listen, interval, sim_nodes, sim_gpus, single_port)
     elif backend == "nvml":
         _run_nvml(host, port, node, interval, expected_gpus)
     else:
         _run_dcgm(host, port, node, dcgm_url, interval)
 
 
-def _run_sim(host: str, port: int, control_listen: str | None, interval: float, nodes: int, gpus: int) -> None:
+def _run_sim(host: str, port: int, control_listen: str | None, interval: float, nodes: int, gpus: int,
+             single_port: bool) -> None:
     from exporters.fleet_server import FleetServer
     from exporters.sim.fleet import SimulatedFleet
 
-    if port + nodes - 1 > 65535:
+    last_port = port if single_port else port + nodes - 1
+    if last_port > 65535:
         raise click.BadParameter(f"ports {port}..{port + nodes - 1} do not fit", param_hint="--listen")
     control_host, control_port = (_host_port(control_listen, "--control-listen") if control_listen
                                   else (host, port + 1000))
-    if port <= control_port < port + nodes:
-        raise click.BadParameter(f"control port {control_port} collides with the node ports {port}..{port + nodes - 1}",
+    if port <= control_port <= last_port:
+        raise click.BadParameter(f"control port {control_port} collides with the node ports {port}..{last_port}",
                                  param_hint="--control-listen")
+    if not _can_listen(host, port, last_port):
+        raise click.ClickException(f"cannot listen on {host}:{port}..{last_port} (is another exporter running?)")
     try:
         server = FleetServer(SimulatedFleet(nodes, gpus), host=host, port=port, control_host=control_host,
-                             control_port=control_port, interval=interval)
-        server.start()
+                             control_port=control_port, interval=interval, single_port=single_port)
     except OSError as error:
-        raise click.ClickException(f"cannot listen: {error.strerror or error} (is another exporter running?)") from None
-    click.echo(f"simulated fleet: {nodes} nodes x {gpus} GPUs on http://{host}:{port}..{port + nodes - 1}/metrics; "
-               f"chaos API on {server.control_url}", err=True)
+        raise click.ClickException(f"cannot listen on {control_host}:{control_port} for the chaos API: "
+                                   f"{error.strerror or error}") from None
+    server.start()
+    where = (f"http://{host}:{port}/metrics?node=node-1..node-{nodes}" if single_port
+             else f"http://{host}:{port}..{last_port}/metrics")
+    click.echo(f"simulated fleet: {nodes} nodes x {gpus} GPUs on {where}; chaos API on {server.control_url}", err=True)
     try:
         _wait_for_signal()
     finally:
         server.stop()
 
 
+def _can_listen(host: str, first: int, last: int) -> bool:
+    """Whether every port in first..last can be bound now (checked before starting anything)."""
+    for port in range(first, last + 1):
+        with socket.socket() as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((host, port))
+            except OSError:
+                return False
+    return True
+
+
 def _run_nvml(host: str, port: int, node: str, interval: float, expected_gpus: int | None) -> None:
     import pynvml
-    from prometheus_client import CollectorRegistry
 
+    from exporters.metrics_http import MetricsServer
     from exporters.nvml_collector import NvmlCollector
 
     problem = _nvml_problem()
     if problem is not None:
         raise click.ClickException(f"NVML is not usable on this machine ({problem}); try --backend sim")
     collector = NvmlCollector(pynvml, node, interval=interval, expected_gpus=expected_gpus)
-    registry = CollectorRegistry()
-    registry.register(collector)
-    server = _serve_registry(registry, host, port)
+    try:
+        server = MetricsServer(host, port, lambda _query: collector.exposition())
+    except OSError as error:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
     collector.start()
     click.echo(f"NVML GPU exporter for {node} on http://{host}:{port}/metrics", err=True)
     try:
         _wait_for_signal()
     finally:
-        server.shutdown()
+        server.close()
         collector.stop()
 
 

@@ -70,6 +70,7 @@ class SimulatedNvml(HealthCalls):
         self._handles = [SimHandle(node, i) for i in range(gpus)]
         self._states = [F.GpuState() for _ in range(gpus)]
         self._event_sets: list[SimEventSet] = []
+        self._load_cache: dict[int, tuple[int, float]] = {}
 
     # -- fault control (used by the fleet and tests; not part of the NVML API) --------------------
     def inject(self, fault: F.Fault) -> None:
@@ -127,7 +128,14 @@ class SimulatedNvml(HealthCalls):
     def _load(self, index: int, state: F.GpuState) -> float:
         if state.has("load-anomaly"):
             return 0.02
-        return gpu_load(self.node, index, self.clock())
+        # one value per GPU per clock second: every call of a collection cycle sees the same load, and
+        # the hashing in gpu_load is not repeated ~30 times per GPU per cycle
+        second = int(self.clock())
+        cached = self._load_cache.get(index)
+        if cached is None or cached[0] != second:
+            cached = (second, gpu_load(self.node, index, second))
+            self._load_cache[index] = cached
+        return cached[1]
 
     def _temperature(self, index: int, state: F.GpuState) -> float:
         if state.has("overheat"):

@@ -16,9 +16,10 @@ import pynvml
 MIB = 1024**2
 FIELD_MEMORY_TEMP = 82
 FIELD_TOTAL_ENERGY = 83
-FIELD_SBE_VOL_TOTAL, FIELD_DBE_VOL_TOTAL = 3, 4
 FIELD_PCIE_REPLAY = 94
 FIELD_RECOVERY_ACTION = 230
+NVLINK_DL_FIELDS = {161: 0, 162: 1, 163: 2}  # replay, recovery, CRC (flit) per link (scopeId = link)
+UINT_FIELDS = {FIELD_MEMORY_TEMP, FIELD_RECOVERY_ACTION, 144, 145, 31}
 
 
 def raise_nvml(code: int) -> None:
@@ -102,26 +103,36 @@ class HealthCalls:
         now_us = int(self.clock() * 1e6)
         with self._lock:
             self._advance(index, state)
-            answers = {
-                FIELD_RECOVERY_ACTION: (pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, state.recovery_action),
-                FIELD_MEMORY_TEMP: (pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, round(self._temperature(index, state) - 6)),
-                FIELD_TOTAL_ENERGY: (pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, int(state.energy_mj)),
-                FIELD_SBE_VOL_TOTAL: (pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, int(state.ecc_corrected_volatile)),
-                FIELD_DBE_VOL_TOTAL: (pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, state.ecc_uncorrected_volatile),
-                FIELD_PCIE_REPLAY: (pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, state.pcie_replays),
-            }
+            answers = self._field_answers(index, state)
+            links = {link: {c: int(state.nvlink_errors.get((link, c), 0)) for c in range(3)}
+                     for link in range(self.nvlinks)}
         for slot, field_id in zip(values, field_ids):
             field_id, scope = field_id if isinstance(field_id, tuple) else (field_id, 0)
             slot.fieldId, slot.scopeId, slot.timestamp = field_id, scope, now_us
-            if field_id not in answers:
-                slot.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
-                continue
-            slot.valueType, value = answers[field_id]
-            if slot.valueType == pynvml.NVML_VALUE_TYPE_UNSIGNED_INT:
-                slot.value.uiVal = value
+            if field_id in NVLINK_DL_FIELDS:
+                answer = None if scope not in links else links[scope][NVLINK_DL_FIELDS[field_id]]
             else:
-                slot.value.ullVal = value
+                answer = answers.get(field_id)
+            if answer is None:
+                slot.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
+            elif field_id in UINT_FIELDS:
+                slot.valueType, slot.value.uiVal = pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, answer
+            else:
+                slot.valueType, slot.value.ullVal = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, answer
         return values
+
+    def _field_answers(self, index: int, state: Any) -> dict[int, int]:
+        return {
+            3: int(state.ecc_corrected_volatile), 4: state.ecc_uncorrected_volatile,
+            5: int(state.ecc_corrected_aggregate), 6: state.ecc_uncorrected_aggregate,
+            29: 0, 30: 0, 31: 0,  # no page retirement on Hopper: zero, as the driver reports
+            FIELD_MEMORY_TEMP: round(self._temperature(index, state) - 6),
+            FIELD_TOTAL_ENERGY: int(state.energy_mj),
+            FIELD_PCIE_REPLAY: state.pcie_replays,
+            142: state.remapped_corrected, 143: state.remapped_uncorrected,
+            144: state.remap_pending, 145: state.remap_failure,
+            FIELD_RECOVERY_ACTION: state.recovery_action,
+        }
 
     # -- processes ----------------------------------------------------------------------------------
     def _pid(self, index: int) -> int:

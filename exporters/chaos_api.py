@@ -1,0 +1,99 @@
+"""The chaos control API of the simulated fleet (JSON over HTTP), served on its own port.
+
+    GET  /healthz        -> {"ok": true}
+    GET  /chaos          -> {"nodes": [{"name", "url", "gpus"}...], "faults": [{"fault", "node", "gpu", "since", ...}]}
+    POST /chaos/inject   {"fault": "xid79", "node": "node-2", "gpu": 3}  -> {"ok": true, "fault": {...}}
+    POST /chaos/clear    {"node": "node-2"} or {}                         -> {"ok": true, "cleared": n}
+
+Bad requests get 400 `{"error": "<reason>"}` and change nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+from exporters.sim.faults import FaultError
+from exporters.sim.fleet import SimulatedFleet
+
+MAX_BODY = 64 * 1024
+
+
+class ChaosApi:
+    """Serves the chaos API for `fleet`; `describe()` gives the body of GET /chaos."""
+
+    def __init__(self, fleet: SimulatedFleet, host: str, port: int, describe: Callable[[], dict[str, Any]]) -> None:
+        self.fleet = fleet
+        self.describe = describe
+        self.httpd = ThreadingHTTPServer((host, port), _control_handler(self))
+        self.httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name="vigil-chaos-api", daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _control_handler(server: ChaosApi) -> type[BaseHTTPRequestHandler]:
+    """A request-handler class bound to `server` (http.server instantiates it per request)."""
+
+    class ControlHandler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep the terminal for real news
+            pass
+
+        def _reply(self, status: int, body: dict[str, Any]) -> None:
+            data = json.dumps(body, sort_keys=False).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _body(self) -> Any:
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > MAX_BODY:
+                raise FaultError(f"body larger than {MAX_BODY} bytes")
+            raw = self.rfile.read(length) if length else b"{}"
+            try:
+                return json.loads(raw or b"{}")
+            except (UnicodeDecodeError, json.JSONDecodeError) as error:
+                raise FaultError(f"body is not valid JSON: {error}") from None
+
+        def do_GET(self) -> None:
+            path = self.path.split("?", 1)[0]
+            if path == "/healthz":
+                self._reply(200, {"ok": True})
+            elif path == "/chaos":
+                self._reply(200, server.describe())
+            else:
+                self._reply(404, {"error": f"no such endpoint {path}; try GET /chaos"})
+
+        def do_POST(self) -> None:
+            path = self.path.split("?", 1)[0]
+            try:
+                body = self._body()
+                if path == "/chaos/inject":
+                    fault = server.fleet.inject(body)
+                    self._reply(200, {"ok": True, "fault": fault.to_json()})
+                elif path == "/chaos/clear":
+                    if not isinstance(body, dict):
+                        raise FaultError("body must be a JSON object: {} or {\"node\": \"node-1\"}")
+                    self._reply(200, {"ok": True, "cleared": server.fleet.clear(body.get("node"))})
+                else:
+                    self._reply(404, {"error": f"no such endpoint {path}; use /chaos/inject or /chaos/clear"})
+            except (FaultError, ValueError) as error:
+                self._reply(400, {"error": str(error)})
+
+    return ControlHandler

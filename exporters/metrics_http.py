@@ -1,0 +1,69 @@
+"""A small HTTP server that answers `GET /metrics` with pre-rendered exposition text.
+
+The GPU collector renders its snapshot once per collection cycle (see `NvmlCollector.exposition`),
+so a scrape costs a dictionary lookup and a socket write instead of rebuilding ~1,000 samples. One
+server can front many nodes: `body(query)` receives the parsed query string (`/metrics?node=node-17`
+in the fleet's single-port mode) and returns the bytes, or raises `LookupError` (404) or
+`ConnectionAbortedError` (503, a simulated node that is down).
+"""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+from urllib.parse import parse_qs, urlsplit
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+Body = Callable[[dict[str, str]], bytes]
+
+
+class MetricsServer:
+    """Serves `/metrics` (and `/` with a pointer to it) on host:port in a daemon thread."""
+
+    def __init__(self, host: str, port: int, body: Body) -> None:
+        self.httpd = ThreadingHTTPServer((host, port), _handler(body))
+        self.httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name=f"vigil-metrics-{port}", daemon=True)
+        self._thread.start()
+
+    @property
+    def port(self) -> int:
+        return self.httpd.server_address[1]
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _handler(body: Body) -> type[BaseHTTPRequestHandler]:
+    class MetricsHandler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as Prometheus scrapes
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def _send(self, status: int, data: bytes, content_type: str = "text/plain; charset=utf-8") -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            url = urlsplit(self.path)
+            if url.path == "/":
+                self._send(200, b"vigil GPU exporter: see /metrics\n")
+                return
+            if url.path != "/metrics":
+                self._send(404, b"not found: try /metrics\n")
+                return
+            query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+            try:
+                self._send(200, body(query), CONTENT_TYPE)
+            except LookupError as error:
+                self._send(404, f"{error.args[0] if error.args else error}\n".encode())
+            except ConnectionAbortedError as error:
+                self._send(503, f"{error}\n".encode())
+
+    return MetricsHandler
