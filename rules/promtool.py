@@ -49,14 +49,15 @@ def _run(args: list[str], cwd: Path, timeout: float) -> PromtoolResult:
 def check_rules(ruleset: RuleSet, *, max_for_seconds: float | None = None, timeout: float = 60) -> PromtoolResult:
     """`promtool check rules` on the rule file generated from `ruleset`."""
     with tempfile.TemporaryDirectory(prefix="vigil-rules-") as tmp:
-        (Path(tmp) / RULE_FILE_NAME).write_text(dump_yaml(prometheus_rule_file(ruleset, max_for_seconds=max_for_seconds)))
+        (Path(tmp) / RULE_FILE_NAME).write_text(
+            dump_yaml(prometheus_rule_file(ruleset, max_for_seconds=max_for_seconds)), encoding="utf-8")
         return _run(["check", "rules", RULE_FILE_NAME], Path(tmp), timeout)
 
 
 def test_rules(ruleset: RuleSet, test_files: list[Path], *, timeout: float = 120) -> PromtoolResult:
     """`promtool test rules` on copies of `test_files` next to the rule file generated from `ruleset`."""
     with tempfile.TemporaryDirectory(prefix="vigil-rules-test-") as tmp:
-        (Path(tmp) / RULE_FILE_NAME).write_text(dump_yaml(prometheus_rule_file(ruleset)))
+        (Path(tmp) / RULE_FILE_NAME).write_text(dump_yaml(prometheus_rule_file(ruleset)), encoding="utf-8")
         names = []
         for i, path in enumerate(test_files):
             name = f"{i:02d}-{Path(path).name}"  # two test files may share a base name
