@@ -1,5 +1,5 @@
-"""vigil's own anomaly detector: several causal deviation tests, scored as "records" against their own
-recent history, which doubles as alarm suppression.
+"""vigil's own anomaly detector: several causal deviation tests, each scored as a "record" against its
+own recent history, plus alarm suppression.
 
 Each point feeds four sub-detectors. Each compares a *current* summary of a signal with the mean and
 standard deviation of a long trailing *baseline* of that signal (which never includes the current
@@ -14,11 +14,13 @@ summary) and yields a deviation z:
   (variance changes, noise bursts, a signal that goes flat).
 
 A z alone is not comparable across series (some series are always noisy). So each z is divided by the
-largest z of the same sub-detector over the previous `memory` points (at least `z_floor`): a point
-scores high only when it is more unusual than anything recently seen. The same division suppresses
-alarms: right after an anomaly the recent maximum is high, so its aftermath does not alarm again.
-The final ratio r (the largest over sub-detectors) maps to r / (r + 1), a score in [0, 1) where 0.5
-means "as unusual as the recent record". The first `warmup` points score 0.
+largest z of the same sub-detector over the previous `memory` points (`spike_memory` for spikes), and
+by at least `z_floor`: a point scores high only when it is more unusual than anything recently seen.
+The largest ratio r over the sub-detectors maps to r / (r + 1), a score in [0, 1) where 0.5 means "as
+unusual as the recent record".
+
+Alarm suppression: once r reaches 1, for the next `quiet` points r is multiplied by `quiet_factor`, so
+an episode alarms once unless something much stronger follows. The first `warmup` points score 0.
 """
 
 from __future__ import annotations
@@ -36,13 +38,16 @@ SECONDS_PER_DAY = 86400.0
 
 @dataclass(frozen=True)
 class VigilParameters:
-    baseline: int = 3000
-    shift_span: int = 5
-    season_span: int = 5
+    baseline: int = 5000
+    shift_span: int = 10
+    season_span: int = 10
     volatility_span: int = 50
     memory: int = 1000
+    spike_memory: int = 2000  # single-point spikes recur more in heavy-tailed series: remember longer
     z_floor: float = 3.0
     warmup: int = 300
+    quiet: int = 200  # points after an alarm during which ratios are damped
+    quiet_factor: float = 0.3
     period_probe: int = 20  # intervals used to learn the sampling rate, hence the daily lag
     max_period: int = 2000  # daily lags beyond this many points are not followed
 
@@ -84,7 +89,7 @@ class VigilDetector(Detector):
     """Spike, level-shift, daily-pattern and volatility tests, scored against their recent records."""
 
     name = "vigil"
-    version = "1"
+    version = "2"
 
     def __init__(self, params: VigilParameters | None = None):
         p = self.params = params or VigilParameters()
@@ -92,7 +97,8 @@ class VigilDetector(Detector):
         self._shift = _Deviation(p.baseline, p.shift_span, p.shift_span)
         self._season = _Deviation(p.baseline, p.season_span, 1)
         self._volatility = _Deviation(p.baseline, 1, p.volatility_span)
-        self._records = [RollingMax(p.memory) for _ in range(4)]
+        self._records = [RollingMax(p.spike_memory)] + [RollingMax(p.memory) for _ in range(3)]
+        self._last_alarm = -p.quiet - 1
         self._steps: deque[float] = deque()
         self._steps_sum = 0.0
         self._history: deque[float] = deque(maxlen=p.max_period + 1)
@@ -137,4 +143,12 @@ class VigilDetector(Detector):
             if warm:
                 ratio = max(ratio, z / max(record.max(), p.z_floor))
             record.push(z if warm else 0.0)
+        if ratio >= 1.0:
+            # alarm suppression: NAB-style scoring (and on-call engineers) reward the first alarm of an
+            # episode and penalise every repeat, so for `quiet` points after an alarm only a much
+            # stronger deviation (ratio >= 1 / quiet_factor) alarms again
+            if self._count - self._last_alarm <= p.quiet:
+                ratio *= p.quiet_factor
+            else:
+                self._last_alarm = self._count
         return ratio / (ratio + 1.0)
