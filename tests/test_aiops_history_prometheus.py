@@ -60,15 +60,26 @@ def counter_values(n: int) -> np.ndarray:
     return ((np.arange(n) % 1000) + 1) * 3.0
 
 
+STALLED = ("n2", 1)  # this GPU's last 15 minutes read 0: the contract rule must catch it
+
+
+def simulated_utilization(node: str, gpu: int, t: np.ndarray) -> list[float]:
+    values = [gpu_load(node, gpu, s) for s in t]
+    if (node, gpu) == STALLED:
+        values[-3:] = [0.0, 0.0, 0.0]
+    return values
+
+
 @pytest.fixture(scope="module")
 def backfilled(tmp_path_factory):
-    """(prometheus url, grid end time) with 14 days of simulated GPU load and a resetting counter."""
+    """(prometheus url, last sample time, port it scrapes `serve` on) with 14 days of simulated GPU load
+    and a resetting counter. The last sample is under a minute old, so instant queries see it."""
     work = tmp_path_factory.mktemp("prom")
     end = time.time()
-    end -= end % STEP
+    end -= end % 60
     t = end - STEP * np.arange(POINTS)[::-1]
     series = [
-        ("vigil_gpu_utilization_ratio", {"node": n, "gpu": str(g), "job": "gpu", "instance": f"{n}:9400"}, t, [gpu_load(n, g, s) for s in t])
+        ("vigil_gpu_utilization_ratio", {"node": n, "gpu": str(g), "job": "gpu", "instance": f"{n}:9400"}, t, simulated_utilization(n, g, t))
         for n in NODES
         for g in GPUS
     ]
@@ -80,7 +91,11 @@ def backfilled(tmp_path_factory):
         check=True,
         capture_output=True,
     )
-    (work / "prometheus.yml").write_text("global:\n  scrape_interval: 15s\n")
+    serve_port = free_port()
+    (work / "prometheus.yml").write_text(
+        "global:\n  scrape_interval: 1s\n"
+        f"scrape_configs:\n  - job_name: baseline\n    static_configs:\n      - targets: ['127.0.0.1:{serve_port}']\n"
+    )
     port = free_port()
     proc = subprocess.Popen(
         [
@@ -95,14 +110,14 @@ def backfilled(tmp_path_factory):
     url = f"http://127.0.0.1:{port}"
     try:
         wait_http(f"{url}/-/ready")
-        yield url, end
+        yield url, end, serve_port
     finally:
         proc.terminate()
         proc.wait(timeout=30)
 
 
 def test_chunked_query_range_matches_one_query(backfilled):
-    url, end = backfilled
+    url, end, _ = backfilled
     start = end - 2 * 86_400
     selector = 'vigil_gpu_utilization_ratio{node="n1",gpu="0"}'
     small = PrometheusReader(url, max_points=100)
@@ -119,7 +134,7 @@ def test_chunked_query_range_matches_one_query(backfilled):
 
 
 def test_prometheus_refuses_more_than_11000_points_and_reader_splits(backfilled):
-    url, end = backfilled
+    url, end, _ = backfilled
     start = end - 13 * 86_400
     body = requests.get(
         f"{url}/api/v1/query_range",
@@ -131,7 +146,7 @@ def test_prometheus_refuses_more_than_11000_points_and_reader_splits(backfilled)
 
 
 def test_bad_query_and_unreachable_prometheus_give_the_reason(backfilled):
-    url, end = backfilled
+    url, end, _ = backfilled
     with pytest.raises(HistoryError, match="bad_data.*parse error"):
         PrometheusReader(url).query_range("rate(vigil_gpu_utilization_ratio[5m]", end - 3600, end, STEP)
     with pytest.raises(HistoryError, match="cannot reach Prometheus at http://127.0.0.1:1"):
@@ -139,7 +154,7 @@ def test_bad_query_and_unreachable_prometheus_give_the_reason(backfilled):
 
 
 def test_train_against_backfilled_prometheus_covers_held_out_load(backfilled, tmp_path):
-    url, end = backfilled
+    url, end, _ = backfilled
     result = CliRunner().invoke(
         vigil_main,
         ["aiops", "train", "--prometheus-url", url, "--match", "vigil_gpu_utilization_ratio",
@@ -169,12 +184,17 @@ def test_train_against_backfilled_prometheus_covers_held_out_load(backfilled, tm
     assert lower[0] > 0
 
 
-def test_serve_trains_at_start_and_exposes_contract_metrics(backfilled, tmp_path):
-    url, _ = backfilled
-    port = free_port()
+def instant(url: str, query: str) -> list[dict]:
+    body = requests.get(f"{url}/api/v1/query", params={"query": query}, timeout=5).json()
+    assert body["status"] == "success", body
+    return body["data"]["result"]
+
+
+def test_serve_trains_at_start_refits_and_the_contract_rule_joins_in_prometheus(backfilled, tmp_path):
+    url, _, port = backfilled
     proc = subprocess.Popen(
         [VIGIL, "aiops", "serve", "--listen", f"127.0.0.1:{port}", "--model-dir", str(tmp_path / "models"),
-         "--prometheus-url", url, "--match", "vigil_gpu_utilization_ratio", "--refit-interval", "1h"],
+         "--prometheus-url", url, "--match", "vigil_gpu_utilization_ratio", "--refit-interval", "3s"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -189,8 +209,25 @@ def test_serve_trains_at_start_and_exposes_contract_metrics(backfilled, tmp_path
         check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
         assert check.returncode == 0, check.stdout + check.stderr
         assert json.loads((tmp_path / "models" / "baselines.json").read_text())["source"] == url
+
+        # the documented rule, evaluated by Prometheus on what it scraped from serve: only the stalled GPU
+        rule = ('vigil_gpu_utilization_ratio < on(node, gpu) group_left '
+                'vigil_baseline_lower{metric="vigil_gpu_utilization_ratio"}')
+        deadline = time.monotonic() + 30
+        while not instant(url, 'vigil_baseline_lower{metric="vigil_gpu_utilization_ratio"}'):
+            assert time.monotonic() < deadline, "Prometheus never scraped serve"
+            time.sleep(0.5)
+        fired = instant(url, rule)
+        assert [(r["metric"]["node"], r["metric"]["gpu"]) for r in fired] == [("n2", "1")]
+
+        # refits on the schedule: a new generation of the store and a newer fit time
+        first = json.loads((tmp_path / "models" / "baselines.json").read_text())["generation"]
+        deadline = time.monotonic() + 30
+        while json.loads((tmp_path / "models" / "baselines.json").read_text())["generation"] == first:
+            assert time.monotonic() < deadline, "no refit within 30 s at a 3 s interval"
+            time.sleep(0.5)
     finally:
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0, out
-    assert "Traceback" not in out
+    assert "Traceback" not in out and "refit" in out

@@ -11,7 +11,7 @@ width (more alerts), 0.5 doubles it. `floor` keeps a constant series' band from 
 
 | class       | E(t)                                                        | residual quantiles       |
 |-------------|-------------------------------------------------------------|--------------------------|
-| periodic    | time-of-day profile + day-of-week offset                    | per hour of day          |
+| periodic    | time-of-day profile + day-of-week offset                    | hourly MAD × global z-quantiles |
 | stable      | median                                                      | 0.5 % / 99.5 %           |
 | trending    | resistant line (Tukey), extrapolated                        | 0.5 % / 99.5 %           |
 | level_shift | median since the last level change                          | within-level, 0.5/99.5 % |
@@ -23,7 +23,14 @@ from __future__ import annotations
 import numpy as np
 
 from aiops.baseline.classify import block_size
-from aiops.baseline.robust import best_split, block_medians, three_group_line
+from aiops.baseline.robust import (
+    MAD_TO_SIGMA,
+    best_split,
+    block_medians,
+    grouped_quantile,
+    robust_sigma,
+    three_group_line,
+)
 from aiops.baseline.seasonal import WEEKLY_MIN_SPAN_S, seasonal_fit, time_of_day_bin, weekday_of
 
 MARGIN = 1.25
@@ -57,8 +64,13 @@ def fit_model(kind: str, t: np.ndarray, x: np.ndarray, step: float) -> dict:
     else:
         raise ValueError(f"unknown class {kind!r}")
     model["class"] = kind
-    model["floor"] = max(1e-9, 1e-6 * float(np.median(np.abs(xf))))
+    model["floor"] = model_floor(xf)
     return model
+
+
+def model_floor(x: np.ndarray) -> float:
+    """Smallest band half-width: a millionth of the typical magnitude (so constant series get a band)."""
+    return max(1e-9, 1e-6 * float(np.median(np.abs(x))))
 
 
 def expected(model: dict, t: np.ndarray) -> np.ndarray:
@@ -110,22 +122,16 @@ def _fit_periodic(t: np.ndarray, x: np.ndarray, step: float) -> dict:
     if counts.min() < MIN_PER_HOUR:
         model.update(_quantiles(resid, TAIL))
         return model
-    # per-hour quantiles: one sort by (hour, residual), then pick positions (numpy's linear rule)
-    order = np.lexsort((resid, hours))
-    r = resid[order]
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    lo = _pick(r, starts, counts, TAIL)
-    hi = _pick(r, starts, counts, 1 - TAIL)
-    model["resid_lo"] = np.minimum(lo, 0.0).tolist()
-    model["resid_hi"] = np.maximum(hi, 0.0).tolist()
+    # Robust scale per hour of day (MAD), times the tail quantiles of the residuals standardised by it:
+    # a few anomalies in one hour's ~170 training points cannot stretch that hour's band, as they
+    # would if each hour had its own 0.5 % quantile.
+    centre = grouped_quantile(hours, resid, 0.5, HOURS)
+    sigma = MAD_TO_SIGMA * grouped_quantile(hours, np.abs(resid - centre[hours]), 0.5, HOURS)
+    sigma = np.where(sigma > 0, sigma, max(robust_sigma(resid), model_floor(x)))
+    z_lo, z_hi = np.quantile(resid / sigma[hours], [TAIL, 1 - TAIL])
+    model["resid_lo"] = np.minimum(sigma * z_lo, 0.0).tolist()
+    model["resid_hi"] = np.maximum(sigma * z_hi, 0.0).tolist()
     return model
-
-
-def _pick(sorted_values: np.ndarray, starts: np.ndarray, counts: np.ndarray, q: float) -> np.ndarray:
-    pos = starts + q * (counts - 1)
-    lo = np.floor(pos).astype(np.int64)
-    hi = np.ceil(pos).astype(np.int64)
-    return sorted_values[lo] + (pos - lo) * (sorted_values[hi] - sorted_values[lo])
 
 
 def _fit_level_shift(t: np.ndarray, x: np.ndarray, step: float) -> dict:
