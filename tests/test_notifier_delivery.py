@@ -63,9 +63,11 @@ default: sre
             requests.post(server.url + HOOK, json=payload(), headers=AUTH, timeout=5).raise_for_status()
             [received] = wait_for(lambda: endpoint.received)
             assert received["title"].startswith("[FIRING:1] GpuLost") and received["type"] == "failure"
-            metrics = requests.get(server.url + "/metrics", timeout=5).text
+            sent = 'vigil_notifier_deliveries_total{channel="apprise",result="sent"} 1.0'
+            # the endpoint has the page slightly before the worker has heard back and counted it
+            metrics = wait_for(lambda: (text := requests.get(server.url + "/metrics", timeout=5).text)
+                               and sent in text and text)
         assert 'vigil_notifier_deliveries_total{channel="apprise",result="retry"} 2.0' in metrics
-        assert 'vigil_notifier_deliveries_total{channel="apprise",result="sent"} 1.0' in metrics
     with sqlite3.connect(tmp_path / "notifier.db") as db:
         attempts = db.execute("SELECT ok, error FROM delivery_attempts ORDER BY id").fetchall()
         state = db.execute("SELECT state, attempts FROM deliveries").fetchall()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from notifier.delivery.pipeline import DeliveryPipeline
@@ -16,6 +17,7 @@ from notifier.store import Delivery, Store
 log = logging.getLogger(__name__)
 LEASE_S = 120.0  # a claimed delivery is not claimed again for this long (covers a slow send)
 BATCH = 20
+SEND_THREADS = 4
 
 
 def retry_delay(attempts_done: int, base_s: float, max_s: float) -> float:
@@ -62,20 +64,25 @@ class DeliveryWorker:
             self._wake.clear()
 
     def run_once(self) -> int:
-        """Attempt every due delivery once; returns how many were attempted."""
-        attempted = 0
-        for delivery in self._store.claim_due(self._clock(), BATCH, LEASE_S):
-            if self._stop.is_set():
-                break
-            attempted += self._attempt(delivery)
-        return attempted
+        """Attempt every due delivery once; returns how many were attempted.
+
+        Sends run in parallel so one slow channel (an SMTP server timing out) does not hold back the
+        others; the throttle is consulted first, in this thread.
+        """
+        now = self._clock()
+        ready = []
+        for delivery in self._store.claim_due(now, BATCH, LEASE_S):
+            wait = self._throttle.wait_for((delivery.target, delivery.channel_index), now)
+            if wait > 0:
+                self._store.postpone(delivery.id, now + wait)
+            else:
+                ready.append(delivery)
+        if len(ready) <= 1:
+            return sum(self._attempt(delivery) for delivery in ready)
+        with ThreadPoolExecutor(max_workers=min(SEND_THREADS, len(ready))) as pool:
+            return sum(pool.map(self._attempt, ready))
 
     def _attempt(self, delivery: Delivery) -> int:
-        now = self._clock()
-        wait = self._throttle.wait_for((delivery.target, delivery.channel_index), now)
-        if wait > 0:
-            self._store.postpone(delivery.id, now + wait)
-            return 0
         sender = self._pipeline.sender_for(delivery)
         started = time.monotonic()
         if sender is None:
