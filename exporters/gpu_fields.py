@@ -34,25 +34,14 @@ def request(links: list[int]) -> list[tuple[int, int]]:
     return [(field, 0) for field in _UNSCOPED] + [(field, link) for link in links for field in NVLINK_DL.values()]
 
 
-def parse(nvml: Any, values: Any) -> FieldValues:
+def parse(values: Any) -> FieldValues:
     """{(field id, scope id): value} of the fields that answered; failed fields are left out."""
     out: FieldValues = {}
     for value in values or ():
         if value.nvmlReturn == 0:
-            out[(value.fieldId, value.scopeId)] = _number(nvml, value)
+            # the union member named by valueType (NVML_VALUE_TYPE_*: an ABI constant of NVML)
+            out[(value.fieldId, value.scopeId)] = getattr(value.value, _UNION_MEMBER.get(value.valueType, "ullVal"))
     return out
 
 
-def _number(nvml: Any, value: Any) -> float:
-    kind = value.valueType
-    if kind == nvml.NVML_VALUE_TYPE_DOUBLE:
-        return value.value.dVal
-    if kind == nvml.NVML_VALUE_TYPE_UNSIGNED_INT:
-        return value.value.uiVal
-    if kind == nvml.NVML_VALUE_TYPE_SIGNED_INT:
-        return value.value.siVal
-    if kind == nvml.NVML_VALUE_TYPE_SIGNED_LONG_LONG:
-        return value.value.sllVal
-    if kind == nvml.NVML_VALUE_TYPE_UNSIGNED_SHORT:
-        return value.value.usVal
-    return value.value.ullVal
+_UNION_MEMBER = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}

@@ -111,7 +111,7 @@ class GpuReader:
         if memo.nvlinks is None:  # discover once: probing absent links is expected to fail, not counted
             memo.nvlinks = [link for link in range(MAX_NVLINKS)
                             if self.call("nvmlDeviceGetNvLinkState", h, link, count=False)]
-        fields = FV.parse(self.nvml, call("nvmlDeviceGetFieldValues", h, FV.request(memo.nvlinks)))
+        fields = FV.parse(call("nvmlDeviceGetFieldValues", h, FV.request(memo.nvlinks)))
         put("vigil_gpu_temperature_celsius", call("nvmlDeviceGetTemperature", h, self.nvml.NVML_TEMPERATURE_GPU), "gpu")
         put("vigil_gpu_temperature_celsius", fields.get((FV.MEMORY_TEMP, 0)), "memory")
         put("vigil_gpu_recovery_action", fields.get((FV.RECOVERY_ACTION, 0)))

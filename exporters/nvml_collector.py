@@ -18,10 +18,10 @@ import time
 from collections import Counter
 from typing import Any, Callable, Iterator
 
-from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import Metric
 
 from exporters.gpu_reader import GpuLost, GpuMemo, GpuReader, Rows, text
+from exporters.exposition import render
 from exporters.gpu_specs import SPECS
 from exporters.metric_families import family
 from exporters.xid import XidWatcher, xid_class
@@ -55,8 +55,6 @@ class NvmlCollector:
         self._cycle = 0
         self._xid_version = 0
         self._rendered: tuple[tuple[int, int], bytes] | None = None
-        self._own_registry = CollectorRegistry(auto_describe=False)
-        self._own_registry.register(self)
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def start(self, loop: bool = True) -> None:
@@ -167,10 +165,14 @@ class NvmlCollector:
                 ((self.node, str(gpu), uuids.get(gpu, "")), when))
 
     # -- Prometheus ---------------------------------------------------------------------------------
-    def collect(self) -> Iterator[Metric]:
-        """Metric families of the last snapshot (plus live XID counts); never calls NVML."""
+    def _rows(self) -> Rows:
         rows = dict(self._snapshot)
         self._xid_rows(rows)
+        return rows
+
+    def collect(self) -> Iterator[Metric]:
+        """Metric families of the last snapshot (plus live XID counts); never calls NVML."""
+        rows = self._rows()
         for spec in SPECS:
             samples = rows.get(spec.name)
             if not samples:
@@ -185,7 +187,7 @@ class NvmlCollector:
         key = (self._cycle, self._xid_version)
         rendered = self._rendered
         if rendered is None or rendered[0] != key:
-            rendered = (key, generate_latest(self._own_registry))
+            rendered = (key, render(SPECS, self._rows()))
             self._rendered = rendered
         return rendered[1]
 

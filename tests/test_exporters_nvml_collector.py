@@ -93,7 +93,7 @@ def test_promtool_check_metrics_is_clean(sim: SimulatedNvml) -> None:
     sim.inject(Fault("xid79", NODE, 6, 0.0))
     collector.refresh()
     collector.record_xid(6, 79, 1_700_000_000.0)
-    result = subprocess.run(["promtool", "check", "metrics"], input=generate_latest(registry),
+    result = subprocess.run(["promtool", "check", "metrics"], input=collector.exposition(),
                             capture_output=True, timeout=30)
     assert result.returncode == 0 and result.stdout + result.stderr == b"", result.stdout + result.stderr
 
@@ -196,3 +196,21 @@ def test_without_field_batching_the_dedicated_calls_fill_in() -> None:
     assert {s.labels["error_type"] for s in samples["vigil_gpu_nvlink_errors_total"]} == {
         "replay", "recovery", "crc_flit", "crc_data"}
     assert "vigil_gpu_recovery_action" not in samples  # only NVML's field 230 knows it
+
+
+def test_served_text_matches_prometheus_client_rendering(sim: SimulatedNvml) -> None:
+    collector, registry = offline(sim)
+    sim.inject(Fault("ecc-storm", NODE, 2, 0.0))
+    collector.refresh()
+    collector.record_xid(2, 92, 1_700_000_000.5)
+
+    def parsed(text: str) -> set:
+        return {(s.name, tuple(sorted(s.labels.items())), s.value)
+                for family in text_string_to_metric_families(text) for s in family.samples}
+
+    served = collector.exposition().decode()
+    assert parsed(served) == parsed(generate_latest(registry).decode())
+    assert collector.exposition() is collector.exposition()  # cached until the next cycle or XID
+    collector.record_xid(2, 92, 1_700_000_001.5)
+    assert value({"x": [s for f in text_string_to_metric_families(collector.exposition().decode())
+                        for s in f.samples if s.name == "vigil_gpu_xid_errors_total"]}, "x", gpu="2") == 2

@@ -34,7 +34,7 @@ SM_CLOCK_MAX_MHZ, MEM_CLOCK_MHZ = 1980, 2619
 DRIVER_VERSION, CUDA_VERSION = "550.90.07", 12040
 GPU_NAME = "NVIDIA H100 80GB HBM3"
 NVLINKS = 18
-LOST_FAULTS = ("xid79",)
+LOST_FAULT = "xid79"
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,6 +104,7 @@ class SimulatedNvml(HealthCalls):
             def missing(*_args: Any, **_kwargs: Any) -> Any:
                 _raise(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
             return missing
+        setattr(self, name, value)  # a constant: found directly on the instance from now on
         return value
 
     def __dir__(self) -> list[str]:
@@ -119,7 +120,7 @@ class SimulatedNvml(HealthCalls):
         hang = state.faults.get("nvml-hang")
         if hang is not None:
             time.sleep(hang.params.get("seconds", 30))
-        if any(state.has(name) for name in LOST_FAULTS):
+        if LOST_FAULT in state.faults:
             _raise(pynvml.NVML_ERROR_GPU_IS_LOST)
         if call in self.unsupported:
             _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
