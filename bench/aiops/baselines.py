@@ -11,11 +11,7 @@ points inside the band. Writes the `aiops-baselines` section of docs/benchmarks.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import logging
-import os
-import platform
-import re
 import resource
 import time
 import tracemalloc
@@ -31,6 +27,7 @@ from aiops.baseline.collector import BaselineCollector, BaselineSnapshot
 from aiops.baseline.models import band
 from aiops.baseline.train import TrainSettings, train
 from aiops.history.series import Series
+from aiops.nab.record import machine_summary, utc_now, write_section  # the shared benchmarks.md writer
 
 STEP = 300.0
 TRAIN_POINTS = 14 * 288
@@ -113,27 +110,6 @@ def prophet_version() -> str:
     return version("prophet")
 
 
-def machine() -> str:
-    model = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{platform.machine()}, {model}, {os.cpu_count()} cores"
-
-
-def write_section(text: str) -> None:
-    """Replace (or append) our section of docs/benchmarks.md, re-reading the file just before writing."""
-    body = f"<!-- section:{SECTION} -->\n{text.rstrip()}\n<!-- /section:{SECTION} -->"
-    current = DOC.read_text(encoding="utf-8") if DOC.exists() else "# Benchmarks\n"
-    pattern = re.compile(rf"<!-- section:{SECTION} -->.*?<!-- /section:{SECTION} -->", re.S)
-    updated = pattern.sub(lambda _: body, current) if pattern.search(current) else current.rstrip() + "\n\n" + body + "\n"
-    DOC.write_text(updated, encoding="utf-8")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--series", type=int, default=1000)
@@ -150,10 +126,9 @@ def main() -> None:
     sample = sorted(prophet_cover)
     rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     classes = pd.Series([e["class"] for e in entries.values()]).value_counts().sort_index()
-    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     text = f"""## AIOps: dynamic baselines (`vigil aiops train`)
 
-Machine: {machine()}. Date: {now}. Command: `.venv/bin/python bench/aiops/baselines.py`
+Machine: {machine_summary()}. Date: {utc_now()}. Command: `.venv/bin/python bench/aiops/baselines.py`
 (--series {args.series} --prophet-sample {args.prophet_sample}).
 
 {len(fleet)} synthetic series of 14 days at 5 minutes ({TRAIN_POINTS:,} points each), a fifth of each class
@@ -176,7 +151,7 @@ Target: at least 20x faster than Prophet per series.
 """
     print(text)
     if not args.no_write:
-        write_section(text)
+        write_section(DOC, SECTION, text)
 
 
 if __name__ == "__main__":
