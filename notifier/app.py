@@ -44,7 +44,7 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
                clock: Callable[[], float] = time.time) -> FastAPI:
     """The notifier application; the store opens (and the worker starts) when the app starts."""
     metrics = NotifierMetrics()
-    pipeline = DeliveryPipeline(oncall, settings.own_url, settings.token)
+    pipeline = DeliveryPipeline(oncall, settings.own_url, settings.token, settings.max_pages_per_minute)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):

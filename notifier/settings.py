@@ -36,7 +36,8 @@ class NotifierSettings(BaseModel):
     retry_base_s: float = Field(default=1.0, gt=0)
     retry_max_s: float = Field(default=300.0, gt=0)
     max_attempts: int = Field(default=8, ge=1)
-    # throttle: at most this many pages per recipient channel per minute; the rest wait (never dropped)
+    # throttle: default pages per minute per apprise channel (`max_per_minute` in the on-call config
+    # overrides it); the rest wait, never dropped. The local inbox is not throttled.
     max_pages_per_minute: int = Field(default=30, ge=1)
 
     @field_validator("token")

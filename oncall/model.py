@@ -33,6 +33,9 @@ class AppriseChannel(_Strict):
     type: Literal["apprise"]
     url: str
     severities: tuple[Severity, ...] | None = None
+    # pages per minute this channel may carry (phones and SMS gateways limit senders); None: the
+    # notifier's default. Pages over the limit wait, none are dropped.
+    max_per_minute: int | None = Field(default=None, ge=1)
 
     @field_validator("url")
     @classmethod

@@ -135,19 +135,39 @@ def test_pages_stored_before_a_crash_are_delivered_after_restart(tmp_path):
 
 def test_throttle_holds_back_pages_beyond_the_per_minute_limit_and_sends_them_later(tmp_path):
     now = [10_000.0]
-    with RecordingEndpoint() as endpoint:
-        oncall = parse_oncall(f'targets:\n  sre:\n    channels:\n      - type: apprise\n'
-                              f'        url: "json://127.0.0.1:{endpoint.port}/hook"\ndefault: sre\n')
-        app = create_app(make_settings(tmp_path, max_pages_per_minute=2), oncall, run_worker=False,
+    with RecordingEndpoint() as limited, RecordingEndpoint() as default:
+        oncall = parse_oncall(f"""
+targets:
+  sre:
+    channels:
+      - type: apprise
+        url: "json://127.0.0.1:{limited.port}/sms"
+        max_per_minute: 2
+      - type: apprise
+        url: "json://127.0.0.1:{default.port}/chat"
+default: sre
+""")
+        app = create_app(make_settings(tmp_path, max_pages_per_minute=3), oncall, run_worker=False,
                          clock=lambda: now[0])
         with TestClient(app) as client:
-            for group in ("g1", "g2", "g3"):
+            for group in ("g1", "g2", "g3", "g4"):
                 client.post(HOOK, json=payload(alert(group), group_key=group), headers=AUTH).raise_for_status()
             worker = app.state.worker
-            assert worker.run_once() == 2  # the third page waits for the window to move on
-            assert len(endpoint.received) == 2
+            assert worker.run_once() == 5  # 2 on the channel limited to 2/min, 3 on the default 3/min
+            assert (len(limited.received), len(default.received)) == (2, 3)
             now[0] += 30
-            assert worker.run_once() == 0
+            assert worker.run_once() == 0  # the held-back pages wait for the window to move on
             now[0] += 31
-            assert worker.run_once() == 1
-    assert sorted(p["message"].split(" · ")[1].split("\n")[0] for p in endpoint.received) == ["g1", "g2", "g3"]
+            assert worker.run_once() == 3  # g3 + g4 on the limited channel, g4 on the other
+            assert worker.run_once() == 0
+    for endpoint in (limited, default):
+        groups = sorted(p["message"].split(" · ")[1].split("\n")[0] for p in endpoint.received)
+        assert groups == ["g1", "g2", "g3", "g4"]  # late, but none dropped
+
+
+def test_the_local_inbox_is_not_throttled(tmp_path):
+    with NotifierServer(make_settings(tmp_path, port=free_port(), max_pages_per_minute=1)) as server:
+        for group in ("g1", "g2", "g3"):
+            requests.post(server.url + HOOK, json=payload(alert(group), group_key=group), headers=AUTH,
+                          timeout=5).raise_for_status()
+        wait_for(lambda: len(inbox_pages(server)) == 3, timeout=10)

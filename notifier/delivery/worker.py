@@ -35,7 +35,7 @@ class DeliveryWorker:
         self._settings = settings
         self._metrics = metrics
         self._clock = clock
-        self._throttle = Throttle(settings.max_pages_per_minute)
+        self._throttle = Throttle()
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -72,7 +72,8 @@ class DeliveryWorker:
         now = self._clock()
         ready = []
         for delivery in self._store.claim_due(now, BATCH, LEASE_S):
-            wait = self._throttle.wait_for((delivery.target, delivery.channel_index), now)
+            wait = self._throttle.wait_for((delivery.target, delivery.channel_index), now,
+                                           self._pipeline.pages_per_minute(delivery))
             if wait > 0:
                 self._store.postpone(delivery.id, now + wait)
             else:
