@@ -37,7 +37,7 @@ def _sensitivity(ctx, param, value):
 def _listen(ctx, param, value):
     host, sep, port = value.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise click.BadParameter(f"{value!r} is not HOST:PORT (e.g. 127.0.0.1:9120)")
+        raise click.BadParameter(f"{value!r} is not HOST:PORT (e.g. 127.0.0.1:9605)")
     return host or "0.0.0.0", int(port)
 
 
@@ -90,7 +90,7 @@ def train(prometheus_url, selectors, lookback, step, max_gap, inputs, model_dir,
 
 
 @click.command("serve")
-@click.option("--listen", default="127.0.0.1:9120", show_default=True, callback=_listen, help="HOST:PORT to serve /metrics and /healthz on.")
+@click.option("--listen", default="127.0.0.1:9605", show_default=True, callback=_listen, help="HOST:PORT to serve /metrics and /healthz on.")
 @click.option("--model-dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="Model store directory.")
 @click.option("--prometheus-url", metavar="URL", help="Train at start (when no model) and refit from this Prometheus.")
 @click.option("--match", "selectors", multiple=True, metavar="SELECTOR", help="Series selector to refit, repeatable.")
