@@ -60,3 +60,11 @@ def test_rare_large_spikes_on_a_noisy_level_are_spiky():
     x[rng.choice(t.size, 60, replace=False)] += 20  # 1.5 % of points
     verdict = classify(t, x, STEP)
     assert verdict.kind == "spiky" and verdict.evidence["spike_share"] >= 0.01
+
+
+@pytest.mark.parametrize("step", [60.0, 3600.0])
+@pytest.mark.parametrize("kind", sorted(synthetic.GENERATORS))
+def test_rules_hold_at_other_grid_steps(kind, step):
+    t = synthetic.grid(step=step)
+    x = synthetic.GENERATORS[kind](t, np.random.default_rng(0))
+    assert classify(t, x, step).kind == kind
