@@ -135,3 +135,32 @@ def test_serve_from_a_trained_store_exposes_bands_and_stops_on_sigint(history_cs
         out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0, out
     assert "Traceback" not in out
+
+
+def test_serve_with_prometheus_down_stays_up_unhealthy_and_says_why(tmp_path):
+    port = free_port()
+    proc = subprocess.Popen(
+        [VIGIL, "aiops", "serve", "--listen", f"127.0.0.1:{port}", "--model-dir", str(tmp_path / "m"),
+         "--prometheus-url", "http://127.0.0.1:1", "--match", "vigil_gpu_utilization_ratio"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                health = requests.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+                break
+            except requests.ConnectionError:
+                assert time.monotonic() < deadline and proc.poll() is None, "serve did not come up"
+                time.sleep(0.3)
+        assert health.status_code == 503 and "no baseline model" in health.text
+        assert "vigil_baseline_series 0.0" in requests.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    finally:
+        time.sleep(1)  # let the first (failing) training attempt log
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, out
+    assert "refit failed (the previous model, if any, stays served)" in out and "cannot reach Prometheus at http://127.0.0.1:1" in out
+    assert "Traceback" not in out

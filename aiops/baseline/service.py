@@ -92,7 +92,7 @@ class BaselineService:
                 delay = self.config.refit_interval
             except (HistoryError, StoreError, OSError) as exc:
                 delay = min(self.config.refit_interval, RETRY_AFTER_FAILURE_S)
-                log.error("refit failed, keeping the previous model, retrying in %.0f s: %s", delay, exc)
+                log.error("refit failed (the previous model, if any, stays served); retrying in %.0f s: %s", delay, exc)
 
 
 def build_registry(service: BaselineService) -> CollectorRegistry:
