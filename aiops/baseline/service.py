@@ -93,6 +93,9 @@ class BaselineService:
             except (HistoryError, StoreError, OSError) as exc:
                 delay = min(self.config.refit_interval, RETRY_AFTER_FAILURE_S)
                 log.error("refit failed (the previous model, if any, stays served); retrying in %.0f s: %s", delay, exc)
+            except Exception:  # a bug must not end refits for good: log it with its traceback, go on
+                delay = min(self.config.refit_interval, RETRY_AFTER_FAILURE_S)
+                log.exception("refit failed unexpectedly; retrying in %.0f s", delay)
 
 
 def build_registry(service: BaselineService) -> CollectorRegistry:
