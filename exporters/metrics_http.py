@@ -9,6 +9,7 @@ in the fleet's single-port mode) and returns the bytes, or raises `LookupError` 
 
 from __future__ import annotations
 
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
@@ -18,11 +19,43 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 Body = Callable[[dict[str, str]], bytes]
 
 
+class _TrackingHTTPServer(ThreadingHTTPServer):
+    """Remembers its open connections so `close()` can cut them.
+
+    Prometheus keeps scrape connections alive: closing only the listening socket would leave the old
+    connection answering, and a simulated `node-down` would never be seen as down.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.connections: set[socket.socket] = set()
+        self.connections_lock = threading.Lock()
+
+    def process_request(self, request, client_address) -> None:
+        with self.connections_lock:
+            self.connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request) -> None:
+        with self.connections_lock:
+            self.connections.discard(request)
+        super().shutdown_request(request)
+
+    def cut_connections(self) -> None:
+        with self.connections_lock:
+            open_now = list(self.connections)
+        for conn in open_now:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
 class MetricsServer:
     """Serves `/metrics` (and `/` with a pointer to it) on host:port in a daemon thread."""
 
     def __init__(self, host: str, port: int, body: Body) -> None:
-        self.httpd = ThreadingHTTPServer((host, port), _handler(body))
+        self.httpd = _TrackingHTTPServer((host, port), _handler(body))
         self.httpd.daemon_threads = True
         self._thread = threading.Thread(target=self.httpd.serve_forever, name=f"vigil-metrics-{port}", daemon=True)
         self._thread.start()
@@ -34,6 +67,7 @@ class MetricsServer:
     def close(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+        self.httpd.cut_connections()
 
 
 def _handler(body: Body) -> type[BaseHTTPRequestHandler]:

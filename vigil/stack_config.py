@@ -185,7 +185,7 @@ def demo_oncall_config() -> dict:
 
 def _write_yaml(path: Path, doc: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False))
+    path.write_text(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, allow_unicode=True), encoding="utf-8")
 
 
 def write_stack_files(settings: StackSettings, layout: RunLayout, node_names: list[str]) -> None:
@@ -196,7 +196,7 @@ def write_stack_files(settings: StackSettings, layout: RunLayout, node_names: li
     for stale in layout.rules_dir.glob("*.yml"):
         stale.unlink()
     rule_doc = rulegen.prometheus_rule_file(ruleset, max_for_seconds=settings.max_for)
-    (layout.rules_dir / "vigil-rules.yml").write_text(rulegen.dump_yaml(rule_doc))
+    (layout.rules_dir / "vigil-rules.yml").write_text(rulegen.dump_yaml(rule_doc), encoding="utf-8")
     _write_yaml(layout.prometheus_config, prometheus_config(settings, layout, node_names))
     _write_yaml(layout.alertmanager_config, alertmanager_config(settings, layout, rulegen.alertmanager_inhibit_rules(ruleset)))
     if settings.oncall_config is None:

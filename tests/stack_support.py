@@ -1,0 +1,74 @@
+"""Helpers to run a real vigil stack from tests through the CLI, as a user would."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+from vigil.supervisor import port_is_free
+
+FAST_STACK = """\
+stack:
+  scrape_interval: 1
+  evaluation_interval: 1
+  exporter_interval: 0.5
+  group_wait: 1
+  group_interval: 1
+  resend_delay: 1
+  max_for: 2
+  sim_nodes: {nodes}
+  sim_gpus: {gpus}
+  aiops: {aiops}
+  backfill_days: {backfill_days}
+  node_health: {node_health}
+"""
+
+
+def vigil(*args: str, timeout: float = 120, check: bool = False) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "vigil.cli", *args], capture_output=True, text=True, timeout=timeout, check=check)
+
+
+def free_port_base(span: int = 100) -> int:
+    """A base port with `span` free ports after it (random, so parallel runs rarely collide)."""
+    rng = random.Random()
+    for _ in range(200):
+        base = rng.randrange(20000, 40000, 100)
+        if all(port_is_free(base + i) for i in range(span)):
+            return base
+    raise RuntimeError("no free port range found")
+
+
+class RunningStack:
+    def __init__(self, run_dir: Path, port_base: int):
+        self.run_dir = run_dir
+        self.port_base = port_base
+
+    def cli(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        return vigil(*args, "--run-dir", str(self.run_dir), timeout=timeout)
+
+    def state(self) -> dict:
+        return json.loads((self.run_dir / "state.json").read_text())
+
+    def token(self) -> str:
+        return (self.run_dir / "secrets" / "webhook-token").read_text().strip()
+
+    def url(self, component: str) -> str:
+        return self.state()["components"][component]["url"]
+
+
+def start_stack(tmp: Path, *, nodes: int = 3, gpus: int = 4, aiops: bool = False, node_health: bool = True,
+                backfill_days: float = 0) -> RunningStack:
+    config = tmp / "vigil.yaml"
+    config.write_text(FAST_STACK.format(nodes=nodes, gpus=gpus, aiops=str(aiops).lower(),
+                                        node_health=str(node_health).lower(), backfill_days=backfill_days))
+    base = free_port_base()
+    run_dir = tmp / "run"
+    result = vigil("up", "--detach", "--config", str(config), "--run-dir", str(run_dir), "--port-base", str(base),
+                   "--gpu-backend", "sim", timeout=300)
+    if result.returncode != 0:
+        logs = "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in sorted((run_dir / "logs").glob("*.log")))
+        raise AssertionError(f"vigil up --detach failed:\n{result.stdout}\n{result.stderr}\n{logs}")
+    return RunningStack(run_dir, base)
