@@ -24,7 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from notifier.delivery.inbox_sender import PAGE_HEADER
 from notifier.delivery.pipeline import DeliveryPipeline
 from notifier.delivery.worker import DeliveryWorker
-from notifier.metrics import NotifierMetrics
+from notifier.metrics import NotifierMetrics, StoreCollector
 from notifier.models import WebhookPayload
 from notifier.reconcile import reconcile
 from notifier.settings import NotifierSettings
@@ -51,6 +51,8 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
         store = await run_in_threadpool(Store, settings.db_url)
         worker = DeliveryWorker(store, pipeline, settings, metrics, clock)
         app.state.store, app.state.worker = store, worker
+        store_collector = StoreCollector(store)
+        metrics.registry.register(store_collector)
         if run_worker:
             worker.start()
         if settings.alertmanager_url:
@@ -61,6 +63,7 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
             yield
         finally:
             worker.stop()
+            metrics.registry.unregister(store_collector)
             store.close()
 
     app = FastAPI(title="vigil notifier", lifespan=lifespan, docs_url=None, redoc_url=None)

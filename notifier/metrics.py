@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily
 
 REJECT_REASONS = ("unauthorized", "unsupported_media_type", "invalid_json", "invalid_payload")
 
@@ -28,3 +29,24 @@ class NotifierMetrics:
         self.reconciled = Counter("vigil_notifier_reconciled_alerts",
                                   "Firing alerts found in Alertmanager at start that the store did not know.",
                                   registry=self.registry)
+
+
+class StoreCollector:
+    """Read at scrape time from the store: the outbox by state and the incidents firing now.
+
+    A growing `pending` or any `failed` means pages are not getting through: alert on it.
+    """
+
+    STATES = ("pending", "sent", "failed")
+
+    def __init__(self, store):
+        self._store = store
+
+    def collect(self):
+        states, firing = self._store.counts()
+        outbox = GaugeMetricFamily("vigil_notifier_outbox_deliveries", "Page deliveries in the outbox, by state.",
+                                   labels=["state"])
+        for state in self.STATES:
+            outbox.add_metric([state], states.get(state, 0))
+        yield outbox
+        yield GaugeMetricFamily("vigil_notifier_incidents_firing", "Incidents currently firing.", value=firing)

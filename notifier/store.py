@@ -246,6 +246,13 @@ class Store:
             rows = conn.execute(sa.select(deliveries.c.state, sa.func.count()).group_by(deliveries.c.state)).all()
         return {state: count for state, count in rows}
 
+    def counts(self) -> tuple[dict[str, int], int]:
+        """(deliveries by state, incidents firing), for the metrics scrape."""
+        with self.engine.connect() as conn:
+            firing = conn.execute(sa.select(sa.func.count()).select_from(incidents)
+                                  .where(incidents.c.status == "firing")).scalar_one()
+        return self.delivery_states(), firing
+
     def attempts_of(self, delivery_id: int) -> list[dict]:
         with self.engine.connect() as conn:
             rows = conn.execute(sa.select(delivery_attempts).where(delivery_attempts.c.delivery_id == delivery_id)

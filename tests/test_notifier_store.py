@@ -15,10 +15,13 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from fastapi.testclient import TestClient
 
+from notifier.app import create_app
 from notifier.models import WebhookPayload
 from notifier.store import NewDelivery, Store
-from test_notifier_support import alert, free_port, payload
+from oncall.loader import parse_oncall
+from test_notifier_support import AUTH, INBOX_ONLY, alert, free_port, make_settings, payload
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 
@@ -132,3 +135,15 @@ def test_a_page_that_arrives_twice_is_recorded_once(store):
     assert store.record_inbox_page(delivery.id + 100, "t", "b", 1002.0) is None
     [page] = store.list_inbox(10)
     assert page["recipient"] == "demo-dri" and page["status"] == "firing" and page["labels"]["node"] == "node-1"
+
+
+def test_the_webhook_api_runs_on_either_database(db_url, tmp_path):
+    app = create_app(make_settings(tmp_path, db_url=db_url), parse_oncall(INBOX_ONLY), run_worker=False)
+    hook = "/api/v1/alerts/alertmanager"
+    with TestClient(app) as client:
+        assert client.post(hook, json=payload(alert("a")), headers=AUTH).json()["incident_id"] == 1
+        assert client.post(hook, json=payload(alert("a")), headers=AUTH).json()["duplicate"] is True
+        client.post(hook, json=payload(alert("a", status="resolved")), headers=AUTH).raise_for_status()
+        [incident] = client.get("/api/v1/incidents", headers=AUTH).json()["incidents"]
+        assert incident["status"] == "resolved"
+        assert len(client.get("/api/v1/notifications", headers=AUTH).json()["notifications"]) == 2

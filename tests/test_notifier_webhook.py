@@ -172,3 +172,30 @@ def test_notifications_survive_a_restart(tmp_path):
         assert second.post(HOOK, json=payload(), headers=AUTH).json()["duplicate"] is True
     with sqlite3.connect(tmp_path / "notifier.db") as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_store_failure_is_a_5xx_so_alertmanager_retries_and_the_retry_is_stored(tmp_path):
+    app = create_app(make_settings(tmp_path), parse_oncall(INBOX_ONLY), run_worker=False)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        _store_failure_then_retry(client, tmp_path)
+
+
+def _store_failure_then_retry(client, tmp_path):
+    with sqlite3.connect(tmp_path / "notifier.db") as db:
+        db.execute("ALTER TABLE notifications RENAME TO notifications_away")  # the store breaks
+    failed = client.post(HOOK, json=payload(), headers=AUTH)
+    assert failed.status_code == 500 and "internal error" in failed.json()["error"]
+    with sqlite3.connect(tmp_path / "notifier.db") as db:
+        db.execute("ALTER TABLE notifications_away RENAME TO notifications")
+    assert get(client, "/api/v1/incidents")["incidents"] == []  # the failed request left nothing behind
+    retried = client.post(HOOK, json=payload(), headers=AUTH)
+    assert retried.status_code == 200 and retried.json()["duplicate"] is False
+
+
+def test_metrics_show_the_outbox_and_firing_incidents(client):
+    client.post(HOOK, json=payload(alert("a"), group_key="g1"), headers=AUTH)
+    client.post(HOOK, json=payload(alert("b"), group_key="g2"), headers=AUTH)
+    client.post(HOOK, json=payload(alert("b", status="resolved"), group_key="g2"), headers=AUTH)
+    assert metric(client, 'vigil_notifier_outbox_deliveries{state="pending"}') == 3
+    assert metric(client, 'vigil_notifier_outbox_deliveries{state="failed"}') == 0
+    assert metric(client, "vigil_notifier_incidents_firing") == 1
