@@ -19,8 +19,13 @@ by at least `z_floor`: a point scores high only when it is more unusual than any
 The largest ratio r over the sub-detectors maps to r / (r + 1), a score in [0, 1) where 0.5 means "as
 unusual as the recent record".
 
-Alarm suppression: once r reaches 1, for the next `quiet` points r is multiplied by `quiet_factor`, so
-an episode alarms once unless something much stronger follows. The first `warmup` points score 0.
+Alarm suppression: once r reaches 1, for the next `quiet` points r is multiplied by `quiet_factor`
+unless it reaches `escalate`: an episode alarms once unless something clearly stronger follows. The first `warmup` points score 0 (records learn from its second half); a
+sub-detector stays silent until its baseline holds `min_baseline` points.
+
+Memories and the quiet period are meant as spans of time: they are given in points at a 5-minute
+sampling interval and shrink proportionally for slower series (hourly data remembers 83 points, not
+1,000, i.e. the same 3.5 days).
 """
 
 from __future__ import annotations
@@ -48,6 +53,11 @@ class VigilParameters:
     warmup: int = 300
     quiet: int = 200  # points after an alarm during which ratios are damped
     quiet_factor: float = 0.3
+    escalate: float = 1.5  # within the quiet period, a ratio at least this high still alarms
+    # memories and the quiet period are counted in points at this sampling interval; a slower series
+    # gets proportionally fewer points (the same span of time), a faster one keeps the counts
+    reference_interval_s: float = 300.0
+    min_baseline: int = 100  # a sub-detector stays silent until its baseline holds this many points
     period_probe: int = 20  # intervals used to learn the sampling rate, hence the daily lag
     max_period: int = 2000  # daily lags beyond this many points are not followed
 
@@ -58,7 +68,8 @@ class _Deviation:
     The baseline holds the signal up to `lag` points ago (lag >= span keeps the two disjoint).
     """
 
-    def __init__(self, baseline: int, span: int, lag: int):
+    def __init__(self, baseline: int, span: int, lag: int, min_baseline: int):
+        self._min_baseline = min_baseline
         self._recent: deque[float] = deque()
         self._recent_sum = 0.0
         self._span = span
@@ -74,7 +85,7 @@ class _Deviation:
         if len(recent) > self._span:
             self._recent_sum -= recent.popleft()
         z = 0.0
-        if len(self._baseline) >= 2:
+        if len(self._baseline) >= self._min_baseline:  # a few points make no baseline
             # a floor on the width: a flat baseline would make the first wiggle infinitely surprising
             width = max(self._baseline.std(), 1e-3 * self._range.width() + 1e-9)
             z = abs(self._recent_sum / len(recent) - self._baseline.mean()) / width
@@ -89,15 +100,17 @@ class VigilDetector(Detector):
     """Spike, level-shift, daily-pattern and volatility tests, scored against their recent records."""
 
     name = "vigil"
-    version = "2"
+    version = "3"
 
     def __init__(self, params: VigilParameters | None = None):
         p = self.params = params or VigilParameters()
-        self._spike = _Deviation(p.baseline, 1, 1)
-        self._shift = _Deviation(p.baseline, p.shift_span, p.shift_span)
-        self._season = _Deviation(p.baseline, p.season_span, 1)
-        self._volatility = _Deviation(p.baseline, 1, p.volatility_span)
-        self._records = [RollingMax(p.spike_memory)] + [RollingMax(p.memory) for _ in range(3)]
+        if p.warmup <= p.period_probe:
+            raise ValueError("warmup must be longer than period_probe (memories are sized after the probe)")
+        self._spike = _Deviation(p.baseline, 1, 1, p.min_baseline)
+        self._shift = _Deviation(p.baseline, p.shift_span, p.shift_span, p.min_baseline)
+        self._season = _Deviation(p.baseline, p.season_span, 1, p.min_baseline)
+        self._volatility = _Deviation(p.baseline, 1, p.volatility_span, p.min_baseline)
+        self._size_memories(1.0)
         self._last_alarm = -p.quiet - 1
         self._steps: deque[float] = deque()
         self._steps_sum = 0.0
@@ -109,6 +122,12 @@ class VigilDetector(Detector):
     def parameters(self) -> dict:
         return {"version": self.version, **asdict(self.params)}
 
+    def _size_memories(self, scale: float) -> None:
+        p = self.params
+        self._records = [RollingMax(max(1, int(p.spike_memory * scale)))]
+        self._records += [RollingMax(max(1, int(p.memory * scale))) for _ in range(3)]
+        self._quiet = max(1, int(p.quiet * scale))
+
     def _learn_period(self, timestamp: str) -> None:
         self._first_times.append(datetime.fromisoformat(timestamp))
         if len(self._first_times) <= self.params.period_probe:
@@ -118,6 +137,8 @@ class VigilDetector(Detector):
         lag = round(SECONDS_PER_DAY / step) if step > 0 else 0
         self._period = lag if 10 < lag <= self.params.max_period else 0
         self._first_times = []
+        # still inside the warm-up, so the records hold nothing yet and can be resized
+        self._size_memories(min(1.0, self.params.reference_interval_s / step) if step > 0 else 1.0)
 
     def _volatility_signal(self, value: float) -> float:
         history, steps = self._history, self._steps
@@ -142,12 +163,16 @@ class VigilDetector(Detector):
         for z, record in zip(zs, self._records):
             if warm:
                 ratio = max(ratio, z / max(record.max(), p.z_floor))
-            record.push(z if warm else 0.0)
+            # records learn from the second half of the warm-up, so the first points after it do not
+            # all look like records against an empty memory
+            record.push(z if self._count > p.warmup // 2 else 0.0)
         if ratio >= 1.0:
             # alarm suppression: NAB-style scoring (and on-call engineers) reward the first alarm of an
-            # episode and penalise every repeat, so for `quiet` points after an alarm only a much
-            # stronger deviation (ratio >= 1 / quiet_factor) alarms again
-            if self._count - self._last_alarm <= p.quiet:
+            # episode and penalise every repeat, so for `quiet` points after an alarm only a deviation
+            # of at least `escalate` times the recent record alarms again (a marginal alarm must not
+            # hide a real incident right behind it)
+            quiet = self._count - self._last_alarm <= self._quiet
+            if quiet and ratio < p.escalate:
                 ratio *= p.quiet_factor
             else:
                 self._last_alarm = self._count
