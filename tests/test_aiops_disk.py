@@ -70,6 +70,7 @@ def test_model_detects_predictable_failures_at_a_tenth_of_a_percent_false_alarms
     assert ev.detection_rate >= 0.6
     assert ev.false_alarm_rate_disk_days <= 0.003
     assert ev.median_lead_days is not None and ev.median_lead_days >= 3
+    assert ev.detection_rate_at_test_far >= 0.6 and ev.median_lead_days_at_test_far >= 3
     for pattern in ("reallocation", "pending_burst", "timeout"):
         assert ev.detection_by_pattern[pattern] >= 0.7, pattern
     # honest about what cannot be predicted: failures without precursors are (nearly) never caught
@@ -130,7 +131,7 @@ def test_cli_trains_from_simulation_and_from_the_written_history(tmp_path):
     result = runner.invoke(train_disk, ["--simulate", "--disks", "800", "--days", "60", "--model-dir",
                                         str(tmp_path / "m1"), "--write-history", str(history)])
     assert result.exit_code == 0, result.output
-    assert "detection rate at 0.10% false alarms per disk-day" in result.output
+    assert "detection rate at exactly 0.10% false alarms per disk-day on the test disks" in result.output
     assert (tmp_path / "m1" / "disk_model.joblib").exists()
     result = runner.invoke(train_disk, ["--input", str(history), "--model-dir", str(tmp_path / "m2"), "--json"])
     assert result.exit_code == 0, result.output

@@ -66,13 +66,18 @@ def train_disk(input_path, simulate, disks, days, seed, horizon_days, false_alar
     if as_json:
         click.echo(json.dumps(metrics, indent=2, sort_keys=True))
         return
-    lead = "n/a" if evaluation.median_lead_days is None else f"{evaluation.median_lead_days:.1f} days"
+    days = lambda value: "n/a" if value is None else f"{value:.1f} days"  # noqa: E731
     click.echo(f"trained on {history['disk'].nunique()} disks in {time.monotonic() - started:.1f} s; model in {model_dir}")
-    click.echo(f"held-out disks: {evaluation.test_disks} ({evaluation.test_failing_disks} failing)")
-    click.echo(f"detection rate at {false_alarm_rate:.2%} false alarms per disk-day: {evaluation.detection_rate:.1%}")
-    click.echo(f"false alarms: {evaluation.false_alarm_rate_disk_days:.4%} of healthy disk-days, "
+    click.echo(f"held-out disks: {evaluation.test_disks} ({evaluation.test_failing_disks} failing); "
+               f"alarm = score > {model.threshold:.4g} (set for {false_alarm_rate:.2%} false alarms per "
+               f"disk-day on validation disks)")
+    click.echo(f"detection rate: {evaluation.detection_rate:.1%}, median lead time {days(evaluation.median_lead_days)}")
+    click.echo(f"false alarms: {evaluation.false_alarm_rate_disk_days:.3%} of healthy disk-days, "
                f"{evaluation.false_alarm_rate_disks:.2%} of healthy disks")
-    click.echo(f"median lead time: {lead}; ROC AUC (disk-days): {evaluation.roc_auc_disk_days:.3f}")
+    click.echo(f"detection rate at exactly {false_alarm_rate:.2%} false alarms per disk-day on the test disks: "
+               f"{evaluation.detection_rate_at_test_far:.1%}, median lead time "
+               f"{days(evaluation.median_lead_days_at_test_far)}")
+    click.echo(f"ROC AUC (disk-days): {evaluation.roc_auc_disk_days:.3f}")
     for pattern, rate in sorted(evaluation.detection_by_pattern.items()):
         click.echo(f"  detected {pattern}: {rate:.1%}")
 
