@@ -74,3 +74,13 @@ def test_serve_as_the_supervisor_starts_it(run_dir):
     assert process.returncode in (0, -signal.SIGTERM), output
     assert "Application shutdown complete" in output
     assert "reconcile with" in output and "skipped" in output  # Alertmanager was down: logged, tolerated
+
+
+def test_check_oncall_validates_a_file_for_rule_authors(run_dir):
+    good = CliRunner().invoke(main, ["notifier", "check-oncall", str(run_dir / "oncall.yaml")])
+    assert good.exit_code == 0
+    assert good.output.endswith("ok: 1 target(s), 1 channel(s), 1 route(s), default demo-dri\n")
+    (run_dir / "bad.yaml").write_text("targets:\n  a:\n    channels: [{type: inbox}]\ndefault: b\n")
+    bad = CliRunner().invoke(main, ["notifier", "check-oncall", str(run_dir / "bad.yaml")])
+    assert bad.exit_code == 1
+    assert f"{run_dir / 'bad.yaml'}:4: default: unknown target 'b'" in bad.output

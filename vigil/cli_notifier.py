@@ -92,3 +92,18 @@ def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmana
     from notifier.app import create_app
 
     uvicorn.run(create_app(settings, oncall), host=host, port=port, log_level=log_level, access_log=False)
+
+
+@notifier.command("check-oncall")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+def check_oncall(path):
+    """Validate an on-call file; print every problem as FILE:LINE: message, or a summary."""
+    from oncall.loader import OncallConfigError, load_oncall
+
+    try:
+        config = load_oncall(path)
+    except OncallConfigError as exc:
+        raise click.ClickException(f"invalid on-call config:\n{exc}")
+    channels = sum(len(target.channels) for target in config.targets.values())
+    click.echo(f"{path}: ok: {len(config.targets)} target(s), {channels} channel(s), {len(config.routes)} route(s), "
+               f"default {config.default or '(none: unrouted alerts page nobody)'}")

@@ -15,7 +15,9 @@ from notifier.settings import NotifierSettings
 from notifier.store import Delivery, Store
 
 log = logging.getLogger(__name__)
-LEASE_S = 120.0  # a claimed delivery is not claimed again for this long (covers a slow send)
+# a claimed delivery is not claimed again for this long: it covers a slow send when two notifiers share
+# one database, and bounds how long a page claimed just before a crash waits after the restart
+LEASE_S = 30.0
 BATCH = 20
 SEND_THREADS = 4
 
