@@ -53,7 +53,7 @@ class FleetServer:
         self.fleet = fleet
         self.host, self.port, self.single_port = host, port, single_port
         # many nodes: XID watchers wait longer per call so 1,250 idle threads stay cheap
-        xid_wait_ms = 500 if len(fleet.names) <= 64 else 5000
+        xid_wait_ms = 500 if len(fleet.names) <= 64 else 2000
         self.collectors = {name: NvmlCollector(fleet.nvml[name], name, interval=interval, xid_wait_ms=xid_wait_ms)
                            for name in fleet.names}
         self.targets = {} if single_port else {
@@ -87,6 +87,8 @@ class FleetServer:
         """Stop everything; in parallel, since each listener and thread takes up to half a second to notice."""
         self.chaos.close()
         self.scheduler.stop()
+        for collector in self.collectors.values():
+            collector.request_stop()
         steps = [t.close for t in self.targets.values()] + [c.stop for c in self.collectors.values()]
         if self.shared is not None:
             steps.append(self.shared.close)

@@ -67,9 +67,15 @@ class NvmlCollector:
             self._thread = threading.Thread(target=self._loop, name=f"vigil-nvml-{self.node}", daemon=True)
             self._thread.start()
 
+    def request_stop(self) -> None:
+        """Tell the background threads to finish, without waiting (stopping many collectors at once)."""
+        self._stop.set()
+        if self._xids is not None:
+            self._xids.request_stop()
+
     def stop(self) -> None:
         """Stop the loop and the XID watcher and shut NVML down (a hung NVML call is abandoned)."""
-        self._stop.set()
+        self.request_stop()
         if self._xids is not None:
             self._xids.stop()
         if self._thread is not None:

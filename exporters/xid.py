@@ -62,6 +62,9 @@ class XidWatcher:
         self._thread = threading.Thread(target=self._run, name="vigil-xid-watcher", daemon=True)
         self._thread.start()
 
+    def request_stop(self) -> None:
+        self._stop.set()
+
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
         if self._thread is not None:

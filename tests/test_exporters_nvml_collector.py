@@ -214,3 +214,21 @@ def test_served_text_matches_prometheus_client_rendering(sim: SimulatedNvml) -> 
     collector.record_xid(2, 92, 1_700_000_001.5)
     assert value({"x": [s for f in text_string_to_metric_families(collector.exposition().decode())
                         for s in f.samples if s.name == "vigil_gpu_xid_errors_total"]}, "x", gpu="2") == 2
+
+
+def test_driver_reload_marks_gpus_down_then_xids_flow_again(sim: SimulatedNvml, exporter) -> None:
+    collector, registry = exporter
+    wait_until(lambda: collector._xids.registrations == 1)
+    sim.unload_driver()  # the driver goes away under the exporter (e.g. an upgrade reloads it)
+    wait_until(lambda: b'code="driver_not_loaded"' in collector.exposition())  # nvmlInit fails now
+    samples = scrape(registry)
+    assert [s.value for s in samples["vigil_gpu_up"]] == [0] * 8
+    assert value(samples, "vigil_node_gpus_visible") == 0
+    sim.load_driver()
+    # the collector re-initialises NVML on its next cycle; the XID watcher registers a new event set
+    wait_until(lambda: value(scrape(registry), "vigil_node_gpus_visible") == 8)
+    wait_until(lambda: collector._xids.registrations >= 2, timeout=10)
+    time.sleep(0.1)
+    sim.inject(Fault("xid-burst", NODE, 6, 0.0, {"count": 2, "xid": 31}))
+    wait_until(lambda: "vigil_gpu_xid_errors_total" in scrape(registry))
+    assert value(scrape(registry), "vigil_gpu_xid_errors_total", gpu="6", xid="31") == 2

@@ -71,6 +71,7 @@ class SimulatedNvml(HealthCalls):
         self._states = [F.GpuState() for _ in range(gpus)]
         self._event_sets: list[SimEventSet] = []
         self._load_cache: dict[int, tuple[int, float]] = {}
+        self._driver_loaded = True
 
     # -- fault control (used by the fleet and tests; not part of the NVML API) --------------------
     def inject(self, fault: F.Fault) -> None:
@@ -90,6 +91,19 @@ class SimulatedNvml(HealthCalls):
         with self._lock:
             indexes = range(self.gpu_count) if gpu is None else [gpu]
             return sum(F.reset_gpu(self._states[i]) for i in indexes)
+
+    def unload_driver(self) -> None:
+        """Model a driver unload: the NVML session ends, event sets die, nvmlInit fails until reloaded."""
+        with self._lock:
+            self._driver_loaded = False
+            self._initialized = 0
+            for event_set in self._event_sets:
+                event_set.valid = False
+            self._event_sets.clear()
+
+    def load_driver(self) -> None:
+        with self._lock:
+            self._driver_loaded = True
 
     def active_faults(self) -> list[F.Fault]:
         with self._lock:
@@ -152,6 +166,8 @@ class SimulatedNvml(HealthCalls):
     # -- system -------------------------------------------------------------------------------------
     def nvmlInit(self) -> None:
         with self._lock:
+            if not self._driver_loaded:
+                _raise(pynvml.NVML_ERROR_DRIVER_NOT_LOADED)
             self._initialized += 1
 
     def nvmlInitWithFlags(self, flags: int) -> None:
@@ -162,6 +178,10 @@ class SimulatedNvml(HealthCalls):
             if not self._initialized:
                 _raise(pynvml.NVML_ERROR_UNINITIALIZED)
             self._initialized -= 1
+            if not self._initialized:  # the driver session ends: its event sets are gone
+                for event_set in self._event_sets:
+                    event_set.valid = False
+                self._event_sets.clear()
 
     def nvmlSystemGetDriverVersion(self) -> str:
         self._check_init()

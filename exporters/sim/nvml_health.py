@@ -44,6 +44,7 @@ class SimEventSet:
     def __init__(self) -> None:
         self.masks: dict[int, int] = {}
         self.events: queue.Queue[SimEventData] = queue.Queue()
+        self.valid = True  # False once NVML is shut down: the set belongs to the old driver session
 
 
 SUPPORTED_EVENTS = (pynvml.nvmlEventTypeSingleBitEccError | pynvml.nvmlEventTypeDoubleBitEccError
@@ -179,9 +180,14 @@ class HealthCalls:
     def nvmlEventSetWait(self, event_set: SimEventSet, timeout_ms: int) -> SimEventData:
         self._check_init()
         try:
-            return event_set.events.get(timeout=max(0, timeout_ms) / 1000)
+            event = event_set.events.get(timeout=max(0, timeout_ms) / 1000)
         except queue.Empty:
+            event = None
+        if not event_set.valid:
+            raise_nvml(pynvml.NVML_ERROR_UNINITIALIZED)
+        if event is None:
             raise_nvml(pynvml.NVML_ERROR_TIMEOUT)
+        return event
 
     def nvmlEventSetFree(self, event_set: SimEventSet) -> None:
         with self._lock:
