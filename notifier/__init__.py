@@ -1,1 +1,1 @@
-"""vigil notifier."""
+"""vigil notifier: receives Alertmanager's webhook, keeps incidents, pages the on-call (docs/notifier.md)."""

@@ -130,8 +130,8 @@ class Store:
             if decision.action == "resolve":
                 conn.execute(incidents.update().where(incidents.c.id == incident_id)
                              .values(status="resolved", resolved_at=now))
-        new_keys = decision.alert_keys - (latest.known_alert_keys if latest and not decision.creates_incident
-                                          else frozenset())
+        known = frozenset() if decision.creates_incident else latest.known_alert_keys
+        new_keys = decision.alert_keys - known
         if new_keys:
             conn.execute(incident_alerts.insert(), [{"incident_id": incident_id, "alert_key": k} for k in new_keys])
         notification_id = conn.execute(notifications.insert().values(
