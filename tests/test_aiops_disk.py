@@ -62,6 +62,7 @@ def test_window_deltas_use_the_first_day_before_a_full_window():
         add_features(history.drop(columns=["smart_198"]))
 
 
+@pytest.mark.slow
 def test_model_detects_predictable_failures_at_a_tenth_of_a_percent_false_alarms(trained):
     model, ev = trained
     # measured on this fleet: detection 0.70-0.80 (the 25 % "sudden" failures are undetectable by
@@ -78,6 +79,7 @@ def test_model_detects_predictable_failures_at_a_tenth_of_a_percent_false_alarms
     assert model.metadata["target_false_alarm_rate_per_disk_day"] == 0.001
 
 
+@pytest.mark.slow
 def test_power_on_hours_alone_score_near_chance(fleet):
     """Leakage check: a model on power-on hours (= disk age) only must not find the failures."""
     config = TrainingConfig(seed=7)
@@ -125,6 +127,7 @@ def test_saved_model_scores_like_the_trained_one(trained, fleet, tmp_path):
     assert load_model(tmp_path / "empty") is None
 
 
+@pytest.mark.slow
 def test_cli_trains_from_simulation_and_from_the_written_history(tmp_path):
     runner = CliRunner()
     history = tmp_path / "history.csv"

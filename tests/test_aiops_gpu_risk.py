@@ -204,3 +204,37 @@ def test_collector_exports_disk_risk_when_a_disk_model_is_trained(fake_prometheu
     assert registry.get_sample_value(
         "vigil_failure_risk_reason", {"kind": "disk", "node": "n1", "device": "sda", "reason": "smart_5"}
     ) == 1.0
+
+
+def test_smart_history_decodes_packed_temperature_and_prefers_smartctls_reading(fake_prometheus):
+    from aiops.risk.disk_signals import SMART_DAILY_QUERY, TEMPERATURE_DAILY_QUERY, read_smart_history
+
+    packed = (45 << 32) | (20 << 16) | 37  # raw 194 with max/min in the upper bytes, current = 37
+    fake_prometheus.ranges = {
+        SMART_DAILY_QUERY: [
+            (_smart("n1", "sda", 5), [0, 3, 3]),
+            (_smart("n1", "sda", 194), [packed] * 3),
+            (_smart("n1", "sdb", 194), [packed] * 3),
+        ],
+        TEMPERATURE_DAILY_QUERY: [({"node": "n1", "device": "sdb"}, [41, 42, 43]),
+                                  ({"node": "n1", "device": "nvme0"}, [50, 50, 50])],
+    }
+    reader = PrometheusReader(f"http://127.0.0.1:{fake_prometheus.server_address[1]}")
+    history = read_smart_history(reader, now=1_800_000_000.0)
+    assert sorted(history["disk"].unique()) == ["n1/sda", "n1/sdb"]  # the NVMe disk is not scored
+    sda = history[history["disk"] == "n1/sda"]
+    assert sda["day"].tolist() == [-2, -1, 0]
+    assert sda["smart_194"].tolist() == [37, 37, 37]
+    assert sda["smart_5"].tolist() == [0, 3, 3] and sda["smart_197"].tolist() == [0, 0, 0]
+    assert history.loc[history["disk"] == "n1/sdb", "smart_194"].tolist() == [41, 42, 43]
+
+
+def test_a_corrupt_disk_model_is_logged_and_gpu_risk_still_exported(fake_prometheus, tmp_path, caplog):
+    (tmp_path / "disk_model.joblib").write_bytes(b"not a model")
+    fake_prometheus.answers = {GPU_INVENTORY_QUERY: [(_gpu("n1", "0"), 1)]}
+    collector = FailureRiskCollector(PrometheusReader(f"http://127.0.0.1:{fake_prometheus.server_address[1]}"), tmp_path)
+    registry = CollectorRegistry()
+    registry.register(collector)
+    assert collector.refresh()
+    assert "cannot load the disk model" in caplog.text
+    assert registry.get_sample_value("vigil_failure_risk", {"kind": "gpu", "node": "n1", "gpu": "0"}) > 0

@@ -84,8 +84,11 @@ class FailureRiskCollector:
             # imported here: scikit-learn and pandas take seconds to import, GPU risk needs neither
             from aiops.disk.model import load_model
 
-            self._disk_model = load_model(self._model_dir)
             self._disk_model_loaded = True
+            try:
+                self._disk_model = load_model(self._model_dir)
+            except Exception as exc:  # a corrupt or incompatible file must not stop the GPU risk
+                log.error("cannot load the disk model from %s (disk risk not exported): %s", self._model_dir, exc)
             if self._disk_model is None:
                 log.info("no disk model in %s: disk failure risk is not exported", self._model_dir)
         return self._disk_model

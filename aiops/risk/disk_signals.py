@@ -12,20 +12,32 @@ DAY_S = 86400.0
 _ATTRIBUTES = "|".join(str(a) for a in COUNTER_ATTRIBUTES + (TEMPERATURE_ATTRIBUTE,))
 # the daily maximum of each raw attribute: the model was trained on one reading per disk per day
 SMART_DAILY_QUERY = f'max_over_time(vigil_disk_smart_attribute_raw{{attribute_id=~"{_ATTRIBUTES}"}}[1d])'
+# smartctl's decoded temperature; raw 194 often packs min/max into its upper bytes
+TEMPERATURE_DAILY_QUERY = "max_over_time(vigil_disk_temperature_celsius[1d])"
 
 
 def read_smart_history(reader: PrometheusReader, now: float, days: int = 15) -> pd.DataFrame:
-    """A table `disk, node, device, day, smart_<id>...` with one row per disk per day seen."""
-    series = reader.query_range(SMART_DAILY_QUERY, start=now - (days - 1) * DAY_S, end=now, step_s=DAY_S)
+    """A table `disk, node, device, day, smart_<id>...` with one row per ATA disk per day seen.
+
+    Disks without any SMART attribute series (NVMe) are left out: the model knows ATA attributes only.
+    """
+    start = now - (days - 1) * DAY_S
     records: dict[tuple[str, str, int], dict] = {}
-    for labels, points in series:
+    temperature: dict[tuple[str, str, int], float] = {}
+    for labels, points in reader.query_range(SMART_DAILY_QUERY, start=start, end=now, step_s=DAY_S):
         node, device, attr = labels.get("node"), labels.get("device"), labels.get("attribute_id")
         if node is None or device is None or attr is None:
             continue
         for t, value in points:
             day = int(round((t - now) / DAY_S))  # 0 = today, -1 = yesterday, ...
             row = records.setdefault((node, device, day), {"node": node, "device": device, "day": day})
-            row[f"smart_{attr}"] = value
+            row[f"smart_{attr}"] = float(int(value) & 0xFF) if attr == str(TEMPERATURE_ATTRIBUTE) else value
+    for labels, points in reader.query_range(TEMPERATURE_DAILY_QUERY, start=start, end=now, step_s=DAY_S):
+        for t, value in points:
+            temperature[(labels.get("node"), labels.get("device"), int(round((t - now) / DAY_S)))] = value
+    for key, row in records.items():
+        if key in temperature:
+            row[f"smart_{TEMPERATURE_ATTRIBUTE}"] = temperature[key]
     columns = ["disk", "node", "device", "day"] + [f"smart_{a}" for a in COUNTER_ATTRIBUTES + (TEMPERATURE_ATTRIBUTE,)]
     if not records:
         return pd.DataFrame(columns=columns)
