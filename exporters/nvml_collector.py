@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator
 
 from prometheus_client.core import Metric
 
+from exporters.gpu_isolation import StallGuard
 from exporters.gpu_reader import GpuLost, GpuMemo, GpuReader, Rows, text
 from exporters.exposition import render
 from exporters.gpu_specs import SPECS
@@ -31,7 +32,8 @@ class NvmlCollector:
     """Prometheus collector for the GPUs of one node, read through `nvml` every `interval` seconds."""
 
     def __init__(self, nvml: Any, node: str, *, interval: float = 5.0, expected_gpus: int | None = None,
-                 watch_xids: bool = True, xid_wait_ms: int = 500, clock: Callable[[], float] = time.time) -> None:
+                 watch_xids: bool = True, xid_wait_ms: int = 500, gpu_timeout: float | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
         if interval <= 0:
             raise ValueError("interval must be positive")
         self.nvml = nvml
@@ -50,6 +52,9 @@ class NvmlCollector:
         self._xid_last: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # gpu_timeout: read each GPU on a worker and give up on a stuck one after that many seconds;
+        # None reads in the calling thread (the simulated fleet, where threads are the scarce resource)
+        self._guard = StallGuard(gpu_timeout, f"vigil-gpu-read-{node}") if gpu_timeout else None
         self._xids = (XidWatcher(nvml, self.handles, self.record_xid, clock=clock, wait_ms=xid_wait_ms)
                       if watch_xids else None)
         self._cycle = 0
@@ -80,6 +85,8 @@ class NvmlCollector:
             self._xids.stop()
         if self._thread is not None:
             self._thread.join(timeout=self.interval + 1)
+        if self._guard is not None:
+            self._guard.close()
         if self._initialized:
             try:
                 self.nvml.nvmlShutdown()
@@ -135,17 +142,14 @@ class NvmlCollector:
         count = self._ensure_init()
         visible = 0
         for index, memo in sorted(self._memos.items()):
-            up = False
+            up = stalled = False
             if count is not None and memo.handle is not None:
-                try:
-                    self._reader.read(memo, rows, *self._system)
-                    up = True
-                except GpuLost:
-                    pass
+                up, stalled = self._read_gpu(memo, rows)
             memo.up = up
             visible += up
             labels = (self.node, str(index), memo.uuid)
             rows.setdefault("vigil_gpu_up", []).append((labels, 1.0 if up else 0.0))
+            rows.setdefault("vigil_gpu_collection_stalled", []).append((labels, 1.0 if stalled else 0.0))
             if memo.info is not None:
                 rows.setdefault("vigil_gpu_info", []).append((labels + memo.info, 1.0))
         node = (self.node,)
@@ -157,6 +161,21 @@ class NvmlCollector:
         rows["vigil_exporter_last_collection_timestamp_seconds"] = [(node, self.clock())]
         self._snapshot = rows
         self._cycle += 1
+
+    def _read_gpu(self, memo: GpuMemo, rows: Rows) -> tuple[bool, bool]:
+        """Read one GPU into `rows`; (up, stalled). Each read fills its own rows, merged only when it
+        completes, so a stuck read that returns late cannot touch a snapshot already published."""
+        own: Rows = {}
+        try:
+            if self._guard is None:
+                self._reader.read(memo, own, *self._system)
+            elif not self._guard.run(memo.index, lambda: self._reader.read(memo, own, *self._system)):
+                return False, True
+        except GpuLost:
+            return False, False
+        for name, samples in own.items():
+            rows.setdefault(name, []).extend(samples)
+        return True, False
 
     def _xid_rows(self, rows: Rows) -> None:
         uuids = {i: m.uuid for i, m in self._memos.items()}

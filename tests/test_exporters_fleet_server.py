@@ -145,3 +145,23 @@ def _answers(url: str) -> bool:
         return requests.get(url, timeout=1).ok
     except requests.ConnectionError:
         return False
+
+
+def test_single_port_mode_serves_every_node_by_query() -> None:
+    base = free_ports(2)
+    server = FleetServer(SimulatedFleet(5, 2), port=base, control_port=base + 1, interval=0.1, single_port=True)
+    server.start()
+    try:
+        url = f"http://127.0.0.1:{base}/metrics"
+        nodes = requests.get(f"{server.control_url}/chaos", timeout=5).json()["nodes"]
+        assert [n["url"] for n in nodes] == [f"{url}?node=node-{i}" for i in range(1, 6)]
+        assert 'node="node-4"' in requests.get(f"{url}?node=node-4", timeout=5).text
+        assert requests.get(f"{url}?node=node-6", timeout=5).status_code == 404
+        assert requests.get(url, timeout=5).status_code == 404
+        requests.post(f"{server.control_url}/chaos/inject", json={"fault": "node-down", "node": "node-4"}, timeout=5)
+        assert requests.get(f"{url}?node=node-4", timeout=5).status_code == 503
+        assert requests.get(f"{url}?node=node-5", timeout=5).ok
+        requests.post(f"{server.control_url}/chaos/clear", json={}, timeout=5)
+        assert requests.get(f"{url}?node=node-4", timeout=5).ok
+    finally:
+        server.stop()

@@ -232,3 +232,25 @@ def test_driver_reload_marks_gpus_down_then_xids_flow_again(sim: SimulatedNvml, 
     sim.inject(Fault("xid-burst", NODE, 6, 0.0, {"count": 2, "xid": 31}))
     wait_until(lambda: "vigil_gpu_xid_errors_total" in scrape(registry))
     assert value(scrape(registry), "vigil_gpu_xid_errors_total", gpu="6", xid="31") == 2
+
+
+def test_a_stuck_gpu_is_isolated_from_the_others(sim: SimulatedNvml) -> None:
+    collector, registry = offline(sim, gpu_timeout=0.2)
+    collector.refresh()
+    sim.inject(Fault("nvml-hang", NODE, 1, 0.0, {"seconds": 1}))
+    started = time.monotonic()
+    collector.refresh()
+    assert time.monotonic() - started < 0.9  # gave up on GPU 1 after 0.2 s, read the other seven
+    samples = scrape(registry)
+    assert value(samples, "vigil_gpu_up", gpu="1") == 0
+    assert value(samples, "vigil_gpu_collection_stalled", gpu="1") == 1
+    assert all(value(samples, "vigil_gpu_up", gpu=str(g)) == 1 for g in range(8) if g != 1)
+    assert {s.labels["gpu"] for s in samples["vigil_gpu_power_watts"]} == {str(g) for g in range(8) if g != 1}
+    collector.refresh()  # still stuck: not read again, no second thread blocked
+    assert value(scrape(registry), "vigil_gpu_collection_stalled", gpu="1") == 1
+    sim.reset(1)
+    time.sleep(1.0)  # the stuck call returns
+    collector.refresh()
+    samples = scrape(registry)
+    assert value(samples, "vigil_gpu_up", gpu="1") == 1 and value(samples, "vigil_gpu_collection_stalled", gpu="1") == 0
+    collector.stop()

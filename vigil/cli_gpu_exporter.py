@@ -60,6 +60,8 @@ def _serve_registry(registry: Any, host: str, port: int) -> Any:
 @click.option("--node", default=None, help="Node label [default: the hostname].")
 @click.option("--expected-gpus", type=click.IntRange(min=0), default=None,
               help="GPUs the node should have [default: the first successful count].")
+@click.option("--gpu-timeout", type=click.FloatRange(min=0), default=2.0, show_default=True,
+              help="nvml: seconds before a GPU whose NVML call hangs is reported stalled (0: no isolation).")
 @click.option("--sim-nodes", type=click.IntRange(1, 5000), default=4, show_default=True, help="sim: nodes in the fleet.")
 @click.option("--sim-gpus", type=click.IntRange(1, 64), default=8, show_default=True, help="sim: GPUs per node.")
 @click.option("--control-listen", default=None,
@@ -69,7 +71,7 @@ def _serve_registry(registry: Any, host: str, port: int) -> Any:
 @click.option("--dcgm-url", default="http://127.0.0.1:9400/metrics", show_default=True,
               help="dcgm: URL of dcgm-exporter's /metrics.")
 def gpu(backend: str | None, listen: str, interval: float, node: str | None, expected_gpus: int | None,
-        sim_nodes: int, sim_gpus: int, control_listen: str | None, single_port: bool, dcgm_url: str) -> None:
+        gpu_timeout: float, sim_nodes: int, sim_gpus: int, control_listen: str | None, single_port: bool, dcgm_url: str) -> None:
     """Export GPU health and utilization metrics for Prometheus until SIGTERM/SIGINT."""
     host, port = _host_port(listen, "--listen")
     node = node or socket.gethostname()
@@ -80,7 +82,7 @@ def gpu(backend: str | None, listen: str, interval: float, node: str | None, exp
     if backend == "sim":
         _run_sim(host, port, control_listen, interval, sim_nodes, sim_gpus, single_port)
     elif backend == "nvml":
-        _run_nvml(host, port, node, interval, expected_gpus)
+        _run_nvml(host, port, node, interval, expected_gpus, gpu_timeout)
     else:
         _run_dcgm(host, port, node, dcgm_url, interval)
 
@@ -128,7 +130,8 @@ def _can_listen(host: str, first: int, last: int) -> bool:
     return True
 
 
-def _run_nvml(host: str, port: int, node: str, interval: float, expected_gpus: int | None) -> None:
+def _run_nvml(host: str, port: int, node: str, interval: float, expected_gpus: int | None,
+              gpu_timeout: float) -> None:
     import pynvml
 
     from exporters.metrics_http import MetricsServer
@@ -137,7 +140,8 @@ def _run_nvml(host: str, port: int, node: str, interval: float, expected_gpus: i
     problem = _nvml_problem()
     if problem is not None:
         raise click.ClickException(f"NVML is not usable on this machine ({problem}); try --backend sim")
-    collector = NvmlCollector(pynvml, node, interval=interval, expected_gpus=expected_gpus)
+    collector = NvmlCollector(pynvml, node, interval=interval, expected_gpus=expected_gpus,
+                              gpu_timeout=gpu_timeout or None)
     try:
         server = MetricsServer(host, port, lambda _query: collector.exposition())
     except OSError as error:
