@@ -28,6 +28,9 @@ FAULTS: dict[str, FaultExpectation] = {
                                 'vigil_gpu_ecc_errors_total{{node="{node}",gpu="{gpu}",error_type="uncorrected",counter_type="volatile"}} > 0'),
     "overheat": FaultExpectation("GpuOverheating", True, 'vigil_gpu_temperature_celsius{{node="{node}",gpu="{gpu}",sensor="gpu"}} >= 90'),
     "node-down": FaultExpectation("GpuNodeDown", False, 'up{{job="vigil-gpu",node="{node}"}} == 0'),
+    # needs the AIOps service: the page comes from the learned baseline, not a fixed threshold
+    "load-anomaly": FaultExpectation("GpuLoadOutsideBaseline", True,
+                                     'vigil_gpu_utilization_ratio{{node="{node}",gpu="{gpu}"}} < 0.1'),
 }
 
 

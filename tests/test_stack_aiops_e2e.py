@@ -1,0 +1,63 @@
+"""End to end with AIOps: `vigil up` backfills 14 days of simulated history into the real Prometheus,
+the AIOps service trains on it at start, baselines are scraped from the first minute, and a GPU whose
+load leaves its daily pattern is paged by the baseline rule (not by a fixed threshold)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import requests
+
+from stack_support import RunningStack, start_stack
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    running = start_stack(tmp_path_factory.mktemp("aiops-stack"), nodes=2, gpus=2, aiops=True, node_health=False, backfill_days=14)
+    yield running
+    assert running.cli("down").returncode == 0
+
+
+def query(stack: RunningStack, promql: str) -> list[dict]:
+    r = requests.get(f"{stack.url('prometheus')}/api/v1/query", params={"query": promql}, timeout=5)
+    r.raise_for_status()
+    return r.json()["data"]["result"]
+
+
+def test_history_is_backfilled_into_the_live_series(stack: RunningStack):
+    counts = query(stack, "count_over_time(vigil_gpu_utilization_ratio[15d])")
+    assert len(counts) == 4  # history and live samples are one series per GPU, not two
+    assert all(float(r["value"][1]) >= 14 * 288 for r in counts)
+
+
+def wait_for_series(stack: RunningStack, promql: str, count: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while len(query(stack, promql)) < count and time.monotonic() < deadline:
+        time.sleep(0.5)
+
+
+def test_baselines_are_scraped_from_the_start_for_every_gpu(stack: RunningStack):
+    wait_for_series(stack, 'vigil_baseline_lower{metric="vigil_gpu_utilization_ratio"}', 4)
+    wait_for_series(stack, "vigil_gpu_utilization_ratio", 4)  # first live scrape of both nodes
+    lower = {(r["metric"]["node"], r["metric"]["gpu"]): float(r["value"][1]) for r in query(stack, 'vigil_baseline_lower{metric="vigil_gpu_utilization_ratio"}')}
+    upper = {(r["metric"]["node"], r["metric"]["gpu"]): float(r["value"][1]) for r in query(stack, 'vigil_baseline_upper{metric="vigil_gpu_utilization_ratio"}')}
+    assert set(lower) == set(upper) == {("node-1", "0"), ("node-1", "1"), ("node-2", "0"), ("node-2", "1")}
+    assert all(lower[k] < upper[k] for k in lower)
+    # the live values sit inside the learned band: the baseline fits the simulated daily pattern
+    inside = query(stack, 'vigil_gpu_utilization_ratio > on(node, gpu) group_left() vigil_baseline_lower{metric="vigil_gpu_utilization_ratio"} '
+                          '< on(node, gpu) group_left() vigil_baseline_upper{metric="vigil_gpu_utilization_ratio"}')
+    assert len(inside) >= 3
+
+
+def test_load_leaving_its_pattern_is_paged_by_the_baseline_rule(stack: RunningStack):
+    result = stack.cli("drill", "load-anomaly", "--node", "node-2", "--gpu", "1", "--timeout", "60", "--json", timeout=600)
+    report = json.loads(result.stdout)
+    assert result.returncode == 0 and report["ok"], report
+    pages = json.loads(stack.cli("inbox", "--json").stdout)["pages"]
+    firing = [p for p in pages if p["status"] == "firing" and p["labels"].get("alertname") == "GpuLoadOutsideBaseline"]
+    assert {(p["labels"]["node"], p["labels"]["gpu"]) for p in firing} == {("node-2", "1")}, "only the broken GPU is paged"
+    assert firing[0]["labels"]["severity"] == "warning"

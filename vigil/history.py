@@ -1,0 +1,58 @@
+"""Backfill simulated GPU history into Prometheus so baselines exist from the first minute of a demo.
+
+The simulated load is a pure function of time (`exporters.sim.load.gpu_load`), so weeks of history can
+be written before Prometheus starts. The backfilled series carry exactly the labels the live scrape
+gives them (`node`, `gpu`, `uuid` from the exporter; `job`, `instance` from the target), so history and
+live samples are one series and the AIOps service trains on it at start.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import time
+
+from aiops.history.openmetrics import write_openmetrics
+from exporters.sim.load import gpu_load
+from exporters.sim.nvml import device_uuid
+
+from .settings import StackSettings
+from .stack_config import GPU_JOB, RunLayout
+
+STEP_S = 300.0
+BACKFILLED_METRIC = "vigil_gpu_utilization_ratio"
+
+
+def simulated_series(settings: StackSettings, node_names: list[str], end: float) -> list[tuple]:
+    count = int(settings.backfill_days * 86_400 / STEP_S)
+    timestamps = [end - STEP_S * i for i in range(count, 0, -1)]
+    series = []
+    for index, node in enumerate(node_names, start=1):
+        instance = f"127.0.0.1:{settings.ports.gpu_node(index)}"
+        for gpu in range(settings.sim_gpus):
+            labels = {"node": node, "gpu": str(gpu), "uuid": device_uuid(node, gpu), "job": GPU_JOB, "instance": instance}
+            series.append((BACKFILLED_METRIC, labels, timestamps, [gpu_load(node, gpu, t) for t in timestamps]))
+    return series
+
+
+def backfill_simulated_history(settings: StackSettings, layout: RunLayout, binaries: dict[str, str], node_names: list[str]) -> str:
+    """Write `backfill_days` of simulated history into the TSDB once per run directory; say what happened."""
+    if settings.backfill_days <= 0:
+        return "history backfill: off (backfill_days is 0)"
+    marker = layout.prometheus_data / "vigil-backfill.json"
+    if marker.exists():
+        return f"history backfill: already done ({json.loads(marker.read_text())['samples']} samples)"
+    started = time.monotonic()
+    # End a few minutes back so the live head block starts after the backfilled blocks.
+    end = math.floor(time.time() / STEP_S) * STEP_S - STEP_S
+    source = layout.root / "backfill.om"
+    samples = write_openmetrics(source, simulated_series(settings, node_names, end),
+                                helps={BACKFILLED_METRIC: "Simulated GPU utilization history (backfilled by vigil up)"})
+    result = subprocess.run([binaries["promtool"], "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=24h",
+                             str(source), str(layout.prometheus_data)], capture_output=True, text=True)
+    source.unlink(missing_ok=True)
+    if result.returncode != 0:
+        return f"history backfill failed (baselines will learn from live data only): {result.stderr.strip()[-500:]}"
+    marker.write_text(json.dumps({"samples": samples, "days": settings.backfill_days, "end": end}) + "\n")
+    return f"history backfill: {samples} samples ({settings.backfill_days:g} days) in {time.monotonic() - started:.1f}s"
