@@ -254,3 +254,18 @@ def test_a_stuck_gpu_is_isolated_from_the_others(sim: SimulatedNvml) -> None:
     samples = scrape(registry)
     assert value(samples, "vigil_gpu_up", gpu="1") == 1 and value(samples, "vigil_gpu_collection_stalled", gpu="1") == 0
     collector.stop()
+
+
+def test_mig_instances_are_exported_per_instance() -> None:
+    sim = SimulatedNvml(NODE, 2, mig_gpus={1: 3})
+    collector, registry = offline(sim)
+    collector.refresh()
+    samples = scrape(registry)
+    assert value(samples, "vigil_gpu_mig_mode", gpu="0") == 0
+    assert value(samples, "vigil_gpu_mig_mode", gpu="1") == 1
+    instances = [s for s in samples["vigil_gpu_mig_instance_memory_used_bytes"] if s.labels["gpu"] == "1"]
+    assert len(instances) == 3 and all(s.labels["mig_uuid"].startswith("MIG-") for s in instances)
+    assert len({s.labels["mig_uuid"] for s in instances}) == 3
+    assert value(samples, "vigil_gpu_up", gpu="1") == 1
+    # in MIG mode NVML has no whole-GPU utilization: the field is skipped, the GPU is not down
+    assert {s.labels["gpu"] for s in samples["vigil_gpu_utilization_ratio"]} == {"0"}

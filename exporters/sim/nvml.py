@@ -24,6 +24,7 @@ import pynvml
 
 from exporters.sim import faults as F
 from exporters.sim.load import gpu_load, gpu_power, gpu_temperature
+from exporters.sim.nvml_mig import MigCalls, SimMigHandle, mig_uuid
 from exporters.sim.nvml_health import HealthCalls, SimEventData, SimEventSet, raise_nvml as _raise
 
 GIB = 1024**3
@@ -51,7 +52,7 @@ def device_uuid(node: str, index: int) -> str:
     return f"GPU-{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:32]}"
 
 
-class SimulatedNvml(HealthCalls):
+class SimulatedNvml(HealthCalls, MigCalls):
     """Simulated NVML of one node with `gpus` H100-like GPUs; thread-safe like the real library.
 
     `unsupported` names pynvml functions that raise NOT_SUPPORTED on this node (e.g. fan speed on SXM
@@ -59,7 +60,8 @@ class SimulatedNvml(HealthCalls):
     """
 
     def __init__(self, node: str = "node-1", gpus: int = 8, *, unsupported: frozenset[str] = frozenset(),
-                 nvlinks: int = NVLINKS, clock: Callable[[], float] = time.time) -> None:
+                 nvlinks: int = NVLINKS, mig_gpus: dict[int, int] | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
         self.node = node
         self.gpu_count = gpus
         self.nvlinks = nvlinks
@@ -72,6 +74,9 @@ class SimulatedNvml(HealthCalls):
         self._event_sets: list[SimEventSet] = []
         self._load_cache: dict[int, tuple[int, float]] = {}
         self._driver_loaded = True
+        self.mig_gpus = dict(mig_gpus or {})
+        self._mig_cache: dict[int, list[SimMigHandle]] = {}
+        self.memory_total = MEMORY_TOTAL
 
     # -- fault control (used by the fleet and tests; not part of the NVML API) --------------------
     def inject(self, fault: F.Fault) -> None:
@@ -219,6 +224,8 @@ class SimulatedNvml(HealthCalls):
 
     # -- identity -----------------------------------------------------------------------------------
     def nvmlDeviceGetUUID(self, handle: SimHandle) -> str:
+        if isinstance(handle, SimMigHandle):
+            return mig_uuid(self.node, self._gpu(handle.parent, "nvmlDeviceGetUUID")[0], handle.slot)
         index, _ = self._gpu(handle, "nvmlDeviceGetUUID")
         return device_uuid(self.node, index)
 
@@ -247,25 +254,17 @@ class SimulatedNvml(HealthCalls):
         self._gpu(handle, "nvmlDeviceGetPersistenceMode")
         return pynvml.NVML_FEATURE_ENABLED
 
-    def nvmlDeviceGetMigMode(self, handle: SimHandle) -> list[int]:
-        self._gpu(handle, "nvmlDeviceGetMigMode")
-        return [pynvml.NVML_DEVICE_MIG_DISABLE, pynvml.NVML_DEVICE_MIG_DISABLE]
-
-    def nvmlDeviceGetMaxMigDeviceCount(self, handle: SimHandle) -> int:
-        self._gpu(handle, "nvmlDeviceGetMaxMigDeviceCount")
-        return 7
-
-    def nvmlDeviceGetMigDeviceHandleByIndex(self, handle: SimHandle, index: int) -> SimHandle:
-        self._gpu(handle, "nvmlDeviceGetMigDeviceHandleByIndex")
-        _raise(pynvml.NVML_ERROR_NOT_FOUND)  # MIG is disabled on every simulated GPU
-
     # -- load, memory, thermals, power, clocks ------------------------------------------------------
     def nvmlDeviceGetUtilizationRates(self, handle: SimHandle) -> pynvml.c_nvmlUtilization_t:
         index, state = self._gpu(handle, "nvmlDeviceGetUtilizationRates")
+        if index in self.mig_gpus:  # NVML reports utilization per MIG instance only, not for the GPU
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
         load = self._load(index, state)
         return pynvml.c_nvmlUtilization_t(gpu=round(100 * load), memory=round(60 * load))
 
     def nvmlDeviceGetMemoryInfo(self, handle: SimHandle, version: int | None = None) -> pynvml.c_nvmlMemory_t:
+        if isinstance(handle, SimMigHandle):
+            return self._mig_memory(handle)
         index, state = self._gpu(handle, "nvmlDeviceGetMemoryInfo")
         used = int(MEMORY_TOTAL * min(0.97, 0.01 + 0.9 * self._load(index, state))) // MIB * MIB
         return pynvml.c_nvmlMemory_t(total=MEMORY_TOTAL, free=MEMORY_TOTAL - used, used=used)
