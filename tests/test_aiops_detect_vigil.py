@@ -59,3 +59,29 @@ def test_warmup_scores_zero():
     values[100] += 50
     scores = make_detector("vigil").score_series(stamps(400, 5), values)
     assert scores[:300].max() == 0.0
+
+
+def weekly_series(weeks, seed=0):
+    """Half-hourly load with a daily cycle and a weekly six-hour job burst (Mondays 06:00-12:00)."""
+    n = weeks * 7 * 48
+    t = np.arange(n)
+    values = 50 + 20 * np.sin(2 * np.pi * t / 48) + np.random.default_rng(seed).normal(0, 1, n)
+    monday_burst = ((t // 48) % 7 == 0) & (t % 48 >= 12) & (t % 48 < 24)
+    values[monday_burst] += 20
+    return stamps(n, 30), values
+
+
+def test_weekly_rhythm_is_context_not_an_anomaly_but_a_stall_is():
+    times, values = weekly_series(6)
+    threshold = default_threshold("vigil")
+    scores = make_detector("vigil").score_series(times, values)
+    two_weeks = 2 * 7 * 48
+    # once a week of history exists, the Monday burst matches last Monday: no alarms (compared with
+    # yesterday only, each burst would alarm)
+    assert not np.any(scores[two_weeks:] >= threshold)
+    stalled = values.copy()
+    start = 4 * 7 * 48 + 2 * 48 + 10  # a Wednesday in week 5: the load freezes for half a day
+    stalled[start:start + 24] = stalled[start]
+    alarms = np.flatnonzero(make_detector("vigil").score_series(times, stalled) >= threshold)
+    assert np.any((alarms >= start) & (alarms < start + 24))
+    assert not np.any((alarms >= two_weeks) & (alarms < start))

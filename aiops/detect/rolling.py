@@ -82,3 +82,23 @@ class Range:
 
     def width(self) -> float:
         return self.high - self.low if self.high >= self.low else 0.0
+
+
+class History:
+    """The last `size` values pushed, with O(1) access to the value k points ago (a ring buffer)."""
+
+    def __init__(self, size: int):
+        self._ring = [0.0] * size
+        self._size = size
+        self._count = 0
+
+    def __len__(self) -> int:
+        return min(self._count, self._size)
+
+    def push(self, value: float) -> None:
+        self._ring[self._count % self._size] = value
+        self._count += 1
+
+    def ago(self, k: int) -> float:
+        """The value pushed k pushes ago (k = 1: the latest); k must be in 1..len(self)."""
+        return self._ring[(self._count - k) % self._size]

@@ -9,7 +9,8 @@ summary) and yields a deviation z:
 * `shift`: the mean of the last `shift_span` values against the baseline that ends before them
   (a level shift shows after a few points even when no single point is extreme);
 * `season`: the value minus the value one day earlier (the lag is learned from the first timestamps),
-  averaged over `season_span` points: catches a daily pattern that stops, flattens or changes shape;
+  or one week earlier when that is closer, averaged over `season_span` points: catches a daily
+  pattern that stops, flattens or changes shape, without alarming on every Monday;
 * `volatility`: the mean absolute step over the last `volatility_span` points against its own history
   (variance changes, noise bursts, a signal that goes flat).
 
@@ -36,9 +37,10 @@ from datetime import datetime
 from statistics import median
 
 from aiops.detect.base import Detector
-from aiops.detect.rolling import Range, RollingMax, RollingMoments
+from aiops.detect.rolling import History, Range, RollingMax, RollingMoments
 
 SECONDS_PER_DAY = 86400.0
+WEEK_IN_DAYS = 7
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,7 @@ class VigilDetector(Detector):
     """Spike, level-shift, daily-pattern and volatility tests, scored against their recent records."""
 
     name = "vigil"
-    version = "3"
+    version = "4"
 
     def __init__(self, params: VigilParameters | None = None):
         p = self.params = params or VigilParameters()
@@ -114,7 +116,7 @@ class VigilDetector(Detector):
         self._last_alarm = -p.quiet - 1
         self._steps: deque[float] = deque()
         self._steps_sum = 0.0
-        self._history: deque[float] = deque(maxlen=p.max_period + 1)
+        self._history = History(WEEK_IN_DAYS * p.max_period)
         self._first_times: list[datetime] = []
         self._period: int | None = None  # daily lag in points, once learned (0: not daily-sampled)
         self._count = 0
@@ -142,12 +144,23 @@ class VigilDetector(Detector):
 
     def _volatility_signal(self, value: float) -> float:
         history, steps = self._history, self._steps
-        step = abs(value - history[-1]) if history else 0.0
+        step = abs(value - history.ago(1)) if len(history) else 0.0
         steps.append(step)
         self._steps_sum += step
         if len(steps) > self.params.volatility_span:
             self._steps_sum -= steps.popleft()
         return self._steps_sum / len(steps)
+
+    def _seasonal_difference(self, value: float) -> float:
+        """Value minus the same time yesterday, or minus the same time last week when that is closer
+        (a Monday morning is unlike Sunday's but like last Monday's)."""
+        history, day = self._history, self._period
+        daily = value - history.ago(day)
+        if len(history) >= WEEK_IN_DAYS * day:
+            weekly = value - history.ago(WEEK_IN_DAYS * day)
+            if abs(weekly) < abs(daily):
+                return weekly
+        return daily
 
     def update(self, timestamp: str, value: float) -> float:
         p = self.params
@@ -155,8 +168,8 @@ class VigilDetector(Detector):
             self._learn_period(timestamp)
         zs = [self._spike.update(value), self._shift.update(value), 0.0, self._volatility.update(self._volatility_signal(value))]
         if self._period and len(self._history) >= self._period:
-            zs[2] = self._season.update(value - self._history[-self._period])
-        self._history.append(value)
+            zs[2] = self._season.update(self._seasonal_difference(value))
+        self._history.push(value)
         warm = self._count >= p.warmup
         self._count += 1
         ratio = 0.0
