@@ -6,7 +6,9 @@ Kept apart from `exporters.sim.nvml` so each module stays small; the methods use
 
 from __future__ import annotations
 
+import ctypes
 import queue
+import struct
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +22,10 @@ FIELD_PCIE_REPLAY = 94
 FIELD_RECOVERY_ACTION = 230
 NVLINK_DL_FIELDS = {161: 0, 162: 1, 163: 2}  # replay, recovery, CRC (flit) per link (scopeId = link)
 UINT_FIELDS = {FIELD_MEMORY_TEMP, FIELD_RECOVERY_ACTION, 144, 145, 31}
+# c_nvmlFieldValue_t as bytes: fieldId, scopeId, timestamp, latencyUsec, valueType, nvmlReturn, value
+# (an unsigned int value sits in the union's first 4 bytes: little-endian Q packs it there too)
+_FIELD_RECORD = struct.Struct("<IIqqIIQ")
+assert _FIELD_RECORD.size == ctypes.sizeof(pynvml.c_nvmlFieldValue_t)
 
 
 def raise_nvml(code: int) -> None:
@@ -100,27 +106,25 @@ class HealthCalls:
     # -- field values (batched reads) ---------------------------------------------------------------
     def nvmlDeviceGetFieldValues(self, handle: Any, field_ids: list[Any]) -> Any:
         index, state = self._gpu(handle, "nvmlDeviceGetFieldValues")
-        values = (pynvml.c_nvmlFieldValue_t * len(field_ids))()
         now_us = int(self.clock() * 1e6)
         with self._lock:
             self._advance(index, state)
             answers = self._field_answers(index, state)
-            links = {link: {c: int(state.nvlink_errors.get((link, c), 0)) for c in range(3)}
+            links = {link: [int(state.nvlink_errors.get((link, c), 0)) for c in range(3)]
                      for link in range(self.nvlinks)}
-        for slot, field_id in zip(values, field_ids):
+        # pack the records as bytes and hand back pynvml's own ctypes array: setting ~70 structs field
+        # by field through pynvml's Python-level __setattr__ cost more than the rest of the simulator
+        buffer = bytearray(_FIELD_RECORD.size * len(field_ids))
+        for i, field_id in enumerate(field_ids):
             field_id, scope = field_id if isinstance(field_id, tuple) else (field_id, 0)
-            slot.fieldId, slot.scopeId, slot.timestamp = field_id, scope, now_us
             if field_id in NVLINK_DL_FIELDS:
-                answer = None if scope not in links else links[scope][NVLINK_DL_FIELDS[field_id]]
+                answer = links[scope][NVLINK_DL_FIELDS[field_id]] if scope in links else None
             else:
                 answer = answers.get(field_id)
-            if answer is None:
-                slot.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
-            elif field_id in UINT_FIELDS:
-                slot.valueType, slot.value.uiVal = pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, answer
-            else:
-                slot.valueType, slot.value.ullVal = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, answer
-        return values
+            kind = pynvml.NVML_VALUE_TYPE_UNSIGNED_INT if field_id in UINT_FIELDS else pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+            status = pynvml.NVML_SUCCESS if answer is not None else pynvml.NVML_ERROR_NOT_SUPPORTED
+            _FIELD_RECORD.pack_into(buffer, i * _FIELD_RECORD.size, field_id, scope, now_us, 0, kind, status, answer or 0)
+        return (pynvml.c_nvmlFieldValue_t * len(field_ids)).from_buffer_copy(buffer)
 
     def _field_answers(self, index: int, state: Any) -> dict[int, int]:
         return {
