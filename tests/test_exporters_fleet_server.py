@@ -3,41 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 
 import pytest
 import requests
+from exporters_nvml_support import free_ports, wait_until
 
 from exporters.fleet_server import FleetServer
 from exporters.sim.fleet import SimulatedFleet
-
-
-def free_ports(count: int) -> int:
-    """A base port with `count` consecutive free ports on 127.0.0.1."""
-    for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = probe.getsockname()[1]
-        if base + count >= 65535:
-            continue
-        try:
-            held = []
-            for port in range(base, base + count):
-                s = socket.socket()
-                held.append(s)
-                s.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in held:
-                s.close()
-    raise RuntimeError("no free port range")
 
 
 @pytest.fixture()
@@ -53,13 +25,6 @@ def gpu_up(url: str) -> dict[str, float]:
     text = requests.get(url, timeout=5).text
     return {line.split('gpu="')[1].split('"')[0]: float(line.rsplit(" ", 1)[1])
             for line in text.splitlines() if line.startswith("vigil_gpu_up{")}
-
-
-def wait_until(predicate, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.05)
 
 
 def test_each_node_is_its_own_target(fleet_server) -> None:
@@ -116,35 +81,6 @@ def test_chaos_api_rejects_bad_requests(fleet_server, path: str, body, reason: s
     assert reply.status_code == 400
     assert reason in reply.json()["error"]
     assert requests.get(f"{server.control_url}/chaos", timeout=5).json()["faults"] == []
-
-
-def test_cli_runs_the_fleet_and_exits_cleanly_on_sigterm() -> None:
-    base = free_ports(3)
-    cmd = [sys.executable, "-m", "vigil.cli", "exporter", "gpu", "--backend", "sim", "--sim-nodes", "2",
-           "--sim-gpus", "2", "--listen", f"127.0.0.1:{base}", "--control-listen", f"127.0.0.1:{base + 2}",
-           "--interval", "0.2"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    try:
-        wait_until(lambda: _answers(f"http://127.0.0.1:{base + 2}/healthz"), timeout=20)
-        assert 'node="node-2"' in requests.get(f"http://127.0.0.1:{base + 1}/metrics", timeout=5).text
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        _out, err = proc.communicate(timeout=20)
-    assert proc.returncode == 0, err
-    assert b"Traceback" not in err
-
-
-def test_cli_rejects_bad_listen_address() -> None:
-    result = subprocess.run([sys.executable, "-m", "vigil.cli", "exporter", "gpu", "--backend", "sim",
-                             "--listen", "nowhere"], capture_output=True, timeout=30)
-    assert result.returncode == 2 and b"HOST:PORT" in result.stderr and b"Traceback" not in result.stderr
-
-
-def _answers(url: str) -> bool:
-    try:
-        return requests.get(url, timeout=1).ok
-    except requests.ConnectionError:
-        return False
 
 
 def test_single_port_mode_serves_every_node_by_query() -> None:

@@ -8,6 +8,7 @@ import time
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
+from exporters_nvml_support import wait_until
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporters.gpu_specs import SPECS
@@ -32,13 +33,6 @@ def scrape(registry: CollectorRegistry) -> dict[str, list]:
 def value(samples: dict[str, list], metric: str, **labels: str) -> float:
     [match] = [s.value for s in samples[metric] if all(s.labels.get(k) == v for k, v in labels.items())]
     return match
-
-
-def wait_until(predicate, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.02)
 
 
 def offline(sim: SimulatedNvml, **kwargs) -> tuple[NvmlCollector, CollectorRegistry]:

@@ -162,8 +162,12 @@ def _run_dcgm(host: str, port: int, node: str, url: str, interval: float) -> Non
         from exporters.dcgm import DcgmCollector
     except ImportError as error:
         raise click.ClickException(f"the dcgm backend is not available in this build ({error})") from None
+    try:
+        collector = DcgmCollector(url=url, node=node, timeout=max(1.0, min(interval, 10.0)), max_age=interval)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--dcgm-url") from None
     registry = CollectorRegistry()
-    registry.register(DcgmCollector(url=url, node=node, timeout=max(1.0, min(interval, 10.0))))
+    registry.register(collector)
     server = _serve_registry(registry, host, port)
     click.echo(f"DCGM bridge for {node} ({url}) on http://{host}:{port}/metrics", err=True)
     try:

@@ -13,10 +13,8 @@ from the load; faults (see `exporters.sim.faults`) change the answers of one GPU
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
-import zlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -24,10 +22,10 @@ import pynvml
 
 from exporters.sim import faults as F
 from exporters.sim.load import gpu_load, gpu_power, gpu_temperature
-from exporters.sim.nvml_mig import MigCalls, SimMigHandle, mig_uuid
+from exporters.sim.identity import device_serial, device_uuid, mig_uuid, pci_bus
+from exporters.sim.nvml_mig import MigCalls, SimMigHandle
 from exporters.sim.nvml_health import HealthCalls, SimEventData, SimEventSet, raise_nvml as _raise
 
-GIB = 1024**3
 MIB = 1024**2
 MEMORY_TOTAL = 81_559 * MIB  # what an H100 80GB HBM3 reports
 POWER_LIMIT_W = 700.0
@@ -44,12 +42,6 @@ class SimHandle:
 
     node: str
     index: int
-
-
-def device_uuid(node: str, index: int) -> str:
-    """Deterministic `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` UUID of a simulated GPU."""
-    digits = hashlib.sha256(f"{node}/gpu{index}".encode()).hexdigest()
-    return f"GPU-{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:32]}"
 
 
 class SimulatedNvml(HealthCalls, MigCalls):
@@ -235,14 +227,14 @@ class SimulatedNvml(HealthCalls, MigCalls):
 
     def nvmlDeviceGetSerial(self, handle: SimHandle) -> str:
         index, _ = self._gpu(handle, "nvmlDeviceGetSerial")
-        return f"{1650000000000 + zlib.crc32(f'{self.node}/{index}'.encode()) % 10**9:013d}"
+        return device_serial(self.node, index)
 
     def nvmlDeviceGetIndex(self, handle: SimHandle) -> int:
         return self._gpu(handle, "nvmlDeviceGetIndex")[0]
 
     def nvmlDeviceGetPciInfo(self, handle: SimHandle) -> pynvml.nvmlPciInfo_t:
         index, _ = self._gpu(handle, "nvmlDeviceGetPciInfo")
-        bus = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)[index % 8] + 0x100 * (index // 8)
+        bus = pci_bus(index)
         info = pynvml.nvmlPciInfo_t()
         info.busId = f"00000000:{bus:02X}:00.0".encode()
         info.busIdLegacy = f"0000:{bus:02X}:00.0".encode()

@@ -7,7 +7,6 @@ MIG mode "disabled", as a GPU without MIG configured does.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,11 +23,6 @@ class SimMigHandle:
 
     parent: Any
     slot: int
-
-
-def mig_uuid(node: str, gpu: int, slot: int) -> str:
-    digits = hashlib.sha256(f"{node}/gpu{gpu}/mig{slot}".encode()).hexdigest()
-    return f"MIG-{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:32]}"
 
 
 class MigCalls:
