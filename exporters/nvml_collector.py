@@ -117,6 +117,8 @@ class NvmlCollector:
             if not self._initialized:
                 self.nvml.nvmlInit()
                 self._initialized = True
+                for memo in self._memos.values():  # handles of an earlier NVML session are invalid
+                    memo.handle = None
                 self._system = (text(call("nvmlSystemGetDriverVersion") or ""),
                                 _cuda_version(call("nvmlSystemGetCudaDriverVersion")))
             count = self.nvml.nvmlDeviceGetCount()
@@ -143,7 +145,7 @@ class NvmlCollector:
         visible = 0
         for index, memo in sorted(self._memos.items()):
             up = stalled = False
-            if count is not None and memo.handle is not None:
+            if count is not None and index < count and memo.handle is not None:
                 up, stalled = self._read_gpu(memo, rows)
             memo.up = up
             visible += up

@@ -263,3 +263,17 @@ def test_mig_instances_are_exported_per_instance() -> None:
     assert value(samples, "vigil_gpu_up", gpu="1") == 1
     # in MIG mode NVML has no whole-GPU utilization: the field is skipped, the GPU is not down
     assert {s.labels["gpu"] for s in samples["vigil_gpu_utilization_ratio"]} == {"0"}
+
+
+def test_a_gpu_missing_after_driver_reload_stays_exported_as_down(sim: SimulatedNvml) -> None:
+    collector, registry = offline(sim)
+    collector.refresh()
+    sim.unload_driver()
+    collector.refresh()
+    sim.gpu_count = 7  # the reloaded driver enumerates one GPU less (it did not come back from the bus)
+    sim.load_driver()
+    collector.refresh()
+    samples = scrape(registry)
+    assert value(samples, "vigil_gpu_up", gpu="7", uuid=device_uuid(NODE, 7)) == 0
+    assert value(samples, "vigil_node_gpus_visible") == 7 and value(samples, "vigil_node_gpus_expected") == 8
+    assert all(value(samples, "vigil_gpu_up", gpu=str(g)) == 1 for g in range(7))
