@@ -58,11 +58,10 @@ class GpuMemo:
 class GpuReader:
     """Reads GPUs through the given NVML module (`pynvml` or a simulator with the same functions)."""
 
-    def __init__(self, nvml: Any, node: str, errors: Counter, clock: Callable[[], float]) -> None:
+    def __init__(self, nvml: Any, node: str, errors: Counter) -> None:
         self.nvml = nvml
         self.node = node
         self.errors = errors
-        self.clock = clock
         self._names = error_names(nvml)
         self._lost_codes = {nvml.NVML_ERROR_GPU_IS_LOST, nvml.NVML_ERROR_RESET_REQUIRED,
                             nvml.NVML_ERROR_GPU_NOT_FOUND}
@@ -188,12 +187,20 @@ class GpuReader:
 
     def _read_processes(self, memo: GpuMemo, put: Callable[..., None]) -> None:
         h = memo.handle
+        # one series per PID: a process in several MIG instances is listed once per instance
+        memory: dict[int, int] = {}
         for proc in self.call("nvmlDeviceGetComputeRunningProcesses", h) or ():
-            put("vigil_gpu_process_memory_bytes", proc.usedGpuMemory, str(proc.pid))
+            if proc.usedGpuMemory is not None:  # None where the driver cannot tell (WDDM)
+                memory[proc.pid] = memory.get(proc.pid, 0) + proc.usedGpuMemory
+        for pid, used in sorted(memory.items()):
+            put("vigil_gpu_process_memory_bytes", used, str(pid))
         # NOT_FOUND here means "no process ran since the timestamp": normal, not counted
-        samples = self.call("nvmlDeviceGetProcessUtilization", h, memo.last_process_ts, count=False)
-        for sample in samples or ():
-            put("vigil_gpu_process_sm_utilization_ratio", sample.smUtil / 100, str(sample.pid))
+        latest: dict[int, Any] = {}
+        for sample in self.call("nvmlDeviceGetProcessUtilization", h, memo.last_process_ts, count=False) or ():
+            if sample.pid not in latest or sample.timeStamp > latest[sample.pid].timeStamp:
+                latest[sample.pid] = sample
+        for pid, sample in sorted(latest.items()):
+            put("vigil_gpu_process_sm_utilization_ratio", sample.smUtil / 100, str(pid))
             memo.last_process_ts = max(memo.last_process_ts, sample.timeStamp)
         mig = self.call("nvmlDeviceGetMigMode", h)
         if mig is not None:

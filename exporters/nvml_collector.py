@@ -42,7 +42,7 @@ class NvmlCollector:
         self.expected_gpus = expected_gpus
         self.clock = clock
         self._errors: Counter[str] = Counter()
-        self._reader = GpuReader(nvml, node, self._errors, clock)
+        self._reader = GpuReader(nvml, node, self._errors)
         self._memos: dict[int, GpuMemo] = {}
         self._initialized = False
         self._system: tuple[str, str] = ("", "")  # driver, cuda
@@ -117,8 +117,8 @@ class NvmlCollector:
             if not self._initialized:
                 self.nvml.nvmlInit()
                 self._initialized = True
-                for memo in self._memos.values():  # handles of an earlier NVML session are invalid
-                    memo.handle = None
+                for memo in self._memos.values():  # an earlier NVML session's handles are invalid, and
+                    memo.handle = memo.info = memo.nvlinks = None  # a reloaded driver may be a new version
                 self._system = (text(call("nvmlSystemGetDriverVersion") or ""),
                                 _cuda_version(call("nvmlSystemGetCudaDriverVersion")))
             count = self.nvml.nvmlDeviceGetCount()

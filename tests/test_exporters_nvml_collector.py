@@ -263,6 +263,10 @@ def test_mig_instances_are_exported_per_instance() -> None:
     assert value(samples, "vigil_gpu_up", gpu="1") == 1
     # in MIG mode NVML has no whole-GPU utilization: the field is skipped, the GPU is not down
     assert {s.labels["gpu"] for s in samples["vigil_gpu_utilization_ratio"]} == {"0"}
+    # the job's process is listed once per instance by NVML, exported once with its memory summed
+    listed = sim.nvmlDeviceGetComputeRunningProcesses(sim.nvmlDeviceGetHandleByIndex(1))
+    [process] = [s for s in samples["vigil_gpu_process_memory_bytes"] if s.labels["gpu"] == "1"]
+    assert len(listed) == 3 and process.value == sum(p.usedGpuMemory for p in listed)
 
 
 def test_a_gpu_missing_after_driver_reload_stays_exported_as_down(sim: SimulatedNvml) -> None:

@@ -148,9 +148,12 @@ class HealthCalls:
         load = self._load(index, state)
         if load < 0.05:
             return []
-        info = pynvml.c_nvmlProcessInfo_t(pid=self._pid(index), usedGpuMemory=int(70_000 * MIB * load) // MIB * MIB,
-                                          gpuInstanceId=0xFFFFFFFF, computeInstanceId=0xFFFFFFFF)
-        return [pynvml.nvmlStructToFriendlyObject(info)]
+        used = int(70_000 * MIB * load) // MIB * MIB
+        # one training process; on a MIG GPU it runs in every instance and NVML lists it once per instance
+        instances = range(self.mig_gpus[index]) if index in self.mig_gpus else [0xFFFFFFFF]
+        return [pynvml.nvmlStructToFriendlyObject(pynvml.c_nvmlProcessInfo_t(
+                    pid=self._pid(index), usedGpuMemory=used // len(instances), gpuInstanceId=gi,
+                    computeInstanceId=0 if gi != 0xFFFFFFFF else gi)) for gi in instances]
 
     def nvmlDeviceGetProcessUtilization(self, handle: Any, last_seen_us: int) -> list[Any]:
         index, state = self._gpu(handle, "nvmlDeviceGetProcessUtilization")
