@@ -101,3 +101,14 @@ def test_single_port_mode_serves_every_node_by_query() -> None:
         assert requests.get(f"{url}?node=node-4", timeout=5).ok
     finally:
         server.stop()
+
+
+def test_fault_listing_is_in_fleet_order_and_clear_counts_what_it_cleared() -> None:
+    fleet = SimulatedFleet(12, 2)
+    fleet.inject({"fault": "xid79", "node": "node-10", "gpu": 1})
+    fleet.inject({"fault": "ecc-dbe", "node": "node-2"})
+    fleet.inject({"fault": "node-down", "node": "node-11"})
+    assert [(f.fault, f.node, f.gpu) for f in fleet.faults()] == [
+        ("node-down", "node-11", None), ("ecc-dbe", "node-2", 0), ("xid79", "node-10", 1)]
+    assert fleet.clear("node-10") == 1
+    assert fleet.clear() == 2 and fleet.faults() == []

@@ -75,4 +75,6 @@ class SimulatedFleet:
         with self._lock:
             down = list(self._down.values())
         gpu_faults = [f for nvml in self.nvml.values() for f in nvml.active_faults()]
-        return sorted(down, key=lambda f: f.since) + sorted(gpu_faults, key=lambda f: (f.node, f.gpu, f.since))
+        order = {name: i for i, name in enumerate(self.nvml)}  # node-2 before node-10
+        return (sorted(down, key=lambda f: (order[f.node], f.since))
+                + sorted(gpu_faults, key=lambda f: (order[f.node], f.gpu, f.since)))
