@@ -117,3 +117,29 @@ def test_second_stack_on_taken_ports_is_refused_clearly(stack: RunningStack, tmp
     assert result.returncode != 0
     assert "ports already in use" in result.stderr and str(stack.port_base) in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_second_stack_side_by_side_and_no_orphans_when_its_supervisor_is_killed(stack: RunningStack, tmp_path):
+    other = start_stack(tmp_path, nodes=1, gpus=2, node_health=False)
+    assert other.port_base != stack.port_base
+    for running in (stack, other):  # each command finds its own stack through --run-dir
+        status = json.loads(running.cli("status", "--json").stdout)["components"]
+        assert status["prometheus"]["url"] == f"http://127.0.0.1:{running.port_base}"
+        assert all(c["healthy"] for c in status.values())
+    state = other.state()
+    children = [c["pid"] for c in state["components"].values()]
+    os.kill(state["supervisor_pid"], signal.SIGKILL)  # no chance to clean up: PR_SET_PDEATHSIG must do it
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(_running(pid) for pid in children):
+        time.sleep(0.2)
+    assert not [pid for pid in children if _running(pid)], "components outlived their killed supervisor"
+    assert "not running" in other.cli("status").stderr  # stale state is reported, not trusted
+    assert json.loads(stack.cli("status", "--json").stdout)["components"]["prometheus"]["healthy"]
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

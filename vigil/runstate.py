@@ -6,6 +6,7 @@ different port bases and run directories never see each other.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from dataclasses import asdict, dataclass, field
@@ -41,13 +42,26 @@ class StackState:
 
 
 def pid_alive(pid: int) -> bool:
+    """True if the process exists and is not a zombie (a killed, unreaped supervisor is not running)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
         return False
-    except PermissionError:
-        return True
-    return True
+
+
+def supervisor_holds_lock(layout: RunLayout) -> bool:
+    """The running supervisor holds an exclusive lock on the run directory for its whole life."""
+    try:
+        with open(layout.lock_file, "a+") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            return False
+    except OSError:
+        return False
 
 
 def read_state(run_dir: Path) -> StackState:
@@ -60,7 +74,7 @@ def read_state(run_dir: Path) -> StackState:
     except (OSError, json.JSONDecodeError) as exc:
         raise NoStack(f"cannot read {layout.state_file}: {exc}") from None
     state = StackState(**{**raw, "components": {k: ComponentState(**v) for k, v in raw.get("components", {}).items()}})
-    if not pid_alive(state.supervisor_pid):
+    if not pid_alive(state.supervisor_pid) or not supervisor_holds_lock(layout):
         raise NoStack(f"the stack in {run_dir} is not running (its supervisor, pid {state.supervisor_pid}, is gone)")
     return state
 
