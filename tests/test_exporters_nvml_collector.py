@@ -281,3 +281,23 @@ def test_a_gpu_missing_after_driver_reload_stays_exported_as_down(sim: Simulated
     assert value(samples, "vigil_gpu_up", gpu="7", uuid=device_uuid(NODE, 7)) == 0
     assert value(samples, "vigil_node_gpus_visible") == 7 and value(samples, "vigil_node_gpus_expected") == 8
     assert all(value(samples, "vigil_gpu_up", gpu=str(g)) == 1 for g in range(7))
+
+
+def test_real_pynvml_without_a_driver_reports_the_reason_not_a_crash() -> None:
+    import pynvml
+
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        pass
+    else:
+        pynvml.nvmlShutdown()
+        pytest.skip("this machine has an NVIDIA driver")
+    collector = NvmlCollector(pynvml, "no-gpu-host", watch_xids=False)
+    registry = CollectorRegistry()
+    registry.register(collector)
+    collector.refresh()
+    samples = scrape(registry)
+    assert value(samples, "vigil_node_gpus_visible") == 0
+    [error] = samples["vigil_exporter_nvml_errors_total"]
+    assert error.labels["code"] in {"library_not_found", "driver_not_loaded"} and error.value == 1
