@@ -10,6 +10,7 @@ in the fleet's single-port mode) and returns the bytes, or raises `LookupError` 
 from __future__ import annotations
 
 import socket
+import gzip
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
@@ -70,16 +71,36 @@ class MetricsServer:
         self.httpd.cut_connections()
 
 
+def _gzip_cache() -> Callable[[str, bytes], bytes]:
+    """gzip of a page, computed once per rendered page (the collector returns the same bytes object
+    until its next cycle), per node of a single-port fleet."""
+    cache: dict[str, tuple[bytes, bytes]] = {}
+
+    def compressed(key: str, data: bytes) -> bytes:
+        hit = cache.get(key)
+        if hit is None or hit[0] is not data:
+            hit = (data, gzip.compress(data, compresslevel=1))
+            cache[key] = hit
+        return hit[1]
+
+    return compressed
+
+
 def _handler(body: Body) -> type[BaseHTTPRequestHandler]:
+    compressed = _gzip_cache()
+
     class MetricsHandler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as Prometheus scrapes
 
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-        def _send(self, status: int, data: bytes, content_type: str = "text/plain; charset=utf-8") -> None:
+        def _send(self, status: int, data: bytes, content_type: str = "text/plain; charset=utf-8",
+                  encoding: str | None = None) -> None:
             self.send_response(status)
             self.send_header("Content-Type", content_type)
+            if encoding:
+                self.send_header("Content-Encoding", encoding)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
@@ -94,10 +115,15 @@ def _handler(body: Body) -> type[BaseHTTPRequestHandler]:
                 return
             query = {k: v[-1] for k, v in parse_qs(url.query).items()}
             try:
-                self._send(200, body(query), CONTENT_TYPE)
+                data = body(query)
             except LookupError as error:
                 self._send(404, f"{error.args[0] if error.args else error}\n".encode())
             except ConnectionAbortedError as error:
                 self._send(503, f"{error}\n".encode())
+                return
+            if "gzip" in self.headers.get("Accept-Encoding", ""):  # Prometheus asks for gzip
+                self._send(200, compressed(query.get("node", ""), data), CONTENT_TYPE, encoding="gzip")
+            else:
+                self._send(200, data, CONTENT_TYPE)
 
     return MetricsHandler

@@ -112,3 +112,13 @@ def test_fault_listing_is_in_fleet_order_and_clear_counts_what_it_cleared() -> N
         ("node-down", "node-11", None), ("ecc-dbe", "node-2", 0), ("xid79", "node-10", 1)]
     assert fleet.clear("node-10") == 1
     assert fleet.clear() == 2 and fleet.faults() == []
+
+
+def test_scrapes_asking_for_gzip_get_the_same_page_compressed(fleet_server) -> None:
+    _server, base = fleet_server
+    url = f"http://127.0.0.1:{base}/metrics"
+    plain = requests.get(url, headers={"Accept-Encoding": "identity"}, timeout=5)
+    zipped = requests.get(url, headers={"Accept-Encoding": "gzip"}, timeout=5)  # requests decompresses
+    assert "Content-Encoding" not in plain.headers and zipped.headers["Content-Encoding"] == "gzip"
+    assert int(zipped.headers["Content-Length"]) < len(plain.content) / 5
+    assert zipped.text.count("vigil_gpu_up{") == plain.text.count("vigil_gpu_up{") == 4

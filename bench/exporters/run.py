@@ -183,7 +183,8 @@ def report(single: dict, peer: dict, fleet: dict | None, fleet_nodes: int, over:
         f"({args.scrapes} scrapes per single target). Load average at start: {load:.2f} (shared cores: figures "
         "move by tens of percent between runs).",
         "",
-        "Measured from outside the process: HTTP `/metrics` latency with a keep-alive client, and the server "
+        "Measured from outside the process: HTTP `/metrics` latency with a keep-alive client that asks for gzip "
+        "as Prometheus does (response bytes are compressed bytes), and the server "
         "process's CPU seconds per scrape (from /proc, idle CPU subtracted). Peer: `prometheus-node-exporter` "
         "1.5 (default collectors) started in the same run.",
         "",
