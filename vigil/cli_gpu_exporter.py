@@ -31,11 +31,16 @@ def _nvml_problem() -> str | None:
     return None
 
 
-def _wait_for_signal() -> None:
-    """Block until SIGTERM or SIGINT (Ctrl-C)."""
+def _stop_on_signals() -> threading.Event:
+    """An event set by SIGTERM or SIGINT (Ctrl-C); installed first, so a signal during a long start
+    (a 1,250-node fleet takes seconds) still ends in a clean shutdown."""
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    return stop
+
+
+def _wait(stop: threading.Event) -> None:
     while not stop.wait(1.0):
         pass
 
@@ -73,6 +78,7 @@ def _serve_registry(registry: Any, host: str, port: int) -> Any:
 def gpu(backend: str | None, listen: str, interval: float, node: str | None, expected_gpus: int | None,
         gpu_timeout: float, sim_nodes: int, sim_gpus: int, control_listen: str | None, single_port: bool, dcgm_url: str) -> None:
     """Export GPU health and utilization metrics for Prometheus until SIGTERM/SIGINT."""
+    stop = _stop_on_signals()
     host, port = _host_port(listen, "--listen")
     node = node or socket.gethostname()
     if backend is None:
@@ -80,15 +86,15 @@ def gpu(backend: str | None, listen: str, interval: float, node: str | None, exp
         if backend == "sim":
             click.secho(f"WARNING: {WARNING_SIMULATED}", fg="yellow", bold=True, err=True)
     if backend == "sim":
-        _run_sim(host, port, control_listen, interval, sim_nodes, sim_gpus, single_port)
+        _run_sim(stop, host, port, control_listen, interval, sim_nodes, sim_gpus, single_port)
     elif backend == "nvml":
-        _run_nvml(host, port, node, interval, expected_gpus, gpu_timeout)
+        _run_nvml(stop, host, port, node, interval, expected_gpus, gpu_timeout)
     else:
-        _run_dcgm(host, port, node, dcgm_url, interval)
+        _run_dcgm(stop, host, port, node, dcgm_url, interval)
 
 
-def _run_sim(host: str, port: int, control_listen: str | None, interval: float, nodes: int, gpus: int,
-             single_port: bool) -> None:
+def _run_sim(stop: threading.Event, host: str, port: int, control_listen: str | None, interval: float,
+             nodes: int, gpus: int, single_port: bool) -> None:
     from exporters.fleet_server import FleetServer
     from exporters.sim.fleet import SimulatedFleet
 
@@ -113,7 +119,7 @@ def _run_sim(host: str, port: int, control_listen: str | None, interval: float, 
              else f"http://{host}:{port}..{last_port}/metrics")
     click.echo(f"simulated fleet: {nodes} nodes x {gpus} GPUs on {where}; chaos API on {server.control_url}", err=True)
     try:
-        _wait_for_signal()
+        _wait(stop)
     finally:
         server.stop()
 
@@ -130,7 +136,7 @@ def _can_listen(host: str, first: int, last: int) -> bool:
     return True
 
 
-def _run_nvml(host: str, port: int, node: str, interval: float, expected_gpus: int | None,
+def _run_nvml(stop: threading.Event, host: str, port: int, node: str, interval: float, expected_gpus: int | None,
               gpu_timeout: float) -> None:
     import pynvml
 
@@ -149,13 +155,13 @@ def _run_nvml(host: str, port: int, node: str, interval: float, expected_gpus: i
     collector.start()
     click.echo(f"NVML GPU exporter for {node} on http://{host}:{port}/metrics", err=True)
     try:
-        _wait_for_signal()
+        _wait(stop)
     finally:
         server.close()
         collector.stop()
 
 
-def _run_dcgm(host: str, port: int, node: str, url: str, interval: float) -> None:
+def _run_dcgm(stop: threading.Event, host: str, port: int, node: str, url: str, interval: float) -> None:
     from prometheus_client import CollectorRegistry
 
     try:
@@ -171,6 +177,6 @@ def _run_dcgm(host: str, port: int, node: str, url: str, interval: float) -> Non
     server = _serve_registry(registry, host, port)
     click.echo(f"DCGM bridge for {node} ({url}) on http://{host}:{port}/metrics", err=True)
     try:
-        _wait_for_signal()
+        _wait(stop)
     finally:
         server.shutdown()
