@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 import requests
@@ -102,3 +103,14 @@ def test_dcgm_backend_rejects_a_bad_url() -> None:
     result = subprocess.run(VIGIL_GPU + ["--backend", "dcgm", "--dcgm-url", "localhost:9400",
                                          "--listen", f"127.0.0.1:{free_ports(1)}"], capture_output=True, timeout=30)
     assert result.returncode == 2 and b"--dcgm-url" in result.stderr and b"Traceback" not in result.stderr
+
+
+def test_sigterm_during_a_long_start_still_exits_cleanly() -> None:
+    base = free_ports(2)
+    proc = subprocess.Popen(VIGIL_GPU + ["--backend", "sim", "--sim-nodes", "300", "--single-port",
+                                         "--listen", f"127.0.0.1:{base}", "--control-listen", f"127.0.0.1:{base + 1}"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(1.0)  # importing done, the fleet's first collection cycle under way
+    assert proc.poll() is None
+    err = stop(proc)
+    assert b"simulated fleet" in err  # it finished starting, then shut down
