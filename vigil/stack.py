@@ -17,12 +17,16 @@ from .stack_config import RunLayout, write_stack_files
 from .supervisor import Supervisor, taken_ports
 
 log = logging.getLogger("vigil.stack")
-SIM_BANNER = """
-************************************************************************
-*  No NVIDIA GPU/driver found: running the SIMULATED GPU fleet         *
-*  ({nodes} nodes x {gpus} GPUs). Metrics are synthetic; inject faults *
-*  with `vigil chaos inject` or run `vigil drill`.                     *
-************************************************************************"""
+
+
+def sim_banner(nodes: int, gpus: int) -> str:
+    """The loud notice that the metrics are synthetic."""
+    lines = ["No NVIDIA GPU/driver found: running the SIMULATED GPU fleet",
+             f"({nodes} nodes x {gpus} GPUs). Metrics are synthetic; break things with",
+             "`vigil chaos inject` or `vigil drill`."]
+    width = max(len(line) for line in lines) + 4
+    border = "*" * (width + 2)
+    return "\n".join(["", border, *(f"*  {line:<{width - 2}}*" for line in lines), border])
 
 
 class StackError(Exception):
@@ -60,7 +64,7 @@ def run_stack(settings: StackSettings, gpu_backend: str, say: Callable[[str], No
         raise StackError(f"ports already in use: {listed}\n  another stack or program holds them; "
                          f"choose another base with --port-base (now {settings.port_base})")
     if backend.kind == "sim":
-        say(SIM_BANNER.format(nodes=settings.sim_nodes, gpus=settings.sim_gpus))
+        say(sim_banner(settings.sim_nodes, settings.sim_gpus))
     write_stack_files(settings, layout, backend.node_names)
     if settings.aiops and backend.kind == "sim":
         say(backfill_simulated_history(settings, layout, binaries, backend.node_names))
