@@ -53,6 +53,7 @@ class GpuMemo:
     nvlinks: list[int] | None = None  # active links, discovered once
     last_process_ts: int = 0
     up: bool = False
+    processes: tuple[tuple[int, int | None], ...] = ()  # (host PID, used bytes or None) at the last read
 
 
 class GpuReader:
@@ -188,11 +189,14 @@ class GpuReader:
     def _read_processes(self, memo: GpuMemo, put: Callable[..., None]) -> None:
         h = memo.handle
         # one series per PID: a process in several MIG instances is listed once per instance
-        memory: dict[int, int] = {}
+        memory: dict[int, int | None] = {}
         for proc in self.call("nvmlDeviceGetComputeRunningProcesses", h) or ():
-            if proc.usedGpuMemory is not None:  # None where the driver cannot tell (WDDM)
-                memory[proc.pid] = memory.get(proc.pid, 0) + proc.usedGpuMemory
-        for pid, used in sorted(memory.items()):
+            if proc.usedGpuMemory is None:  # None where the driver cannot tell (WDDM)
+                memory.setdefault(proc.pid, None)
+            else:
+                memory[proc.pid] = (memory.get(proc.pid) or 0) + proc.usedGpuMemory
+        memo.processes = tuple(sorted(memory.items()))
+        for pid, used in memo.processes:
             put("vigil_gpu_process_memory_bytes", used, str(pid))
         # NOT_FOUND here means "no process ran since the timestamp": normal, not counted
         latest: dict[int, Any] = {}

@@ -25,6 +25,7 @@ from exporters.gpu_reader import GpuLost, GpuMemo, GpuReader, Rows, text
 from exporters.exposition import render
 from exporters.gpu_specs import SPECS
 from exporters.metric_families import family
+from exporters.spec import GpuProcess
 from exporters.xid import XidWatcher, xid_class
 
 
@@ -101,6 +102,13 @@ class NvmlCollector:
     def handles(self) -> dict[int, Any]:
         """{gpu index: cached NVML handle} of the GPUs seen so far (the XID watcher registers these)."""
         return {i: m.handle for i, m in list(self._memos.items()) if m.handle is not None}
+
+    def processes(self) -> list[GpuProcess]:
+        """Compute processes on the GPUs that answered in the last cycle (no NVML call): what job
+        attribution (`exporters.jobs.JobAttributionCollector`) maps to jobs."""
+        return [GpuProcess(self.node, memo.index, memo.uuid, pid, used)
+                for memo in sorted(self._memos.values(), key=lambda m: m.index) if memo.up
+                for pid, used in memo.processes]
 
     def record_xid(self, gpu: int, xid: int, when: float) -> None:
         """Count one XID event (called from the XID watcher thread)."""

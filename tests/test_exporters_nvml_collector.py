@@ -301,3 +301,25 @@ def test_real_pynvml_without_a_driver_reports_the_reason_not_a_crash() -> None:
     assert value(samples, "vigil_node_gpus_visible") == 0
     [error] = samples["vigil_exporter_nvml_errors_total"]
     assert error.labels["code"] in {"library_not_found", "driver_not_loaded"} and error.value == 1
+
+
+def test_gpu_processes_feed_job_attribution(sim: SimulatedNvml, tmp_path) -> None:
+    from exporters.job_sources.slurm import SlurmSource
+    from exporters.jobs import JobAttributionCollector
+
+    collector, _registry = offline(sim)
+    collector.refresh()
+    processes = collector.processes()
+    assert [(p.node, p.gpu, p.uuid) for p in processes] == [(NODE, g, device_uuid(NODE, g)) for g in range(8)]
+    assert all(p.used_memory_bytes and p.used_memory_bytes > 0 for p in processes)
+    # the simulated training processes of GPUs 0-3 belong to Slurm job 77 (a fake /proc, as on a node)
+    for p in processes[:4]:
+        (tmp_path / str(p.pid)).mkdir(exist_ok=True)
+        (tmp_path / str(p.pid) / "environ").write_bytes(b"SLURM_JOB_ID=77\0SLURM_JOB_USER=alice\0")
+    jobs = CollectorRegistry()
+    jobs.register(JobAttributionCollector(collector.processes, [SlurmSource(tmp_path, tmp_path / "cgroup")], NODE))
+    samples = scrape(jobs)
+    assert {s.labels["gpu"] for s in samples["vigil_gpu_job"] if s.labels["job_id"] == "77"} == {"0", "1", "2", "3"}
+    sim.inject(Fault("xid79", NODE, 0, 0.0))
+    collector.refresh()
+    assert [p.gpu for p in collector.processes()] == list(range(1, 8))  # a lost GPU lists no processes

@@ -67,6 +67,9 @@ def _serve_registry(registry: Any, host: str, port: int) -> Any:
               help="GPUs the node should have [default: the first successful count].")
 @click.option("--gpu-timeout", type=click.FloatRange(min=0), default=2.0, show_default=True,
               help="nvml: seconds before a GPU whose NVML call hangs is reported stalled (0: no isolation).")
+@click.option("--job-sources", default="slurm,cgroup", show_default=True,
+              help="nvml: how to find the job of each GPU process: any of slurm, cgroup, kubernetes "
+                   "(comma-separated), or none.")
 @click.option("--sim-nodes", type=click.IntRange(1, 5000), default=4, show_default=True, help="sim: nodes in the fleet.")
 @click.option("--sim-gpus", type=click.IntRange(1, 64), default=8, show_default=True, help="sim: GPUs per node.")
 @click.option("--control-listen", default=None,
@@ -76,7 +79,7 @@ def _serve_registry(registry: Any, host: str, port: int) -> Any:
 @click.option("--dcgm-url", default="http://127.0.0.1:9400/metrics", show_default=True,
               help="dcgm: URL of dcgm-exporter's /metrics.")
 def gpu(backend: str | None, listen: str, interval: float, node: str | None, expected_gpus: int | None,
-        gpu_timeout: float, sim_nodes: int, sim_gpus: int, control_listen: str | None, single_port: bool, dcgm_url: str) -> None:
+        gpu_timeout: float, job_sources: str, sim_nodes: int, sim_gpus: int, control_listen: str | None, single_port: bool, dcgm_url: str) -> None:
     """Export GPU health and utilization metrics for Prometheus until SIGTERM/SIGINT."""
     stop = _stop_on_signals()
     host, port = _host_port(listen, "--listen")
@@ -88,7 +91,7 @@ def gpu(backend: str | None, listen: str, interval: float, node: str | None, exp
     if backend == "sim":
         _run_sim(stop, host, port, control_listen, interval, sim_nodes, sim_gpus, single_port)
     elif backend == "nvml":
-        _run_nvml(stop, host, port, node, interval, expected_gpus, gpu_timeout)
+        _run_nvml(stop, host, port, node, interval, expected_gpus, gpu_timeout, _job_sources(job_sources))
     else:
         _run_dcgm(stop, host, port, node, dcgm_url, interval)
 
@@ -136,10 +139,38 @@ def _can_listen(host: str, first: int, last: int) -> bool:
     return True
 
 
-def _run_nvml(stop: threading.Event, host: str, port: int, node: str, interval: float, expected_gpus: int | None,
-              gpu_timeout: float) -> None:
-    import pynvml
+def _job_sources(spec: str) -> list[Any]:
+    """The job sources named by --job-sources (validated before anything starts)."""
+    names = [name.strip() for name in spec.split(",") if name.strip()]
+    if names == ["none"]:
+        return []
+    unknown = sorted(set(names) - {"slurm", "cgroup", "kubernetes"})
+    if unknown or not names:
+        raise click.BadParameter(f"unknown job source(s) {', '.join(unknown) or spec!r}: use slurm, cgroup, "
+                                 "kubernetes or none", param_hint="--job-sources")
+    sources: list[Any] = []
+    for name in dict.fromkeys(names):
+        if name == "slurm":
+            from exporters.job_sources.slurm import SlurmSource
+            sources.append(SlurmSource())
+        elif name == "cgroup":
+            from exporters.job_sources.cgroup import CgroupContainerSource
+            sources.append(CgroupContainerSource())
+        else:
+            try:
+                from exporters.job_sources.kubernetes import GrpcPodResourcesClient, KubernetesSource
+                sources.append(KubernetesSource(GrpcPodResourcesClient()))
+            except ImportError as error:
+                raise click.ClickException(f"--job-sources kubernetes needs the [k8s] extra ({error})") from None
+    return sources
 
+
+def _run_nvml(stop: threading.Event, host: str, port: int, node: str, interval: float, expected_gpus: int | None,
+              gpu_timeout: float, job_sources: list[Any]) -> None:
+    import pynvml
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from exporters.jobs import JobAttributionCollector
     from exporters.metrics_http import MetricsServer
     from exporters.nvml_collector import NvmlCollector
 
@@ -148,8 +179,11 @@ def _run_nvml(stop: threading.Event, host: str, port: int, node: str, interval: 
         raise click.ClickException(f"NVML is not usable on this machine ({problem}); try --backend sim")
     collector = NvmlCollector(pynvml, node, interval=interval, expected_gpus=expected_gpus,
                               gpu_timeout=gpu_timeout or None)
+    jobs = CollectorRegistry()
+    if job_sources:  # the job map is cached and rebuilt in the background: appending it costs little
+        jobs.register(JobAttributionCollector(collector.processes, job_sources, node))
     try:
-        server = MetricsServer(host, port, lambda _query: collector.exposition())
+        server = MetricsServer(host, port, lambda _query: collector.exposition() + generate_latest(jobs))
     except OSError as error:
         raise click.ClickException(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
     collector.start()
