@@ -118,4 +118,4 @@ def test_sigterm_during_a_long_start_still_exits_cleanly() -> None:
 
 def test_unknown_job_source_is_a_usage_error() -> None:
     result = subprocess.run(VIGIL_GPU + ["--backend", "nvml", "--job-sources", "slurm,lsf"], capture_output=True, timeout=30)
-    assert result.returncode == 2 and b"unknown job source(s) lsf" in result.stderr and b"Traceback" not in result.stderr
+    assert result.returncode == 2 and b"unknown job source(s) 'lsf'" in result.stderr and b"Traceback" not in result.stderr
