@@ -107,7 +107,7 @@ class NvmlCollector:
         """Compute processes on the GPUs that answered in the last cycle (no NVML call): what job
         attribution (`exporters.jobs.JobAttributionCollector`) maps to jobs."""
         return [GpuProcess(self.node, memo.index, memo.uuid, pid, used)
-                for memo in sorted(self._memos.values(), key=lambda m: m.index) if memo.up
+                for memo in sorted(list(self._memos.values()), key=lambda m: m.index) if memo.up
                 for pid, used in memo.processes]
 
     def record_xid(self, gpu: int, xid: int, when: float) -> None:
@@ -188,7 +188,7 @@ class NvmlCollector:
         return True, False
 
     def _xid_rows(self, rows: Rows) -> None:
-        uuids = {i: m.uuid for i, m in self._memos.items()}
+        uuids = {i: m.uuid for i, m in list(self._memos.items())}  # list(): safe while a cycle adds GPUs
         with self._xid_lock:
             counts = sorted(self._xid_counts.items())
             last = sorted(self._xid_last.items())
