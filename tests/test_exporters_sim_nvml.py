@@ -51,6 +51,23 @@ def test_values_follow_load_and_use_pynvml_structs(nvml: SimulatedNvml, clock: F
     assert nvml.nvmlDeviceGetPciInfo(h).busId.startswith("00000000:")
 
 
+def test_static_properties_and_lookups(nvml: SimulatedNvml) -> None:
+    h = nvml.nvmlDeviceGetHandleByIndex(5)
+    assert nvml.nvmlDeviceGetHandleByPciBusId(nvml.nvmlDeviceGetPciInfo(h).busId) is h
+    assert nvml.nvmlDeviceGetHandleByUUID(nvml.nvmlDeviceGetUUID(h)) is h
+    assert nvml.nvmlDeviceGetName(h) == "NVIDIA H100 80GB HBM3"
+    assert nvml.nvmlDeviceGetArchitecture(h) == pynvml.NVML_DEVICE_ARCH_HOPPER
+    assert nvml.nvmlDeviceGetCudaComputeCapability(h) == (9, 0)
+    assert nvml.nvmlDeviceGetTemperatureThreshold(h, pynvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN) == 90
+    assert nvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM) >= nvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM)
+    assert nvml.nvmlDeviceGetPowerManagementLimit(h) == nvml.nvmlDeviceGetEnforcedPowerLimit(h)
+    bar1 = nvml.nvmlDeviceGetBAR1MemoryInfo(h)
+    assert bar1.bar1Used + bar1.bar1Free == bar1.bar1Total
+    nvml.inject(fault("xid79", gpu=5))
+    with pytest.raises(pynvml.NVMLError_GpuIsLost):
+        nvml.nvmlDeviceGetName(h)
+
+
 def test_identity_is_deterministic_and_distinct() -> None:
     uuids = {device_uuid(f"node-{n}", g) for n in range(1, 5) for g in range(8)}
     assert len(uuids) == 32
@@ -71,7 +88,7 @@ def test_errors_are_pynvml_classes(nvml: SimulatedNvml) -> None:
     with pytest.raises(pynvml.NVMLError_InvalidArgument):
         nvml.nvmlDeviceGetHandleByIndex(8)
     with pytest.raises(pynvml.NVMLError_FunctionNotFound):
-        nvml.nvmlDeviceGetBAR1MemoryInfo(nvml.nvmlDeviceGetHandleByIndex(0))
+        nvml.nvmlDeviceGetEncoderUtilization(nvml.nvmlDeviceGetHandleByIndex(0))
     event_set = nvml.nvmlEventSetCreate()
     with pytest.raises(pynvml.NVMLError_Timeout):
         nvml.nvmlEventSetWait(event_set, 1)

@@ -22,16 +22,14 @@ import pynvml
 
 from exporters.sim import faults as F
 from exporters.sim.load import gpu_load, gpu_power, gpu_temperature
-from exporters.sim.identity import device_serial, device_uuid, mig_uuid, pci_bus
+from exporters.sim.identity import device_uuid
 from exporters.sim.nvml_mig import MigCalls, SimMigHandle
+from exporters.sim.nvml_static import MEM_CLOCK_MHZ, POWER_LIMIT_W, SM_CLOCK_MAX_MHZ, StaticCalls
 from exporters.sim.nvml_health import HealthCalls, SimEventData, SimEventSet, raise_nvml as _raise
 
 MIB = 1024**2
 MEMORY_TOTAL = 81_559 * MIB  # what an H100 80GB HBM3 reports
-POWER_LIMIT_W = 700.0
-SM_CLOCK_MAX_MHZ, MEM_CLOCK_MHZ = 1980, 2619
 DRIVER_VERSION, CUDA_VERSION = "550.90.07", 12040
-GPU_NAME = "NVIDIA H100 80GB HBM3"
 NVLINKS = 18
 LOST_FAULT = "xid79"
 
@@ -44,7 +42,7 @@ class SimHandle:
     index: int
 
 
-class SimulatedNvml(HealthCalls, MigCalls):
+class SimulatedNvml(StaticCalls, HealthCalls, MigCalls):
     """Simulated NVML of one node with `gpus` H100-like GPUs; thread-safe like the real library.
 
     `unsupported` names pynvml functions that raise NOT_SUPPORTED on this node (e.g. fan speed on SXM
@@ -206,45 +204,6 @@ class SimulatedNvml(HealthCalls, MigCalls):
             _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
         self._gpu(self._handles[index], "nvmlDeviceGetHandleByIndex")
         return self._handles[index]
-
-    def nvmlDeviceGetHandleByUUID(self, uuid: str) -> SimHandle:
-        self._check_init()
-        for handle in self._handles:
-            if device_uuid(self.node, handle.index) == uuid:
-                return handle
-        _raise(pynvml.NVML_ERROR_NOT_FOUND)
-
-    # -- identity -----------------------------------------------------------------------------------
-    def nvmlDeviceGetUUID(self, handle: SimHandle) -> str:
-        if isinstance(handle, SimMigHandle):
-            return mig_uuid(self.node, self._gpu(handle.parent, "nvmlDeviceGetUUID")[0], handle.slot)
-        index, _ = self._gpu(handle, "nvmlDeviceGetUUID")
-        return device_uuid(self.node, index)
-
-    def nvmlDeviceGetName(self, handle: SimHandle) -> str:
-        self._gpu(handle, "nvmlDeviceGetName")
-        return GPU_NAME
-
-    def nvmlDeviceGetSerial(self, handle: SimHandle) -> str:
-        index, _ = self._gpu(handle, "nvmlDeviceGetSerial")
-        return device_serial(self.node, index)
-
-    def nvmlDeviceGetIndex(self, handle: SimHandle) -> int:
-        return self._gpu(handle, "nvmlDeviceGetIndex")[0]
-
-    def nvmlDeviceGetPciInfo(self, handle: SimHandle) -> pynvml.nvmlPciInfo_t:
-        index, _ = self._gpu(handle, "nvmlDeviceGetPciInfo")
-        bus = pci_bus(index)
-        info = pynvml.nvmlPciInfo_t()
-        info.busId = f"00000000:{bus:02X}:00.0".encode()
-        info.busIdLegacy = f"0000:{bus:02X}:00.0".encode()
-        info.domain, info.bus, info.device = 0, bus, 0
-        info.pciDeviceId, info.pciSubSystemId = 0x233010DE, 0x16C110DE
-        return info
-
-    def nvmlDeviceGetPersistenceMode(self, handle: SimHandle) -> int:
-        self._gpu(handle, "nvmlDeviceGetPersistenceMode")
-        return pynvml.NVML_FEATURE_ENABLED
 
     # -- load, memory, thermals, power, clocks ------------------------------------------------------
     def nvmlDeviceGetUtilizationRates(self, handle: SimHandle) -> pynvml.c_nvmlUtilization_t:
