@@ -14,7 +14,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from exporters.gpu_specs import SPECS
 from exporters.nvml_collector import NvmlCollector
 from exporters.sim.faults import Fault
-from exporters.sim.nvml import SimulatedNvml, device_uuid
+from exporters.sim.identity import device_uuid
+from exporters.sim.nvml import SimulatedNvml
 
 NODE = "node-1"
 # present only when the situation arises (MIG enabled, an NVML error happened)

@@ -22,7 +22,6 @@ import pynvml
 
 from exporters.sim import faults as F
 from exporters.sim.load import gpu_load, gpu_power, gpu_temperature
-from exporters.sim.identity import device_uuid
 from exporters.sim.nvml_mig import MigCalls, SimMigHandle
 from exporters.sim.nvml_static import MEM_CLOCK_MHZ, POWER_LIMIT_W, SM_CLOCK_MAX_MHZ, StaticCalls
 from exporters.sim.nvml_health import HealthCalls, SimEventData, SimEventSet, raise_nvml as _raise
