@@ -21,6 +21,7 @@ from typing import Any, Callable
 import pynvml
 
 from exporters.sim import faults as F
+from exporters.sim.identity import device_uuid  # noqa: F401 - part of this module's API (vigil.history uses it)
 from exporters.sim.load import gpu_load, gpu_power, gpu_temperature
 from exporters.sim.nvml_mig import MigCalls, SimMigHandle
 from exporters.sim.nvml_static import MEM_CLOCK_MHZ, POWER_LIMIT_W, SM_CLOCK_MAX_MHZ, StaticCalls
