@@ -4,6 +4,10 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 DEB_PACKAGES := prometheus prometheus-alertmanager prometheus-node-exporter smartmontools python3-venv
+# the notifier's store is tested against a real PostgreSQL server too
+DEB_TEST_PACKAGES := postgresql
+# postgres: psycopg for the PostgreSQL store; k8s: grpcio for the kubelet pod-resources source
+EXTRAS := test,postgres,k8s
 
 .PHONY: demo test setup system-packages rules bench-exporters bench-aiops clean
 
@@ -11,6 +15,7 @@ demo: setup
 	$(VENV)/bin/vigil up
 
 test: setup
+	@deploy/ensure-system-packages.sh $(DEB_TEST_PACKAGES)
 	$(VENV)/bin/pytest -q
 
 setup: system-packages $(STAMP)
@@ -18,10 +23,10 @@ setup: system-packages $(STAMP)
 system-packages:
 	@deploy/ensure-system-packages.sh $(DEB_PACKAGES)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --upgrade pip
-	$(VPY) -m pip install --quiet -e '.[test]'
+	$(VPY) -m pip install --quiet -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
 rules: setup
