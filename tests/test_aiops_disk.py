@@ -65,13 +65,14 @@ def test_window_deltas_use_the_first_day_before_a_full_window():
 @pytest.mark.slow
 def test_model_detects_predictable_failures_at_a_tenth_of_a_percent_false_alarms(trained):
     model, ev = trained
-    # measured on this fleet: detection 0.70-0.80 (the 25 % "sudden" failures are undetectable by
-    # construction), lead ~13 days; the bounds leave room for seed and library changes, not for a broken model
+    # measured on this fleet: detection 0.655 of 29 failing test disks (the "sudden" ones, about a
+    # quarter, are undetectable by construction), lead 10 days, 0.006 % false alarms per disk-day; the
+    # bounds leave room for seed and library changes, not for a broken model
     assert ev.test_failing_disks >= 25
-    assert ev.detection_rate >= 0.6
+    assert ev.detection_rate >= 0.5
     assert ev.false_alarm_rate_disk_days <= 0.003
     assert ev.median_lead_days is not None and ev.median_lead_days >= 3
-    assert ev.detection_rate_at_test_far >= 0.6 and ev.median_lead_days_at_test_far >= 3
+    assert ev.detection_rate_at_test_far >= 0.5 and ev.median_lead_days_at_test_far >= 3
     for pattern in ("reallocation", "pending_burst", "timeout"):
         assert ev.detection_by_pattern[pattern] >= 0.7, pattern
     # honest about what cannot be predicted: failures without precursors are (nearly) never caught
@@ -93,7 +94,8 @@ def test_power_on_hours_alone_score_near_chance(fleet):
     # SMART-window model finds most predictable failures (test above).
     assert ev.detection_rate <= 0.1
     # Row-level AUC is noisy: the ~25 failing test disks contribute ~20 near-identical rows each.
-    # Measured: 0.49-0.53 for seeds 1-3, 0.685 for this seed; chance is 0.5, the SMART model ~0.76.
+    # Measured: 0.43-0.54 for seeds 1, 2, 3, 7 (0.685 once, with an earlier simulator); chance is 0.5,
+    # the SMART model ~0.70 (its positives include the unpredictable sudden failures).
     assert ev.roc_auc_disk_days < 0.72
 
 

@@ -238,3 +238,21 @@ def test_a_corrupt_disk_model_is_logged_and_gpu_risk_still_exported(fake_prometh
     assert collector.refresh()
     assert "cannot load the disk model" in caplog.text
     assert registry.get_sample_value("vigil_failure_risk", {"kind": "gpu", "node": "n1", "gpu": "0"}) > 0
+
+
+def test_a_retrained_disk_model_is_picked_up_without_a_restart(fake_prometheus, tmp_path):
+    from aiops.disk.model import save_model, train_disk_model
+    from aiops.disk.simulate import FleetSpec, simulate_fleet
+    from aiops.risk.disk_signals import SMART_DAILY_QUERY
+
+    fake_prometheus.ranges = {SMART_DAILY_QUERY: [(_smart("n1", "sda", 5), [3, 3, 3])]}
+    collector = FailureRiskCollector(PrometheusReader(f"http://127.0.0.1:{fake_prometheus.server_address[1]}"), tmp_path)
+    registry = CollectorRegistry()
+    registry.register(collector)
+    assert collector.refresh()
+    labels = {"kind": "disk", "node": "n1", "device": "sda"}
+    assert registry.get_sample_value("vigil_failure_risk", labels) is None  # no model yet
+    model, _ = train_disk_model(simulate_fleet(FleetSpec(disks=300, days=40, seed=5)))
+    save_model(model, tmp_path)
+    assert collector.refresh()
+    assert registry.get_sample_value("vigil_failure_risk", labels) is not None

@@ -28,6 +28,9 @@ PROMETHEUS = Path("/usr/bin/prometheus")
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not PROMETHEUS.exists(), reason="prometheus is not installed")]
 
 GPU_TEMPS = {"0": 60, "1": 61, "2": 60, "3": 60}  # GPU 2 carries memory precursors
+# sda: a burst of pending and offline-uncorrectable sectors; sdb: an old, stable reallocated count
+DISKS = {"sda": {5: 12, 187: 9, 188: 0, 197: 240, 198: 120, 194: 36},
+         "sdb": {5: 40, 187: 0, 188: 0, 197: 0, 198: 0, 194: 36}}
 
 
 class _SickGpuExporter:
@@ -57,7 +60,13 @@ class _SickGpuExporter:
         lost = GaugeMetricFamily("e2e_gpu_lost", "synthetic GPU loss", labels=["node", "gpu"])
         for gpu in ("0", "1"):
             lost.add_metric(["e2e", gpu], 1)
-        yield from (up, temp, pending, ecc, xid, down, lost)
+        smart = GaugeMetricFamily("vigil_disk_smart_attribute_raw", "raw", labels=["node", "device", "attribute_id", "attribute"])
+        disk_temp = GaugeMetricFamily("vigil_disk_temperature_celsius", "t", labels=["node", "device"])
+        for device, counters in DISKS.items():
+            for attr, value in counters.items():
+                smart.add_metric(["e2e", device, str(attr), f"attr{attr}"], value)
+            disk_temp.add_metric(["e2e", device], 36)
+        yield from (up, temp, pending, ecc, xid, down, lost, smart, disk_temp)
 
 
 def _free_port() -> int:
@@ -135,3 +144,18 @@ def test_suggest_inhibitions_reads_alerts_history_from_prometheus(prometheus):
     assert rules == [{"source_matchers": ['alertname="NodeDown"'], "target_matchers": ['alertname="GpuLost"'],
                       "equal": ["node"]}]
     assert "parent NodeDown{node=e2e}" in result.output
+
+
+def test_disk_risk_from_real_prometheus_with_a_trained_model(prometheus, tmp_path):
+    from aiops.disk.model import save_model, train_disk_model
+    from aiops.disk.simulate import FleetSpec, simulate_fleet
+
+    model, _ = train_disk_model(simulate_fleet(FleetSpec(disks=800, days=60, seed=3)))
+    save_model(model, tmp_path)
+    collector = FailureRiskCollector(PrometheusReader(prometheus), tmp_path)
+    registry = CollectorRegistry()
+    registry.register(collector)
+    assert collector.refresh()
+    risk = lambda dev: registry.get_sample_value("vigil_failure_risk", {"kind": "disk", "node": "e2e", "device": dev})
+    # a fresh Prometheus holds one day: levels only, no growth yet
+    assert risk("sda") > model.threshold > risk("sdb")

@@ -33,10 +33,13 @@ def _duration(ctx, param, value: str) -> float:
               show_default=True, help="Target share of healthy disk-days that alarm (sets the threshold).")
 @click.option("--model-dir", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Where disk_model.joblib and disk_model.json are written.")
+@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
+              help="OpenMP threads for training (more only helps on idle cores).")
 @click.option("--write-history", type=click.Path(dir_okay=False, path_type=Path),
               help="With --simulate: also write the simulated history as CSV (re-usable with --input).")
 @click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON.")
-def train_disk(input_path, simulate, disks, days, seed, horizon_days, false_alarm_rate, model_dir, write_history, as_json):
+def train_disk(input_path, simulate, disks, days, seed, horizon_days, false_alarm_rate, model_dir, threads,
+               write_history, as_json):
     """Train the disk failure model and report detection at a fixed false-alarm rate."""
     if bool(input_path) == simulate:
         raise click.UsageError("give exactly one of --input HISTORY.csv or --simulate")
@@ -55,7 +58,7 @@ def train_disk(input_path, simulate, disks, days, seed, horizon_days, false_alar
             history = read_history(input_path)
         except HistoryError as exc:
             raise click.ClickException(str(exc)) from exc
-    config = TrainingConfig(horizon_days=horizon_days, false_alarm_rate=false_alarm_rate, seed=seed)
+    config = TrainingConfig(horizon_days=horizon_days, false_alarm_rate=false_alarm_rate, seed=seed, threads=threads)
     started = time.monotonic()
     try:
         model, evaluation = train_disk_model(history, config)

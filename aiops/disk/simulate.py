@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+PRE_OBSERVATION_DAYS = 45
 FAILURE_PATTERNS = {"reallocation": 0.35, "pending_burst": 0.22, "timeout": 0.18, "sudden": 0.25}
 
 
@@ -36,17 +37,20 @@ class FleetSpec:
 def simulate_fleet(spec: FleetSpec) -> pd.DataFrame:
     """Daily rows `disk, day, failure, pattern, smart_5, smart_187, smart_188, smart_197, smart_198,
     smart_194, smart_9`. A failing disk's history ends on its failure day (the row with failure=1),
-    as in Backblaze's published data; healthy disks are observed every day."""
+    as in Backblaze's published data, which falls uniformly on days 1..days-1; healthy disks are
+    observed every day."""
     if spec.disks < 1 or spec.days < 31:
         raise ValueError("a fleet needs at least 1 disk and 31 days")
     rng = np.random.default_rng(spec.seed)
-    n, d = spec.disks, spec.days
+    # Disks run for PRE_OBSERVATION_DAYS before observation starts, so some enter the data already
+    # degrading (high counts, no visible growth yet), as disks do when monitoring is switched on.
+    n, d = spec.disks, spec.days + PRE_OBSERVATION_DAYS
     day = np.arange(d)
     counters = {attr: np.zeros((n, d)) for attr in (5, 187, 188, 197, 198)}
     _healthy_background(rng, counters, n, d)
 
     failing = rng.random(n) < spec.failure_fraction
-    fail_day = np.where(failing, rng.integers(30, d, size=n), d - 1)
+    fail_day = np.where(failing, rng.integers(PRE_OBSERVATION_DAYS + 1, d, size=n), d - 1)
     names = list(FAILURE_PATTERNS)
     pattern = np.full(n, "healthy", dtype=object)
     pattern[failing] = rng.choice(names, size=int(failing.sum()), p=list(FAILURE_PATTERNS.values()))
@@ -56,12 +60,12 @@ def simulate_fleet(spec: FleetSpec) -> pd.DataFrame:
     temperature = rng.normal(36, 4, size=(n, 1)) + rng.normal(0, 1.5, size=(n, d))
     power_on_hours = rng.uniform(500, 45000, size=(n, 1)) + 24 * day
 
-    observed = day[None, :] <= fail_day[:, None]
+    observed = (day[None, :] >= PRE_OBSERVATION_DAYS) & (day[None, :] <= fail_day[:, None])
     rows, cols = np.nonzero(observed)
     frame = pd.DataFrame(
         {
             "disk": np.char.add("disk-", rows.astype(str)),
-            "day": cols,
+            "day": cols - PRE_OBSERVATION_DAYS,
             "failure": (failing[rows] & (cols == fail_day[rows])).astype(int),
             "pattern": pattern[rows],
         }
@@ -98,7 +102,7 @@ def _healthy_background(rng: np.random.Generator, counters: dict, n: int, d: int
 def _degrade(rng: np.random.Generator, counters: dict, i: int, fail: int, pattern: str) -> None:
     """Add the precursors of `pattern` to disk `i`, which fails on day `fail`."""
     if pattern == "reallocation":
-        lead = min(int(rng.integers(7, 46)), fail)
+        lead = int(rng.integers(7, 46))
         t = np.arange(lead + 1)
         final_rate = float(np.exp(rng.uniform(np.log(2), np.log(150))))  # some degrade only slowly
         start_rate = rng.uniform(0.2, 1.5)

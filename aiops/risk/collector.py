@@ -14,6 +14,7 @@ from pathlib import Path
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from aiops.disk import MODEL_FILE
 from aiops.risk.gpu_score import score_gpus
 from aiops.risk.gpu_signals import read_gpu_signals
 from aiops.risk.promapi import PrometheusReader, PrometheusUnavailable
@@ -47,7 +48,7 @@ class FailureRiskCollector:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._disk_model = None
-        self._disk_model_loaded = False
+        self._disk_model_stamp: int | None = -1  # mtime of the loaded model file; -1 = never looked
 
     # -- refresh (background) -------------------------------------------------------------------
     def refresh(self) -> bool:
@@ -80,17 +81,22 @@ class FailureRiskCollector:
         ]
 
     def _load_disk_model(self):
-        if not self._disk_model_loaded:
-            # imported here: scikit-learn and pandas take seconds to import, GPU risk needs neither
-            from aiops.disk.model import load_model
+        """The disk model of the model dir, reloaded when `train-disk` rewrites it (file mtime)."""
+        path = self._model_dir / MODEL_FILE
+        stamp = path.stat().st_mtime_ns if path.exists() else None
+        if stamp == self._disk_model_stamp:
+            return self._disk_model
+        self._disk_model_stamp, self._disk_model = stamp, None
+        if stamp is None:
+            log.info("no disk model in %s: disk failure risk is not exported", self._model_dir)
+            return None
+        try:
+            from aiops.disk.model import load_model  # imported here: scikit-learn takes seconds to import
 
-            self._disk_model_loaded = True
-            try:
-                self._disk_model = load_model(self._model_dir)
-            except Exception as exc:  # a corrupt or incompatible file must not stop the GPU risk
-                log.error("cannot load the disk model from %s (disk risk not exported): %s", self._model_dir, exc)
-            if self._disk_model is None:
-                log.info("no disk model in %s: disk failure risk is not exported", self._model_dir)
+            self._disk_model = load_model(self._model_dir)
+            log.info("loaded the disk model from %s", path)
+        except Exception as exc:  # a corrupt or incompatible file must not stop the GPU risk
+            log.error("cannot load the disk model from %s (disk risk not exported): %s", self._model_dir, exc)
         return self._disk_model
 
     def start(self) -> "FailureRiskCollector":
