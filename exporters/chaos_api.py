@@ -49,6 +49,7 @@ def _control_handler(server: ChaosApi) -> type[BaseHTTPRequestHandler]:
 
     class ControlHandler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # small JSON replies on keep-alive connections (see metrics_http)
 
         def log_message(self, format: str, *args: Any) -> None:  # keep the terminal for real news
             pass

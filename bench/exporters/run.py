@@ -84,7 +84,8 @@ def measure(pid: int, urls: list[str], idle_s: float) -> dict[str, float]:
     return {"p50_ms": 1000 * latencies[len(latencies) // 2],
             "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
             "cpu_ms": 1000 * max(0.0, busy) / len(urls), "idle_cores": idle_rate, "rss_mib": rss_mib(pid),
-            "bytes": len(reply.content)}
+            # on the wire: Content-Length when the server sends one (node_exporter streams gzip chunked)
+            "bytes": reply.headers.get("Content-Length", "-"), "plain_bytes": len(reply.content)}
 
 
 def start(cmd: list[str]) -> subprocess.Popen:
@@ -172,9 +173,8 @@ def machine() -> str:
     return f"{platform.machine()}, {model.group(1).strip() if model else 'unknown CPU'}, {os.cpu_count()} cores"
 
 
-def report(single: dict, peer: dict, fleet: dict | None, fleet_nodes: int, over: dict, args) -> str:
+def report(single: dict, peer: dict, fleet: dict | None, fleet_nodes: int, over: dict, args, load: float) -> str:
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    load = os.getloadavg()[0]
     lines = [
         "## Exporters: NVML GPU exporter and the simulated fleet",
         "",
@@ -183,19 +183,19 @@ def report(single: dict, peer: dict, fleet: dict | None, fleet_nodes: int, over:
         "move by tens of percent between runs).",
         "",
         "Measured from outside the process: HTTP `/metrics` latency with a keep-alive client that asks for gzip "
-        "as Prometheus does (response bytes are compressed bytes), and the server "
+        "as Prometheus does, and the server "
         "process's CPU seconds per scrape (from /proc, idle CPU subtracted). Peer: `prometheus-node-exporter` "
         "1.5 (default collectors) started in the same run.",
         "",
-        "| target | response bytes | p50 ms | p99 ms | CPU ms / scrape | p50 vs node_exporter | CPU vs node_exporter |",
+        "| target | bytes gzip / plain | p50 ms | p99 ms | CPU ms / scrape | p50 vs node_exporter | CPU vs node_exporter |",
         "|---|---:|---:|---:|---:|---:|---:|",
-        f"| node_exporter (peer) | {peer['bytes']} | {peer['p50_ms']:.2f} | {peer['p99_ms']:.2f} | {peer['cpu_ms']:.2f} | 1.00 | 1.00 |",
-        f"| vigil, 1 node x 8 GPUs (sim) | {single['bytes']} | {single['p50_ms']:.2f} | {single['p99_ms']:.2f} | "
+        f"| node_exporter (peer) | {peer['bytes']} / {peer['plain_bytes']} | {peer['p50_ms']:.2f} | {peer['p99_ms']:.2f} | {peer['cpu_ms']:.2f} | 1.00 | 1.00 |",
+        f"| vigil, 1 node x 8 GPUs (sim) | {single['bytes']} / {single['plain_bytes']} | {single['p50_ms']:.2f} | {single['p99_ms']:.2f} | "
         f"{single['cpu_ms']:.2f} | {single['p50_ms'] / peer['p50_ms']:.2f} | {single['cpu_ms'] / max(peer['cpu_ms'], 1e-9):.2f} |",
     ]
     if fleet is not None:
         lines.append(
-            f"| vigil, {fleet_nodes} nodes x 8 GPUs, one process, each node once | {fleet['bytes']} | {fleet['p50_ms']:.2f} | "
+            f"| vigil, {fleet_nodes} nodes x 8 GPUs, one process, each node once | {fleet['bytes']} / {fleet['plain_bytes']} | {fleet['p50_ms']:.2f} | "
             f"{fleet['p99_ms']:.2f} | {fleet['cpu_ms']:.2f} | {fleet['p50_ms'] / peer['p50_ms']:.2f} | "
             f"{fleet['cpu_ms'] / max(peer['cpu_ms'], 1e-9):.2f} |")
     lines += [
@@ -235,6 +235,7 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=200, help="collection cycles for the overhead figure")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
     args = parser.parse_args()
+    load = os.getloadavg()[0]
     peer = bench_node_exporter(args.scrapes)
     print("node_exporter", peer, flush=True)
     single = bench_vigil(1, args.scrapes, 5.0)
@@ -243,7 +244,7 @@ def main() -> None:
     print("vigil fleet", fleet, flush=True)
     over = bench_overhead(args.cycles)
     print("overhead", over, flush=True)
-    text = report(single, peer, fleet, args.fleet_nodes, over, args)
+    text = report(single, peer, fleet, args.fleet_nodes, over, args, load)
     print(text)
     if not args.no_write:
         write_section(text)
