@@ -112,8 +112,7 @@ def mine_inhibitions(
 
 def _prefer(a: PairEvidence, b: PairEvidence) -> bool:
     """Whether rule `a` beats the opposite rule `b` (same pair, both qualifying)."""
-    # both directions qualify only between alerts on the same topology level (a parent-level
-    # target is excluded earlier), so the cause is taken to be the one that fires first
+    # (a parent-level target was excluded earlier) the cause is taken to be the one that fires first
     if (a.median_lag_s > 0) != (b.median_lag_s > 0):
         return a.median_lag_s > 0
     if a.confidence != b.confidence:
