@@ -17,7 +17,7 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    running = start_stack(tmp_path_factory.mktemp("aiops-stack"), nodes=2, gpus=2, aiops=True, node_health=False, backfill_days=14)
+    running = start_stack(tmp_path_factory.mktemp("aiops-stack"), nodes=2, gpus=2, aiops=True, node_health=True, backfill_days=14)
     yield running
     assert running.cli("down").returncode == 0
 
@@ -61,3 +61,15 @@ def test_load_leaving_its_pattern_is_paged_by_the_baseline_rule(stack: RunningSt
     firing = [p for p in pages if p["status"] == "firing" and p["labels"].get("alertname") == "GpuLoadOutsideBaseline"]
     assert {(p["labels"]["node"], p["labels"]["gpu"]) for p in firing} == {("node-2", "1")}, "only the broken GPU is paged"
     assert firing[0]["labels"]["severity"] == "warning"
+
+
+def test_failure_risk_is_exported_for_gpus_and_for_disks_once_the_disk_model_is_trained(stack: RunningStack):
+    # The first start trains the disk model in the background; the AIOps service picks it up.
+    wait_for_series(stack, 'vigil_failure_risk{kind="gpu"}', 4, timeout=60)
+    gpu = query(stack, 'vigil_failure_risk{kind="gpu"}')
+    assert {(r["metric"]["node"], r["metric"]["gpu"]) for r in gpu} == {("node-1", "0"), ("node-1", "1"), ("node-2", "0"), ("node-2", "1")}
+    assert all(0 <= float(r["value"][1]) <= 1 for r in gpu)
+    wait_for_series(stack, 'vigil_failure_risk{kind="disk"}', 1, timeout=120)
+    disks = query(stack, 'vigil_failure_risk{kind="disk"}')
+    assert disks and all(r["metric"].get("device") for r in disks)
+    assert all(0 <= float(r["value"][1]) <= 1 for r in disks)

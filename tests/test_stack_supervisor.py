@@ -124,3 +124,22 @@ def test_settings_yaml_error_names_the_line(tmp_path):
     cfg.write_text("stack:\n  sim_nodes: 2\n  port_base: [\n")
     with pytest.raises(SettingsError, match=rf"{cfg}:\d+: invalid YAML"):
         load_settings(cfg, {})
+
+
+def test_oneshot_job_runs_once_and_is_restarted_only_if_it_fails(tmp_path):
+    marker = tmp_path / "runs"
+    ok = ComponentSpec("ok-job", [sys.executable, "-c", f"open({str(marker)!r}, 'a').write('x')"], "", "", oneshot=True)
+    failing = ComponentSpec("bad-job", [sys.executable, "-c", "raise SystemExit(3)"], "", "", oneshot=True)
+    sup = Supervisor([ok, failing], tmp_path / "logs")
+    sup.start()
+    try:
+        assert sup.wait_healthy(5) == []  # jobs have no health check to wait for
+        deadline = time.monotonic() + 4
+        while time.monotonic() < deadline:
+            sup.poll()
+            time.sleep(0.05)
+        assert marker.read_text() == "x"
+        assert sup.restarts()["ok-job"] == 0
+        assert sup.restarts()["bad-job"] >= 1  # retried with backoff
+    finally:
+        sup.stop()

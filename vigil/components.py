@@ -115,8 +115,15 @@ def component_specs(settings: StackSettings, layout: RunLayout, binaries: dict[s
                                               "--storage.tsdb.retention.time=30d", "--web.enable-lifecycle",
                                               f"--web.external-url={url(p.prometheus)}"],
                                url(p.prometheus), url(p.prometheus, "/-/ready"), ports=[p.prometheus]))
+    if settings.aiops and not (layout.aiops_dir / "disk_model.json").exists():
+        # First start: learn the disk failure model on a simulated SMART fleet; the AIOps service
+        # picks the model up on its next refresh, so nothing waits for this job.
+        specs.append(ComponentSpec("train-disk-model", _vigil("aiops", "train-disk", "--simulate", "--disks", "2000",
+                                                               "--model-dir", str(layout.aiops_dir)),
+                                   "", "", oneshot=True))
     if settings.aiops:
         specs.append(ComponentSpec("aiops", _vigil("aiops", "serve", "--listen", f"{host}:{p.aiops}", "--model-dir", str(layout.aiops_dir),
-                                                   "--prometheus-url", url(p.prometheus), "--match", "vigil_gpu_utilization_ratio"),
+                                                   "--prometheus-url", url(p.prometheus), "--match", "vigil_gpu_utilization_ratio",
+                                                   "--risk-interval", prom_duration(max(5.0, 5 * settings.scrape_interval))),
                                    url(p.aiops, "/metrics"), url(p.aiops, "/healthz"), ports=[p.aiops]))
     return specs

@@ -83,7 +83,8 @@ def run_stack(settings: StackSettings, gpu_backend: str, say: Callable[[str], No
                        urls={"gpu_control": f"http://127.0.0.1:{settings.ports.gpu_control}"} if backend.kind == "sim" else {})
     try:
         supervisor.start()
-        state.components = {s.name: ComponentState(s.url, s.health_url, pid) for s, pid in zip(specs, supervisor.pids().values())}
+        state.components = {s.name: ComponentState(s.url, s.health_url, pid)
+                            for s, pid in zip(specs, supervisor.pids().values()) if not s.oneshot}
         state.write(layout)
         say(f"starting {len(specs)} components (logs in {layout.logs_dir}) …")
         unhealthy = supervisor.wait_healthy(health_timeout_s, on_progress=lambda name: say(f"  {name} is healthy"))
@@ -101,7 +102,8 @@ def run_stack(settings: StackSettings, gpu_backend: str, say: Callable[[str], No
             if supervisor.restarts() != restarts:
                 restarts = supervisor.restarts()
                 for name, pid in supervisor.pids().items():
-                    state.components[name].pid = pid
+                    if name in state.components:
+                        state.components[name].pid = pid
                 state.write(layout)
             time.sleep(0.3)
         say("stopping …")

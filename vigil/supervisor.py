@@ -40,6 +40,7 @@ class ComponentSpec:
     health_url: str
     ports: list[int] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    oneshot: bool = False  # a job that runs to completion (restarted only if it fails)
 
 
 @dataclass
@@ -123,7 +124,7 @@ class Supervisor:
     def wait_healthy(self, timeout_s: float, on_progress: Callable[[str], None] | None = None) -> list[str]:
         """Wait until every component answers its health check; return the names still unhealthy."""
         deadline = time.monotonic() + timeout_s
-        pending = set(self._components)
+        pending = {n for n, c in self._components.items() if not c.spec.oneshot}
         while pending and time.monotonic() < deadline:
             self.poll()
             for name in sorted(pending):
@@ -142,6 +143,11 @@ class Supervisor:
             if self._stopping or comp.process is None:
                 continue
             code = comp.process.poll()
+            if code == 0 and comp.spec.oneshot:
+                if comp.restart_at is None:
+                    log.info("%s finished", comp.spec.name)
+                    comp.restart_at = float("inf")  # done: never restarted
+                continue
             if code is None:
                 if now - comp.started_at >= STABLE_AFTER_S:
                     comp.backoff_s = BACKOFF_START_S

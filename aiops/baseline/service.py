@@ -21,6 +21,7 @@ from aiops.baseline.collector import BaselineCollector, BaselineSnapshot
 from aiops.baseline.store import StoreError, load_store, store_path
 from aiops.baseline.train import TrainSettings, history_from_prometheus, save_result, train
 from aiops.history.series import HistoryError
+from aiops.risk import risk_collectors
 
 log = logging.getLogger("vigil.aiops.baseline")
 RETRY_AFTER_FAILURE_S = 60.0
@@ -34,6 +35,7 @@ class ServiceConfig:
     prometheus_url: str | None = None
     selectors: tuple[str, ...] = ()
     sensitivity: float | None = None  # overrides the store's when set
+    risk_interval: float = 60.0  # how often failure risk is recomputed from Prometheus
 
 
 class BaselineService:
@@ -99,16 +101,11 @@ class BaselineService:
 
 
 def build_registry(service: BaselineService) -> CollectorRegistry:
-    """A registry with the baseline collector, plus the failure-risk collectors when `aiops.risk` exists."""
+    """A registry with the baseline collector and the failure-risk collectors."""
     registry = CollectorRegistry()
     registry.register(BaselineCollector(service.current))
     try:
-        from aiops.risk import risk_collectors
-    except ImportError:
-        log.info("aiops.risk is not available; serving baselines only")
-        return registry
-    try:
-        for collector in risk_collectors(service.config.model_dir, service.config.prometheus_url):
+        for collector in risk_collectors(service.config.model_dir, service.config.prometheus_url, service.config.risk_interval):
             registry.register(collector)
     except Exception as exc:  # another component's failure must not take the baselines down
         log.error("failure-risk collectors could not be added: %s: %s", exc.__class__.__name__, exc)
