@@ -167,6 +167,10 @@ def bench_overhead(cycles: int) -> dict[str, float]:
             "overhead_ms": 1000 * (total - nvml.spent) / cycles, "calls": nvml.calls / cycles}
 
 
+def _percent(cores: float) -> str:
+    return "< 0.5 %" if cores < 0.005 else f"{100 * cores:.1f} %"
+
+
 def machine() -> str:
     cpuinfo = Path("/proc/cpuinfo").read_text()
     model = re.search(r"model name\s*:\s*(.+)", cpuinfo)
@@ -200,12 +204,13 @@ def report(single: dict, peer: dict, fleet: dict | None, fleet_nodes: int, over:
             f"{fleet['cpu_ms'] / max(peer['cpu_ms'], 1e-9):.2f} |")
     lines += [
         "",
-        f"Background cost: the single node's 5 s collection loop uses {100 * single['idle_cores']:.1f} % of a core; "
+        f"Background cost: the single node's 5 s collection loop uses {_percent(single['idle_cores'])} of a core "
+        "(/proc counts CPU in 10 ms ticks); "
         + (f"the {fleet_nodes}-node fleet refreshing every {args.fleet_interval:.0f} s uses "
            f"{100 * fleet['idle_cores']:.0f} % of a core and {fleet['rss_mib']:.0f} MiB RSS "
            f"(single node: {single['rss_mib']:.0f} MiB). " if fleet else "")
-        + "A fleet scrape renders the node's text once per collection cycle, so each first scrape after a cycle pays the "
-        "rendering (about 1.5 ms per 8-GPU node).",
+        + "A node's page is rendered and gzipped once per collection cycle, on the first scrape after it; in the fleet "
+        "run every scrape is such a first scrape, and it competes for the interpreter with the background refresh.",
         "",
         f"Collection overhead per 8-GPU cycle ({args.cycles} cycles, in-process): {over['cycle_ms']:.2f} ms per cycle, "
         f"of which {over['nvml_ms']:.2f} ms inside the (simulated) NVML functions and **{over['overhead_ms']:.2f} ms our code** "
