@@ -64,7 +64,7 @@ def test_first_rule_set_contract():
     ruleset = rules.load_specs(rules.default_spec_paths())
     severities = {a.name: a.severity for a in ruleset.alerts}
     assert severities == {
-        "GpuFallenOffBus": "critical", "GpuUncorrectableEccErrors": "critical", "GpuOverheating": "critical",
+        "GpuFallenOffBus": "critical", "GpuNvmlStalled": "critical", "GpuUncorrectableEccErrors": "critical", "GpuOverheating": "critical",
         "GpuTemperatureHigh": "warning", "GpuNodeDown": "critical", "GpuCriticalXid": "critical",
         "GpuXidWarning": "warning", "GpuApplicationXidSpike": "warning", "GpuRowRemapFailure": "critical",
         "GpuRemapPending": "warning", "GpuRecoveryActionRequired": "critical", "GpuMissing": "critical",
