@@ -9,6 +9,8 @@ from typing import Any
 
 import click
 
+from .supervisor import port_is_free
+
 WARNING_SIMULATED = "no NVIDIA GPU/driver found: running the SIMULATED fleet"
 
 
@@ -129,14 +131,7 @@ def _run_sim(stop: threading.Event, host: str, port: int, control_listen: str | 
 
 def _can_listen(host: str, first: int, last: int) -> bool:
     """Whether every port in first..last can be bound now (checked before starting anything)."""
-    for port in range(first, last + 1):
-        with socket.socket() as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                probe.bind((host, port))
-            except OSError:
-                return False
-    return True
+    return all(port_is_free(port, host) for port in range(first, last + 1))
 
 
 def _job_sources(spec: str) -> list[Any]:
