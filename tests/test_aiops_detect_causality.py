@@ -50,3 +50,19 @@ def test_flat_series_scores_nothing_anomalous():
     stamps, _ = series(800, seed=1)
     scores = make_detector("vigil").score_series(stamps, np.full(800, 42.0))
     assert scores.max() == 0.0
+
+
+def test_relative_entropy_is_causal_once_given_the_range():
+    # NAB hands this reference detector the series' min and max up front; with those fixed, the future
+    # (kept inside that range) must not change past scores
+    from aiops.detect.relative_entropy import RelativeEntropyDetector
+
+    stamps, values = series(1500, seed=9)
+    low, high = float(values.min()), float(values.max())
+    original = RelativeEntropyDetector(low, high).score_series(stamps, values)
+    altered = values.copy()
+    altered[900:] = np.random.default_rng(1).uniform(low, high, 600)
+    scores = RelativeEntropyDetector(low, high).score_series(stamps, altered)
+    np.testing.assert_array_equal(scores[:900], original[:900])
+    assert not np.array_equal(scores[900:], original[900:])
+    assert set(np.unique(original)) <= {0.0, 1.0}

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from aiops.detect import make_detector, stored_thresholds
+from aiops.detect import stored_thresholds
 from aiops.nab.corpus import DEFAULT_NAB_DIR, NabCorpusError, load_corpus
 from aiops.nab.evaluate import evaluate
 
@@ -19,7 +19,7 @@ def result():
         corpus = load_corpus(root)
     except NabCorpusError as exc:
         pytest.fail(f"{exc} (set NAB_DIR to the corpus location)")
-    return evaluate(corpus, lambda: make_detector("vigil"))
+    return evaluate(corpus, "vigil")
 
 
 @pytest.mark.slow

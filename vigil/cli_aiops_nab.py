@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from aiops.detect import DETECTORS, default_threshold, make_detector
+from aiops.detect import DETECTORS, SERIES_DETECTORS, default_threshold, make_detector
 from aiops.detect.series import SeriesFormatError, read_series
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -62,7 +62,7 @@ def evaluate():
 @click.option("--nab-dir", type=click.Path(file_okay=False, path_type=Path),
               default=REPO_ROOT.parent / "shared" / "data" / "nab", show_default=True,
               help="The NAB corpus (data/, labels/, config/, results/).")
-@click.option("--detector", "detectors", multiple=True, type=click.Choice(sorted(DETECTORS)),
+@click.option("--detector", "detectors", multiple=True, type=click.Choice(sorted([*DETECTORS, *SERIES_DETECTORS])),
               help="Detector to evaluate (repeatable). Default: all.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option("--record/--no-record", default=True, show_default=True,
@@ -84,8 +84,8 @@ def nab(nab_dir: Path, detectors: tuple[str, ...], as_json: bool, record: bool, 
         corpus = load_corpus(nab_dir)
     except NabCorpusError as exc:
         raise click.ClickException(str(exc)) from None
-    names = list(detectors) or list(DETECTORS)
-    results = [evaluate_detector(corpus, lambda n=name: make_detector(n)) for name in names]
+    names = list(detectors) or [*DETECTORS, *SERIES_DETECTORS]
+    results = [evaluate_detector(corpus, name) for name in names]
     if as_json:
         click.echo(json.dumps({"corpus": str(nab_dir), "points": corpus.n_points,
                                "results": [r.as_dict() for r in results]}, indent=2))

@@ -3,6 +3,9 @@
 `make_detector(name)` builds a fresh detector for one series; `default_threshold(name, profile)` is the
 alarm threshold tuned for that detector on the NAB corpus (stored in `thresholds.json`, refreshed with
 `vigil aiops evaluate nab --save-thresholds`).
+
+`SERIES_DETECTORS` are reference detectors that, by NAB's convention, must be told the whole series'
+minimum and maximum up front (`factory(values)`): they are not causal and serve benchmarking only.
 """
 
 from __future__ import annotations
@@ -13,11 +16,14 @@ from types import MappingProxyType
 
 from aiops.detect.base import Detector
 from aiops.detect.reference import NullDetector, WindowedGaussianDetector
+from aiops.detect.relative_entropy import RelativeEntropyDetector, for_series
 from aiops.detect.vigil_detector import VigilDetector
 
 DETECTORS = MappingProxyType(
     {cls.name: cls for cls in (VigilDetector, WindowedGaussianDetector, NullDetector)}
 )
+
+SERIES_DETECTORS = MappingProxyType({RelativeEntropyDetector.name: for_series})
 
 THRESHOLDS_FILE = "thresholds.json"
 
@@ -42,4 +48,4 @@ def default_threshold(name: str, profile: str = "standard") -> float:
     return float(entry[profile])
 
 
-__all__ = ["DETECTORS", "Detector", "default_threshold", "make_detector", "stored_thresholds"]
+__all__ = ["DETECTORS", "SERIES_DETECTORS", "Detector", "default_threshold", "make_detector", "stored_thresholds"]

@@ -45,6 +45,8 @@ WEEK_IN_DAYS = 7
 
 @dataclass(frozen=True)
 class VigilParameters:
+    """Settings of `VigilDetector`; lengths are in points (see `reference_interval_s`)."""
+
     baseline: int = 5000
     shift_span: int = 10
     season_span: int = 10

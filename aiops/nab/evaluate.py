@@ -17,8 +17,12 @@ from typing import Callable
 
 import numpy as np
 
+from aiops.detect import DETECTORS, SERIES_DETECTORS, make_detector
 from aiops.detect.base import Detector
 from aiops.nab.corpus import NabCorpus, NabFile
+
+#: builds a fresh detector for one corpus file
+Factory = Callable[[NabFile], Detector]
 from aiops.nab.scoring import ThresholdCurve, file_weights
 
 #: our profile names -> NAB's names in config/profiles.json and published results
@@ -70,10 +74,19 @@ def split_halves(files: list[NabFile]) -> tuple[list[int], list[int]]:
     return halves
 
 
-def run_detector(corpus: NabCorpus, make: Callable[[], Detector]) -> tuple[list[np.ndarray], float]:
+def factory(name: str) -> Factory:
+    """Detector factory by name: streaming detectors, or NAB-convention ones told each file's range."""
+    if name in DETECTORS:
+        return lambda f: make_detector(name)
+    if name in SERIES_DETECTORS:
+        return lambda f: SERIES_DETECTORS[name](f.series.values)
+    raise ValueError(f"unknown detector {name!r}")
+
+
+def run_detector(corpus: NabCorpus, make: Factory) -> tuple[list[np.ndarray], float]:
     """Scores of a fresh detector per file, and the seconds spent detecting."""
     started = time.perf_counter()
-    scores = [make().score_series(f.series.timestamps, f.series.values) for f in corpus.files]
+    scores = [make(f).score_series(f.series.timestamps, f.series.values) for f in corpus.files]
     return scores, time.perf_counter() - started
 
 
@@ -95,8 +108,11 @@ def score_profiles(corpus: NabCorpus, scores: list[np.ndarray]) -> dict[str, Pro
     return results
 
 
-def evaluate(corpus: NabCorpus, make: Callable[[], Detector]) -> DetectorResult:
-    probe = make()
+def evaluate(corpus: NabCorpus, make: Factory | str) -> DetectorResult:
+    """Run a detector (a name or a factory) over the corpus and score it under every profile."""
+    if isinstance(make, str):
+        make = factory(make)
+    probe = make(corpus.files[0])
     scores, seconds = run_detector(corpus, make)
     result = DetectorResult(probe.name, probe.parameters(), seconds, corpus.n_points)
     result.profiles = score_profiles(corpus, scores)
