@@ -118,6 +118,9 @@ def test_evaluate_nab_json_and_history_record(tmp_path):
     assert by_name["vigil"]["profiles"]["standard"]["tuned"] > 90
     assert by_name["null"]["profiles"]["standard"]["tuned"] == 0.0
     assert set(by_name["vigil"]["profiles"]) == {"standard", "low_fp", "low_fn"}
+    standard = by_name["vigil"]["profiles"]["standard"]
+    assert set(standard) == {"tuned", "threshold", "holdout", "holdout_thresholds", "holdout_halves"}
+    assert len(standard["holdout_halves"]) == 2
     run(*args, "--detector", "null")
     text = bench.read_text()
     assert "someone else's" in text  # other sections untouched

@@ -35,6 +35,7 @@ class ProfileResult:
     threshold: float
     holdout: float  # normalised score, thresholds tuned on the other half
     holdout_thresholds: tuple[float, float]
+    holdout_halves: tuple[float, float]  # each half normalised alone, scored at the other half's threshold
 
 
 @dataclass
@@ -57,6 +58,7 @@ class DetectorResult:
                     "threshold": p.threshold,
                     "holdout": round(p.holdout, 2),
                     "holdout_thresholds": list(p.holdout_thresholds),
+                    "holdout_halves": [round(h, 2) for h in p.holdout_halves],
                 }
                 for name, p in self.profiles.items()
             },
@@ -103,8 +105,9 @@ def score_profiles(corpus: NabCorpus, scores: list[np.ndarray]) -> dict[str, Pro
         curve_b = ThresholdCurve([per_file[i] for i in second], cost)
         thr_a, _ = curve_a.best()
         thr_b, _ = curve_b.best()
-        held_out = curve_b.raw_at(thr_a) + curve_a.raw_at(thr_b)
-        results[ours] = ProfileResult(whole.normalise(raw), threshold, whole.normalise(held_out), (thr_a, thr_b))
+        raw_b, raw_a = curve_b.raw_at(thr_a), curve_a.raw_at(thr_b)
+        results[ours] = ProfileResult(whole.normalise(raw), threshold, whole.normalise(raw_a + raw_b), (thr_a, thr_b),
+                                      (curve_a.normalise(raw_a), curve_b.normalise(raw_b)))
     return results
 
 
