@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from aiops.nab.evaluate import PROFILES, DetectorResult
-from aiops.nab.record import append_table_row, machine_summary, utc_now
+from aiops.benchmark_record import append_table_row, machine_summary, utc_now
 
 #: our detector names -> their names in NAB's published results
 PUBLISHED_NAMES = {"windowed-gaussian": "windowedGaussian", "relative-entropy": "relativeEntropy", "null": "null"}

@@ -27,7 +27,7 @@ from aiops.baseline.collector import BaselineCollector, BaselineSnapshot
 from aiops.baseline.models import band
 from aiops.baseline.train import TrainSettings, train
 from aiops.history.series import Series
-from aiops.nab.record import machine_summary, utc_now, write_section  # the shared benchmarks.md writer
+from aiops.benchmark_record import machine_summary, utc_now, write_section  # the shared benchmarks.md writer
 
 STEP = 300.0
 TRAIN_POINTS = 14 * 288

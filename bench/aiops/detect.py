@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from aiops.nab.corpus import DEFAULT_NAB_DIR, load_corpus  # noqa: E402
-from aiops.nab.record import machine_summary, utc_now, write_section  # noqa: E402
+from aiops.benchmark_record import machine_summary, utc_now, write_section  # noqa: E402
 
 CONTENDERS = ["vigil", "vigil aiops detect (CLI)", "windowed-gaussian", "pandas-rolling-z", "load-only"]
 

@@ -27,7 +27,7 @@ from aiops.disk.model import (  # noqa: E402
     TrainingConfig, evaluate, fit_classifier, label_rows, split_disks, threshold_for_far, train_disk_model,
 )
 from aiops.disk.simulate import FleetSpec, simulate_fleet  # noqa: E402
-from aiops.nab.record import machine_summary, utc_now, write_section  # noqa: E402
+from aiops.benchmark_record import machine_summary, utc_now, write_section  # noqa: E402
 
 
 class RuleScorer:

@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 import requests  # noqa: E402
 from prometheus_client import CollectorRegistry, generate_latest  # noqa: E402
 
-from aiops.nab.record import machine_summary, utc_now, write_section  # noqa: E402
+from aiops.benchmark_record import machine_summary, utc_now, write_section  # noqa: E402
 from exporters.dcgm import DcgmCollector, parse_page  # noqa: E402
 from exporters.job_sources.cgroup import CgroupContainerSource  # noqa: E402
 from exporters.job_sources.slurm import SlurmSource  # noqa: E402

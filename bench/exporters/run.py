@@ -31,6 +31,8 @@ import requests
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+
+from aiops.benchmark_record import write_section  # noqa: E402
 VIGIL = [sys.executable, "-m", "vigil.cli", "exporter", "gpu", "--backend", "sim"]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 SECTION = "exporters"
@@ -223,13 +225,6 @@ def report(single: dict, peer: dict, fleet: dict | None, fleet_nodes: int, over:
     return "\n".join(lines)
 
 
-def write_section(text: str) -> None:
-    path = ROOT / "docs" / "benchmarks.md"
-    current = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    block = f"<!-- section:{SECTION} -->\n{text.strip()}\n<!-- /section:{SECTION} -->"
-    pattern = re.compile(rf"<!-- section:{SECTION} -->.*?<!-- /section:{SECTION} -->", re.S)
-    updated = pattern.sub(lambda _m: block, current) if pattern.search(current) else current.rstrip() + "\n\n" + block + "\n"
-    path.write_text(updated, encoding="utf-8")
 
 
 def main() -> None:
@@ -252,7 +247,7 @@ def main() -> None:
     text = report(single, peer, fleet, args.fleet_nodes, over, args, load)
     print(text)
     if not args.no_write:
-        write_section(text)
+        write_section(ROOT / "docs" / "benchmarks.md", SECTION, text)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import re
 import signal
 import socket
 import statistics
@@ -29,6 +28,9 @@ from pathlib import Path
 import requests
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from aiops.benchmark_record import write_section  # noqa: E402
 ALERTMANAGER = "/usr/bin/prometheus-alertmanager"
 TOKEN = "bench-token-0123456789abcdef"
 ONCALL = "targets:\n  demo-dri:\n    channels:\n      - type: inbox\ndefault: demo-dri\n"
@@ -149,14 +151,6 @@ def ms(values: list[float], q: float) -> str:
     return f"{ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000:.2f}"
 
 
-def write_section(text: str) -> None:
-    path = ROOT / "docs" / "benchmarks.md"
-    current = path.read_text() if path.exists() else "# Benchmarks\n"
-    block = f"<!-- section:notifier -->\n{text.strip()}\n<!-- /section:notifier -->"
-    pattern = re.compile(r"<!-- section:notifier -->.*?<!-- /section:notifier -->", re.S)
-    updated = pattern.sub(lambda _m: block, current) if pattern.search(current) else (
-        current.rstrip("\n") + "\n\n" + block + "\n")
-    path.write_text(updated)
 
 
 def main() -> None:
@@ -193,7 +187,7 @@ json:// back to the same process, so the two share the cores. Stored notificatio
 the inbox: median {statistics.median(to_page) * 1000:.0f} ms, p99 {ms(to_page, 0.99)} ms over
 {len(to_page)} pages.
 """
-    write_section(text)
+    write_section(ROOT / "docs" / "benchmarks.md", "notifier", text)
     print(text)
 
 
