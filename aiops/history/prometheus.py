@@ -8,6 +8,7 @@ import numpy as np
 import requests
 
 from aiops.history.series import HistoryError, Series, looks_like_counter
+from aiops.prometheus_api import PrometheusUnavailable, api_get
 
 # Prometheus rejects a range query whose (end - start) / step exceeds 11,000 points per series.
 PROMETHEUS_MAX_POINTS = 11_000
@@ -44,21 +45,10 @@ class PrometheusReader:
         self.session = requests.Session()
 
     def _get(self, path: str, params: dict) -> dict:
-        where = f"{self.url}{path}"
         try:
-            response = self.session.get(where, params=params, timeout=self.timeout)
-        except requests.RequestException as exc:
-            raise HistoryError(f"cannot reach Prometheus at {self.url}: {exc.__class__.__name__}: {exc}") from exc
-        try:
-            body = response.json()
-        except ValueError:
-            raise HistoryError(
-                f"Prometheus at {self.url} answered HTTP {response.status_code} with a non-JSON body "
-                f"(is this a Prometheus server?)"
-            ) from None
-        if body.get("status") != "success":
-            raise HistoryError(f"Prometheus refused the query: {body.get('errorType', 'error')}: {body.get('error')}")
-        return body["data"]
+            return api_get(self.url, path, params, self.timeout, self.session)
+        except PrometheusUnavailable as exc:
+            raise HistoryError(str(exc)) from exc
 
     def query_range(
         self,

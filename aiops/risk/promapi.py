@@ -10,11 +10,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import requests
+from aiops.prometheus_api import PrometheusUnavailable, api_get
 
-
-class PrometheusUnavailable(RuntimeError):
-    """Prometheus could not be reached or answered with an error."""
+__all__ = ["PrometheusReader", "PrometheusUnavailable"]
 
 
 @dataclass(frozen=True)
@@ -25,21 +23,7 @@ class PrometheusReader:
     timeout_s: float = 10.0
 
     def _get(self, path: str, params: dict) -> dict:
-        endpoint = self.url.rstrip("/") + path
-        try:
-            response = requests.get(endpoint, params=params, timeout=self.timeout_s)
-        except requests.RequestException as exc:
-            raise PrometheusUnavailable(f"cannot reach Prometheus at {self.url}: {exc}") from exc
-        try:
-            body = response.json()
-        except ValueError as exc:
-            raise PrometheusUnavailable(
-                f"Prometheus at {self.url} answered HTTP {response.status_code} without JSON"
-            ) from exc
-        if response.status_code != 200 or body.get("status") != "success":
-            reason = body.get("error") or f"HTTP {response.status_code}"
-            raise PrometheusUnavailable(f"Prometheus at {self.url} rejected {params.get('query')!r}: {reason}")
-        return body["data"]
+        return api_get(self.url, path, params, self.timeout_s)
 
     def query(self, promql: str, at: float | None = None) -> list[tuple[dict[str, str], float]]:
         """Instant query: one `(labels, value)` per series; NaN values are dropped."""
