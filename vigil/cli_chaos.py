@@ -82,7 +82,7 @@ def list_(run_dir):
 
 
 @click.command()
-@click.argument("fault", type=click.Choice(sorted(FAULTS)))
+@click.argument("fault", metavar="FAULT", type=click.Choice(sorted(FAULTS)))
 @click.option("--node", required=True, help="Node name, e.g. node-2.")
 @click.option("--gpu", type=int, default=0, show_default=True)
 @click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds allowed per stage.")
