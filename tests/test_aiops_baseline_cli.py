@@ -98,6 +98,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_for_health(proc: subprocess.Popen, port: int) -> requests.Response:
+    """The first /healthz answer of a `vigil aiops serve` that is starting (healthy or not)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return requests.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+        except requests.ConnectionError:
+            assert time.monotonic() < deadline and proc.poll() is None, "serve did not come up"
+            time.sleep(0.3)
+
+
 def test_serve_from_a_trained_store_exposes_bands_and_stops_on_sigint(history_csv, tmp_path):
     assert run("train", "--input", str(history_csv), "--model-dir", str(tmp_path / "m")).exit_code == 0
     port = free_port()
@@ -108,14 +119,7 @@ def test_serve_from_a_trained_store_exposes_bands_and_stops_on_sigint(history_cs
         text=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                health = requests.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
-                break
-            except requests.ConnectionError:
-                assert time.monotonic() < deadline and proc.poll() is None, "serve did not come up"
-                time.sleep(0.3)
+        health = wait_for_health(proc, port)
         assert health.status_code == 200
         text = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
         check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
@@ -147,14 +151,7 @@ def test_serve_with_prometheus_down_stays_up_unhealthy_and_says_why(tmp_path):
         text=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                health = requests.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
-                break
-            except requests.ConnectionError:
-                assert time.monotonic() < deadline and proc.poll() is None, "serve did not come up"
-                time.sleep(0.3)
+        health = wait_for_health(proc, port)
         assert health.status_code == 503 and "no baseline model" in health.text
         assert "vigil_baseline_series 0.0" in requests.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
     finally:
