@@ -54,6 +54,9 @@ def up(run_dir, config_file, port_base, sim_nodes, sim_gpus, gpu_backend, scrape
         code = run_stack(settings, gpu_backend, say=lambda msg: click.echo(msg), health_timeout_s=timeout)
     except (StackError, MissingBinaries) as exc:
         raise click.ClickException(str(exc)) from None
+    except KeyboardInterrupt:  # Ctrl-C before the supervisor took over (e.g. during the backfill)
+        click.echo("interrupted", err=True)
+        code = 130
     sys.exit(code)
 
 

@@ -9,6 +9,8 @@ import signal
 import time
 from typing import Callable
 
+from oncall.loader import OncallConfigError, load_oncall
+
 from .components import GpuBackend, component_specs, detect_gpu_backend, find_binaries
 from .history import backfill_simulated_history
 from .runstate import ComponentState, StackState
@@ -55,6 +57,11 @@ def run_stack(settings: StackSettings, gpu_backend: str, say: Callable[[str], No
     """Run the whole stack until SIGINT/SIGTERM. Returns the process exit code."""
     layout = RunLayout(settings.run_path)
     binaries = find_binaries()
+    if settings.oncall_config is not None:
+        try:  # refuse now, with file:line, rather than as an unhealthy notifier a minute later
+            load_oncall(settings.oncall_config)
+        except OncallConfigError as exc:
+            raise StackError(str(exc)) from None
     lock = _lock_run_dir(layout)
     backend: GpuBackend = detect_gpu_backend(settings, gpu_backend)
     specs = component_specs(settings, layout, binaries, backend)
