@@ -9,33 +9,28 @@ from pathlib import Path
 import click
 import requests
 
-from .drill import FAULTS, Drill, DrillFailed, StackApis, StageResult
-from .runstate import NoStack, StackState, read_state, read_token
+from .drill import FAULTS, Drill, DrillFailed, StageResult
+from .runstate import NoStack
+from .stack_client import StackClient, StackRequestError
 
 run_dir_option = click.option("--run-dir", type=click.Path(path_type=Path), default=Path(".vigil"), show_default=True,
                               help="Run directory of the stack to act on.")
 
 
-def _state(run_dir: Path) -> StackState:
+def _client(run_dir: Path) -> StackClient:
     try:
-        state = read_state(run_dir)
+        return StackClient.from_run_dir(run_dir)
     except NoStack as exc:
         raise click.ClickException(str(exc)) from None
-    if "gpu_control" not in state.urls:
-        raise click.ClickException("this stack exports real GPUs (NVML); faults can be injected only into the simulated fleet")
-    return state
 
 
 def _control(run_dir: Path, method: str, path: str, body: dict | None = None) -> dict:
-    state = _state(run_dir)
     try:
-        r = requests.request(method, f"{state.urls['gpu_control']}{path}", json=body, timeout=5)
+        return _client(run_dir).chaos(method, path, body)
+    except StackRequestError as exc:
+        raise click.ClickException(str(exc)) from None
     except requests.RequestException as exc:
         raise click.ClickException(f"cannot reach the simulated fleet's control API: {exc}") from None
-    payload = r.json() if r.headers.get("content-type", "").startswith("application/json") else {"error": r.text}
-    if r.status_code >= 400:
-        raise click.ClickException(payload.get("error", r.text))
-    return payload
 
 
 @click.group()
@@ -90,12 +85,9 @@ def list_(run_dir):
 @run_dir_option
 def drill(fault, node, gpu, timeout, as_json, run_dir):
     """Inject FAULT, wait for the page, clear it, wait for the resolution; print each stage's time."""
-    state = _state(run_dir)
-    try:
-        apis = StackApis(prometheus=state.components["prometheus"].url, notifier=state.components["notifier"].url,
-                         gpu_control=state.urls["gpu_control"], token=read_token(run_dir))
-    except NoStack as exc:
-        raise click.ClickException(str(exc)) from None
+    apis = _client(run_dir)
+    if apis.gpu_control is None:
+        raise click.ClickException("this stack exports real GPUs (NVML); drills need the simulated fleet")
 
     def report(result: StageResult) -> None:
         if not as_json:

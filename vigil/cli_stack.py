@@ -16,7 +16,8 @@ import click
 import requests
 
 from .components import MissingBinaries
-from .runstate import NoStack, pid_alive, read_state, read_token
+from .runstate import NoStack, pid_alive, read_state
+from .stack_client import StackClient
 from .settings import SettingsError, load_settings
 from .stack import StackError, run_stack, url_table
 from .stack_config import RunLayout
@@ -125,22 +126,13 @@ def status(run_dir, as_json):
     sys.exit(0 if all(health.values()) else 1)
 
 
-def fetch_inbox(run_dir: Path) -> list[dict]:
-    """Pages delivered to the stack's local inbox (oldest first)."""
-    state = read_state(run_dir)
-    notifier = state.components["notifier"].url
-    response = requests.get(f"{notifier}/api/v1/inbox", headers={"Authorization": f"Bearer {read_token(run_dir)}"}, timeout=5)
-    response.raise_for_status()
-    return response.json()["pages"]
-
-
 @click.command()
 @run_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print the pages as JSON.")
 def inbox(run_dir, as_json):
     """List the pages delivered to the demo's local inbox."""
     try:
-        pages = fetch_inbox(run_dir)
+        pages = StackClient.from_run_dir(run_dir).pages()
     except NoStack as exc:
         raise click.ClickException(str(exc)) from None
     except requests.RequestException as exc:

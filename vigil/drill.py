@@ -14,6 +14,8 @@ from typing import Callable
 
 import requests
 
+from .stack_client import RECENT_ROWS, StackClient, StackRequestError
+
 
 @dataclass(frozen=True)
 class FaultExpectation:
@@ -39,44 +41,6 @@ class DrillFailed(Exception):
 
 
 @dataclass
-class StackApis:
-    """How the drill talks to a running stack (URLs and the notifier token)."""
-
-    prometheus: str
-    notifier: str
-    gpu_control: str
-    token: str
-
-    def _auth(self) -> dict:
-        return {"Authorization": f"Bearer {self.token}"}
-
-    def query(self, promql: str) -> list[dict]:
-        r = requests.get(f"{self.prometheus}/api/v1/query", params={"query": promql}, timeout=5)
-        r.raise_for_status()
-        return r.json()["data"]["result"]
-
-    def notifications(self) -> list[dict]:
-        r = requests.get(f"{self.notifier}/api/v1/notifications", headers=self._auth(), timeout=5)
-        r.raise_for_status()
-        return r.json()["notifications"]
-
-    def pages(self) -> list[dict]:
-        r = requests.get(f"{self.notifier}/api/v1/inbox", headers=self._auth(), timeout=5)
-        r.raise_for_status()
-        return r.json()["pages"]
-
-    def chaos(self, action: str, body: dict) -> dict:
-        r = requests.post(f"{self.gpu_control}/chaos/{action}", json=body, timeout=5)
-        if r.status_code >= 400:
-            try:
-                reason = r.json().get("error", r.text)
-            except ValueError:
-                reason = r.text
-            raise DrillFailed(f"the simulator refused to {action}: {reason}")
-        return r.json()
-
-
-@dataclass
 class StageResult:
     name: str
     seconds: float
@@ -84,7 +48,7 @@ class StageResult:
 
 @dataclass
 class Drill:
-    apis: StackApis
+    apis: StackClient
     fault: str
     node: str
     gpu: int
@@ -92,6 +56,12 @@ class Drill:
     poll_s: float = 0.25
     report: Callable[[StageResult], None] = lambda _r: None
     results: list[StageResult] = field(default_factory=list)
+
+    def _chaos(self, path: str, body: dict) -> None:
+        try:
+            self.apis.chaos("POST", path, body)
+        except StackRequestError as exc:
+            raise DrillFailed(f"the simulator refused {path}: {exc}") from None
 
     def _labels_match(self, labels: dict) -> bool:
         expect = FAULTS[self.fault]
@@ -120,7 +90,7 @@ class Drill:
         alert_q = f'ALERTS{{alertname="{expect.alertname}",alertstate="firing",node="{self.node}"' + (
             f',gpu="{self.gpu}"}}' if expect.per_gpu else "}")
         seen_notifications = {n["id"] for n in self.apis.notifications()}
-        seen_pages = {p["id"] for p in self.apis.pages()}
+        seen_pages = {p["id"] for p in self.apis.pages(RECENT_ROWS)}
 
         def new_notification(status: str) -> bool:
             return any(n["id"] not in seen_notifications and n["status"] == status
@@ -129,19 +99,19 @@ class Drill:
 
         def new_page(status: str) -> bool:
             return any(p["id"] not in seen_pages and p.get("status") == status and self._labels_match(p.get("labels", {}))
-                       for p in self.apis.pages())
+                       for p in self.apis.pages(RECENT_ROWS))
 
         body = {"fault": self.fault, "node": self.node, "gpu": self.gpu}
         cleared = False
         t0 = time.monotonic()
-        self.apis.chaos("inject", body)
+        self._chaos("/chaos/inject", body)
         try:
             self._wait("injected → seen in a scrape", t0, lambda: bool(self.apis.query(symptom)), f"query {symptom}")
             self._wait("alert firing in Prometheus", t0, lambda: bool(self.apis.query(alert_q)), f"query {alert_q}")
             self._wait("received by the notifier", t0, lambda: new_notification("firing"), "Alertmanager → notifier webhook")
             self._wait("page delivered", t0, lambda: new_page("firing"), "notifier → inbox delivery")
             t1 = time.monotonic()
-            self.apis.chaos("clear", {"node": self.node})
+            self._chaos("/chaos/clear", {"node": self.node})
             cleared = True
             self._wait("cleared → recovery seen in a scrape", t1, lambda: not self.apis.query(symptom), f"query {symptom}")
             self._wait("alert resolved in Prometheus", t1, lambda: not self.apis.query(alert_q), f"query {alert_q}")
@@ -150,7 +120,7 @@ class Drill:
         finally:
             if not cleared:
                 try:
-                    self.apis.chaos("clear", {"node": self.node})
+                    self._chaos("/chaos/clear", {"node": self.node})
                 except (DrillFailed, requests.RequestException):
                     pass
         return self.results
