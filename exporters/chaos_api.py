@@ -15,8 +15,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
-from exporters.sim.faults import FaultError
-from exporters.sim.fleet import SimulatedFleet
+from vigil.exporters.sim.faults import FaultError
+from vigil.exporters.sim.fleet import SimulatedFleet
 
 MAX_BODY = 64 * 1024
 

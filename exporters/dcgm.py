@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporters.background import BackgroundSnapshot
-from exporters.dcgm_fields import (
+from vigil.exporters.background import BackgroundSnapshot
+from vigil.exporters.dcgm_fields import (
     CLOCK_EVENT_BITS,
     CLOCK_EVENT_FIELDS,
     DRIVER_LABELS,
@@ -33,8 +33,8 @@ from exporters.dcgm_fields import (
     field_index,
     is_blank,
 )
-from exporters.metric_families import add, family
-from exporters.spec import MetricSpec
+from vigil.exporters.metric_families import add, family
+from vigil.exporters.spec import MetricSpec
 
 GPU_LABELS = ("node", "gpu", "uuid")
 _SRC = "dcgm-exporter /metrics"

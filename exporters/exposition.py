@@ -13,7 +13,7 @@ from typing import Iterable
 
 from prometheus_client.utils import floatToGoString
 
-from exporters.spec import MetricSpec
+from vigil.exporters.spec import MetricSpec
 
 Rows = dict[str, list[tuple[tuple[str, ...], float]]]
 

@@ -13,11 +13,11 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from exporters.chaos_api import ChaosApi
-from exporters.metrics_http import MetricsServer
-from exporters.nvml_collector import NvmlCollector
-from exporters.refresh_scheduler import RefreshScheduler
-from exporters.sim.fleet import SimulatedFleet
+from vigil.exporters.chaos_api import ChaosApi
+from vigil.exporters.metrics_http import MetricsServer
+from vigil.exporters.nvml_collector import NvmlCollector
+from vigil.exporters.refresh_scheduler import RefreshScheduler
+from vigil.exporters.sim.fleet import SimulatedFleet
 
 
 class NodeTarget:

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from exporters import gpu_fields as FV
+from vigil.exporters import gpu_fields as FV
 
 Rows = dict[str, list[tuple[tuple[str, ...], float]]]
 

@@ -6,7 +6,7 @@ All per-GPU metrics carry `node`, `gpu` (index) and `uuid`.
 
 from __future__ import annotations
 
-from exporters.spec import MetricSpec
+from vigil.exporters.spec import MetricSpec
 
 GPU = ("node", "gpu", "uuid")
 

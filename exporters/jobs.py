@@ -16,9 +16,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Protocol
 
-from exporters.background import BackgroundSnapshot
-from exporters.metric_families import add, family
-from exporters.spec import GpuProcess, MetricSpec
+from vigil.exporters.background import BackgroundSnapshot
+from vigil.exporters.metric_families import add, family
+from vigil.exporters.spec import GpuProcess, MetricSpec
 
 GPU_LABELS = ("node", "gpu", "uuid")
 KINDS = ("job", "external", "zombie")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
-from exporters.spec import MetricSpec
+from vigil.exporters.spec import MetricSpec
 
 
 def family(spec: MetricSpec) -> Metric:

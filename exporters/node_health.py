@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import time
 
-from exporters.background import BackgroundSnapshot
-from exporters.infiniband import read_ports
-from exporters.metric_families import add, family
-from exporters.smart import SmartReader, SmartSnapshot
-from exporters.spec import MetricSpec
+from vigil.exporters.background import BackgroundSnapshot
+from vigil.exporters.infiniband import read_ports
+from vigil.exporters.metric_families import add, family
+from vigil.exporters.smart import SmartReader, SmartSnapshot
+from vigil.exporters.spec import MetricSpec
 
 _SMART = "smartctl --json -a"
 _IB = "/sys/class/infiniband"

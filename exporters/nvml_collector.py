@@ -20,13 +20,13 @@ from typing import Any, Callable, Iterator
 
 from prometheus_client.core import Metric
 
-from exporters.gpu_isolation import StallGuard
-from exporters.gpu_reader import GpuLost, GpuMemo, GpuReader, Rows, text
-from exporters.exposition import render
-from exporters.gpu_specs import SPECS
-from exporters.metric_families import family
-from exporters.spec import GpuProcess
-from exporters.xid import XidWatcher, xid_class
+from vigil.exporters.gpu_isolation import StallGuard
+from vigil.exporters.gpu_reader import GpuLost, GpuMemo, GpuReader, Rows, text
+from vigil.exporters.exposition import render
+from vigil.exporters.gpu_specs import SPECS
+from vigil.exporters.metric_families import family
+from vigil.exporters.spec import GpuProcess
+from vigil.exporters.xid import XidWatcher, xid_class
 
 
 class NvmlCollector:

@@ -21,15 +21,15 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from notifier.delivery.inbox_sender import PAGE_HEADER
-from notifier.delivery.pipeline import DeliveryPipeline
-from notifier.delivery.worker import DeliveryWorker
-from notifier.metrics import NotifierMetrics, StoreCollector
-from notifier.models import WebhookPayload
-from notifier.reconcile import reconcile
-from notifier.settings import NotifierSettings
-from notifier.store import Store
-from oncall.model import OncallConfig
+from vigil.notifier.delivery.inbox_sender import PAGE_HEADER
+from vigil.notifier.delivery.pipeline import DeliveryPipeline
+from vigil.notifier.delivery.worker import DeliveryWorker
+from vigil.notifier.metrics import NotifierMetrics, StoreCollector
+from vigil.notifier.models import WebhookPayload
+from vigil.notifier.reconcile import reconcile
+from vigil.notifier.settings import NotifierSettings
+from vigil.notifier.store import Store
+from vigil.oncall.model import OncallConfig
 
 log = logging.getLogger(__name__)
 MAX_LIST = 5000

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from notifier.models import WebhookPayload
+from vigil.notifier.models import WebhookPayload
 
 Action = Literal["open", "update", "resolve", "attach", "record"]
 

@@ -17,9 +17,9 @@ from typing import Callable
 
 import requests
 
-from notifier.delivery.pipeline import DeliveryPipeline
-from notifier.models import WebhookPayload
-from notifier.store import RECONCILED_PREFIX, Store
+from vigil.notifier.delivery.pipeline import DeliveryPipeline
+from vigil.notifier.models import WebhookPayload
+from vigil.notifier.store import RECONCILED_PREFIX, Store
 
 log = logging.getLogger(__name__)
 TIMEOUT_S = 5

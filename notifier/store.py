@@ -15,11 +15,11 @@ from typing import Callable, Iterable
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from notifier.incidents import IncidentDecision, IncidentState, decide
-from notifier.models import WebhookPayload
-from notifier.schema import deliveries, delivery_attempts, inbox_pages, incident_alerts, incidents
-from notifier.schema import metadata, notifications
-from notifier.timefmt import rfc3339
+from vigil.notifier.incidents import IncidentDecision, IncidentState, decide
+from vigil.notifier.models import WebhookPayload
+from vigil.notifier.schema import deliveries, delivery_attempts, inbox_pages, incident_alerts, incidents
+from vigil.notifier.schema import metadata, notifications
+from vigil.notifier.timefmt import rfc3339
 
 RECONCILED_PREFIX = "reconciled:"
 

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from oncall.model import OncallConfig, UnknownTargets
+from vigil.oncall.model import OncallConfig, UnknownTargets
 
 
 class OncallConfigError(ValueError):

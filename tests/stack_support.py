@@ -27,8 +27,26 @@ stack:
 """
 
 
-def vigil(*args: str, timeout: float = 120, check: bool = False) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "vigil.cli", *args], capture_output=True, text=True, timeout=timeout, check=check)
+# the installed entry point, as a user runs it (not `python -m`, which would put the cwd on sys.path)
+VIGIL = str(Path(sys.executable).with_name("vigil"))
+SHADOWING_FOLDERS = ("vigil", "rules", "exporters", "notifier", "oncall", "aiops")
+
+
+def vigil(*args: str, timeout: float = 120, check: bool = False, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([VIGIL, *args], capture_output=True, text=True, timeout=timeout, check=check, cwd=cwd)
+
+
+def shadowing_workdir(root: Path) -> Path:
+    """A directory like a rule author's repository: folders named like vigil's packages, whose import fails.
+
+    A command run from here that imports any of them instead of the installed package breaks loudly.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    for name in SHADOWING_FOLDERS:
+        (root / name).mkdir(exist_ok=True)
+        (root / name / "__init__.py").write_text(
+            f"raise ImportError('the user folder {name}/ in the current directory was imported instead of vigil')\n")
+    return root
 
 
 def free_port_base(span: int = 100) -> int:
@@ -60,14 +78,14 @@ class RunningStack:
 
 
 def start_stack(tmp: Path, *, nodes: int = 3, gpus: int = 4, aiops: bool = False, node_health: bool = True,
-                backfill_days: float = 0) -> RunningStack:
+                backfill_days: float = 0, cwd: Path | None = None) -> RunningStack:
     config = tmp / "vigil.yaml"
     config.write_text(FAST_STACK.format(nodes=nodes, gpus=gpus, aiops=str(aiops).lower(),
                                         node_health=str(node_health).lower(), backfill_days=backfill_days))
     base = free_port_base()
     run_dir = tmp / "run"
     result = vigil("up", "--detach", "--config", str(config), "--run-dir", str(run_dir), "--port-base", str(base),
-                   "--gpu-backend", "sim", timeout=300)
+                   "--gpu-backend", "sim", timeout=300, cwd=cwd)
     if result.returncode != 0:
         logs = "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in sorted((run_dir / "logs").glob("*.log")))
         raise AssertionError(f"vigil up --detach failed:\n{result.stdout}\n{result.stderr}\n{logs}")

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aiops.baseline import synthetic
-from aiops.baseline.fit import fit_series
-from aiops.baseline.models import band
-from aiops.baseline.robust import DAY_S
-from aiops.baseline.store import load_store, save_store
-from aiops.history.series import Series
+from vigil.aiops.baseline import synthetic
+from vigil.aiops.baseline.fit import fit_series
+from vigil.aiops.baseline.models import band
+from vigil.aiops.baseline.robust import DAY_S
+from vigil.aiops.baseline.store import load_store, save_store
+from vigil.aiops.history.series import Series
 
 STEP = 300.0
 TRAIN_POINTS = 14 * 288

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aiops.baseline import synthetic
-from aiops.baseline.classify import CLASSES, classify
-from exporters.sim.load import gpu_load
+from vigil.aiops.baseline import synthetic
+from vigil.aiops.baseline.classify import CLASSES, classify
+from vigil.exporters.sim.load import gpu_load
 
 STEP = 300.0
 

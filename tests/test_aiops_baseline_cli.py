@@ -14,8 +14,8 @@ import pytest
 import requests
 from click.testing import CliRunner
 
-from aiops.baseline import synthetic
-from aiops.baseline.store import load_store
+from vigil.aiops.baseline import synthetic
+from vigil.aiops.baseline.store import load_store
 from vigil.cli import main as vigil_main
 
 VIGIL = str(Path(sys.executable).with_name("vigil"))

@@ -9,14 +9,14 @@ import numpy as np
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from aiops.baseline import synthetic
-from aiops.baseline.collector import BaselineCollector, BaselineSnapshot
-from aiops.baseline.fit import fit_series
-from aiops.baseline.models import band
-from aiops.baseline.service import BaselineService, ServiceConfig
-from aiops.baseline.store import load_store, save_store
-from aiops.baseline.train import TrainSettings
-from aiops.history.series import Series
+from vigil.aiops.baseline import synthetic
+from vigil.aiops.baseline.collector import BaselineCollector, BaselineSnapshot
+from vigil.aiops.baseline.fit import fit_series
+from vigil.aiops.baseline.models import band
+from vigil.aiops.baseline.service import BaselineService, ServiceConfig
+from vigil.aiops.baseline.store import load_store, save_store
+from vigil.aiops.baseline.train import TrainSettings
+from vigil.aiops.history.series import Series
 
 NOW = 1_767_225_600.0 + 3600
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from aiops.correlate import AlertInputError, Firing, firings_from_json, group_firings, mine_inhibitions
+from vigil.aiops.correlate import AlertInputError, Firing, firings_from_json, group_firings, mine_inhibitions
 from vigil.cli_aiops_risk import suggest_inhibitions
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)

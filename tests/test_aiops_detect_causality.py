@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from aiops.detect import DETECTORS, make_detector
+from vigil.aiops.detect import DETECTORS, make_detector
 
 
 def series(n, seed):
@@ -55,7 +55,7 @@ def test_flat_series_scores_nothing_anomalous():
 def test_relative_entropy_is_causal_once_given_the_range():
     # NAB hands this reference detector the series' min and max up front; with those fixed, the future
     # (kept inside that range) must not change past scores
-    from aiops.detect.relative_entropy import RelativeEntropyDetector
+    from vigil.aiops.detect.relative_entropy import RelativeEntropyDetector
 
     stamps, values = series(1500, seed=9)
     low, high = float(values.min()), float(values.max())

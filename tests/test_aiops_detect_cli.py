@@ -8,7 +8,7 @@ import math
 import pytest
 from click.testing import CliRunner
 
-from aiops.detect import default_threshold
+from vigil.aiops.detect import default_threshold
 from vigil.cli import main
 
 

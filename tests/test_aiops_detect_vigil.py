@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from aiops.detect import default_threshold, make_detector
+from vigil.aiops.detect import default_threshold, make_detector
 
 
 def stamps(n, step_minutes):

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from aiops.detect import stored_thresholds
-from aiops.nab.corpus import DEFAULT_NAB_DIR, NabCorpusError, load_corpus
-from aiops.nab.evaluate import evaluate
+from vigil.aiops.detect import stored_thresholds
+from vigil.aiops.nab.corpus import DEFAULT_NAB_DIR, NabCorpusError, load_corpus
+from vigil.aiops.nab.evaluate import evaluate
 
 FLOOR = 58.2  # earthgecko Skyline's published standard score
 

@@ -9,12 +9,12 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from aiops.disk.features import add_features, feature_names
-from aiops.disk.model import (
+from vigil.aiops.disk.features import add_features, feature_names
+from vigil.aiops.disk.model import (
     TrainingConfig, evaluate, fit_classifier, label_rows, load_model, save_model, split_disks, threshold_for_far,
     train_disk_model,
 )
-from aiops.disk.simulate import FleetSpec, simulate_fleet
+from vigil.aiops.disk.simulate import FleetSpec, simulate_fleet
 from vigil.cli_aiops_risk import train_disk
 
 FLEET = FleetSpec(disks=2500, days=100, seed=7)

@@ -10,11 +10,11 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from prometheus_client import CollectorRegistry
 
-from aiops.risk import risk_collectors
-from aiops.risk.collector import FailureRiskCollector
-from aiops.risk.gpu_score import GpuSignals, score_gpus
-from aiops.risk.gpu_signals import GPU_INVENTORY_QUERY, GPU_QUERIES
-from aiops.risk.promapi import PrometheusReader
+from vigil.aiops.risk import risk_collectors
+from vigil.aiops.risk.collector import FailureRiskCollector
+from vigil.aiops.risk.gpu_score import GpuSignals, score_gpus
+from vigil.aiops.risk.gpu_signals import GPU_INVENTORY_QUERY, GPU_QUERIES
+from vigil.aiops.risk.promapi import PrometheusReader
 
 
 def _node(name: str, temps: list[float]) -> list[GpuSignals]:
@@ -175,9 +175,9 @@ def _smart(node, device, attr):
 
 
 def test_collector_exports_disk_risk_when_a_disk_model_is_trained(fake_prometheus, tmp_path):
-    from aiops.disk.model import save_model, train_disk_model
-    from aiops.disk.simulate import FleetSpec, simulate_fleet
-    from aiops.risk.disk_signals import SMART_DAILY_QUERY
+    from vigil.aiops.disk.model import save_model, train_disk_model
+    from vigil.aiops.disk.simulate import FleetSpec, simulate_fleet
+    from vigil.aiops.risk.disk_signals import SMART_DAILY_QUERY
 
     model, _ = train_disk_model(simulate_fleet(FleetSpec(disks=800, days=90, seed=3)))
     save_model(model, tmp_path)
@@ -207,7 +207,7 @@ def test_collector_exports_disk_risk_when_a_disk_model_is_trained(fake_prometheu
 
 
 def test_smart_history_decodes_packed_temperature_and_prefers_smartctls_reading(fake_prometheus):
-    from aiops.risk.disk_signals import SMART_DAILY_QUERY, TEMPERATURE_DAILY_QUERY, read_smart_history
+    from vigil.aiops.risk.disk_signals import SMART_DAILY_QUERY, TEMPERATURE_DAILY_QUERY, read_smart_history
 
     packed = (45 << 32) | (20 << 16) | 37  # raw 194 with max/min in the upper bytes, current = 37
     fake_prometheus.ranges = {
@@ -241,9 +241,9 @@ def test_a_corrupt_disk_model_is_logged_and_gpu_risk_still_exported(fake_prometh
 
 
 def test_a_retrained_disk_model_is_picked_up_without_a_restart(fake_prometheus, tmp_path):
-    from aiops.disk.model import save_model, train_disk_model
-    from aiops.disk.simulate import FleetSpec, simulate_fleet
-    from aiops.risk.disk_signals import SMART_DAILY_QUERY
+    from vigil.aiops.disk.model import save_model, train_disk_model
+    from vigil.aiops.disk.simulate import FleetSpec, simulate_fleet
+    from vigil.aiops.risk.disk_signals import SMART_DAILY_QUERY
 
     fake_prometheus.ranges = {SMART_DAILY_QUERY: [(_smart("n1", "sda", 5), [3, 3, 3])]}
     collector = FailureRiskCollector(PrometheusReader(f"http://127.0.0.1:{fake_prometheus.server_address[1]}"), tmp_path)

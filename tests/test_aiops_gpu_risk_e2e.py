@@ -20,8 +20,8 @@ from click.testing import CliRunner
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from aiops.risk.collector import FailureRiskCollector
-from aiops.risk.promapi import PrometheusReader
+from vigil.aiops.risk.collector import FailureRiskCollector
+from vigil.aiops.risk.promapi import PrometheusReader
 from vigil.cli_aiops_risk import suggest_inhibitions
 
 PROMETHEUS = Path("/usr/bin/prometheus")
@@ -147,8 +147,8 @@ def test_suggest_inhibitions_reads_alerts_history_from_prometheus(prometheus):
 
 
 def test_disk_risk_from_real_prometheus_with_a_trained_model(prometheus, tmp_path):
-    from aiops.disk.model import save_model, train_disk_model
-    from aiops.disk.simulate import FleetSpec, simulate_fleet
+    from vigil.aiops.disk.model import save_model, train_disk_model
+    from vigil.aiops.disk.simulate import FleetSpec, simulate_fleet
 
     model, _ = train_disk_model(simulate_fleet(FleetSpec(disks=800, days=60, seed=3)))
     save_model(model, tmp_path)

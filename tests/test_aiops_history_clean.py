@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aiops.history.clean import counter_rate, prepare, regularize
-from aiops.history.durations import parse_duration
-from aiops.history.series import Series, looks_like_counter
+from vigil.aiops.history.clean import counter_rate, prepare, regularize
+from vigil.aiops.history.durations import parse_duration
+from vigil.aiops.history.series import Series, looks_like_counter
 
 
 def test_counter_rate_treats_a_drop_as_a_restart_from_zero():

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aiops.history.files import parse_selector, read_series_file
-from aiops.history.openmetrics import format_value, write_openmetrics
-from aiops.history.series import HistoryError
+from vigil.aiops.history.files import parse_selector, read_series_file
+from vigil.aiops.history.openmetrics import format_value, write_openmetrics
+from vigil.aiops.history.series import HistoryError
 
 
 def test_long_csv_with_labels_groups_series(tmp_path):

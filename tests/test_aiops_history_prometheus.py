@@ -19,12 +19,12 @@ import pytest
 import requests
 from click.testing import CliRunner
 
-from aiops.baseline.models import band
-from aiops.baseline.store import load_store
-from aiops.history.openmetrics import write_openmetrics
-from aiops.history.prometheus import PrometheusReader
-from aiops.history.series import HistoryError
-from exporters.sim.load import gpu_load
+from vigil.aiops.baseline.models import band
+from vigil.aiops.baseline.store import load_store
+from vigil.aiops.history.openmetrics import write_openmetrics
+from vigil.aiops.history.prometheus import PrometheusReader
+from vigil.aiops.history.series import HistoryError
+from vigil.exporters.sim.load import gpu_load
 from vigil.cli import main as vigil_main
 
 pytestmark = pytest.mark.e2e

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from aiops.nab.corpus import DEFAULT_NAB_DIR, NabCorpusError, load_corpus
-from aiops.nab.evaluate import PROFILES, evaluate
+from vigil.aiops.nab.corpus import DEFAULT_NAB_DIR, NabCorpusError, load_corpus
+from vigil.aiops.nab.evaluate import PROFILES, evaluate
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from aiops.nab.scoring import ThresholdCurve, file_weights, probation_length, scaled_sigmoid
+from vigil.aiops.nab.scoring import ThresholdCurve, file_weights, probation_length, scaled_sigmoid
 
 STANDARD = {"tpWeight": 1.0, "fnWeight": 1.0, "fpWeight": 0.11}
 LOW_FN = {"tpWeight": 1.0, "fnWeight": 2.0, "fpWeight": 0.11}

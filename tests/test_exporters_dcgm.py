@@ -10,8 +10,8 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporters.dcgm import SPECS, DcgmCollector
-from exporters.sim.dcgm_page import PageServer, gpu_uuid, render_page
+from vigil.exporters.dcgm import SPECS, DcgmCollector
+from vigil.exporters.sim.dcgm_page import PageServer, gpu_uuid, render_page
 
 T0 = 1_790_000_000.0
 
@@ -183,7 +183,7 @@ def test_promtool_check_metrics_reports_nothing(serve):
 def test_docs_name_every_mapped_field_and_metric():
     from pathlib import Path
 
-    from exporters.dcgm_fields import FIELD_MAPS
+    from vigil.exporters.dcgm_fields import FIELD_MAPS
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "exporters-dcgm-node.md").read_text()
     missing = [name for row in FIELD_MAPS for name in (row.old, row.new, row.metric) if f"`{name}" not in doc]

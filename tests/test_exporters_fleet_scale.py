@@ -6,8 +6,8 @@ import pytest
 import requests
 from exporters_nvml_support import free_ports, wait_until
 
-from exporters.fleet_server import FleetServer
-from exporters.sim.fleet import SimulatedFleet
+from vigil.exporters.fleet_server import FleetServer
+from vigil.exporters.sim.fleet import SimulatedFleet
 
 NODES = 1250
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from exporters.refresh_scheduler import RefreshScheduler
+from vigil.exporters.refresh_scheduler import RefreshScheduler
 
 
 class Counting:

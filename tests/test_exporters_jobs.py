@@ -11,13 +11,13 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporters.job_sources.cgroup import CgroupContainerSource, container_of
-from exporters.job_sources.kubernetes import (
+from vigil.exporters.job_sources.cgroup import CgroupContainerSource, container_of
+from vigil.exporters.job_sources.kubernetes import (
     LIST_METHOD, GrpcPodResourcesClient, KubernetesSource, PodDevices, decode_list_response,
 )
-from exporters.job_sources.slurm import SlurmSource
-from exporters.jobs import JobAttributionCollector
-from exporters.spec import GpuProcess
+from vigil.exporters.job_sources.slurm import SlurmSource
+from vigil.exporters.jobs import JobAttributionCollector
+from vigil.exporters.spec import GpuProcess
 
 UUID0, UUID1 = "GPU-aaaaaaaa-0000-0000-0000-000000000000", "GPU-bbbbbbbb-1111-1111-1111-111111111111"
 CONTAINER = "3f4e" * 16

@@ -16,9 +16,9 @@ from click.testing import CliRunner
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporters.node_health import SPECS, NodeHealthCollector
-from exporters.sim.smart import DAY_S, DiskFault, SimDisk, SimulatedSmartctl, smart_document
-from exporters.smart import SmartReader
+from vigil.exporters.node_health import SPECS, NodeHealthCollector
+from vigil.exporters.sim.smart import DAY_S, DiskFault, SimDisk, SimulatedSmartctl, smart_document
+from vigil.exporters.smart import SmartReader
 from vigil.cli_node_exporter import node
 
 T0 = 1_790_000_000.0

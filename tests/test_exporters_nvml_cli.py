@@ -12,7 +12,7 @@ import pytest
 import requests
 from exporters_nvml_support import answers, free_ports, wait_until
 
-from exporters.sim.dcgm_page import PageServer, render_page
+from vigil.exporters.sim.dcgm_page import PageServer, render_page
 
 VIGIL_GPU = [sys.executable, "-m", "vigil.cli", "exporter", "gpu"]
 

@@ -11,11 +11,11 @@ from prometheus_client import CollectorRegistry, generate_latest
 from exporters_nvml_support import wait_until
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporters.gpu_specs import SPECS
-from exporters.nvml_collector import NvmlCollector
-from exporters.sim.faults import Fault
-from exporters.sim.identity import device_uuid
-from exporters.sim.nvml import SimulatedNvml
+from vigil.exporters.gpu_specs import SPECS
+from vigil.exporters.nvml_collector import NvmlCollector
+from vigil.exporters.sim.faults import Fault
+from vigil.exporters.sim.identity import device_uuid
+from vigil.exporters.sim.nvml import SimulatedNvml
 
 NODE = "node-1"
 # present only when the situation arises (MIG enabled, an NVML error happened)
@@ -305,8 +305,8 @@ def test_real_pynvml_without_a_driver_reports_the_reason_not_a_crash() -> None:
 
 
 def test_gpu_processes_feed_job_attribution(sim: SimulatedNvml, tmp_path) -> None:
-    from exporters.job_sources.slurm import SlurmSource
-    from exporters.jobs import JobAttributionCollector
+    from vigil.exporters.job_sources.slurm import SlurmSource
+    from vigil.exporters.jobs import JobAttributionCollector
 
     collector, _registry = offline(sim)
     collector.refresh()

@@ -5,12 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from exporters import metrics_doc
-from exporters.gpu_specs import SPECS
+from vigil.exporters import metrics_doc
+from vigil.exporters.gpu_specs import SPECS
 
 
 def test_committed_metrics_page_is_up_to_date() -> None:
-    result = subprocess.run([sys.executable, "-m", "exporters.metrics_doc", "--check"], capture_output=True, timeout=60)
+    result = subprocess.run([sys.executable, "-m", "vigil.exporters.metrics_doc", "--check"], capture_output=True, timeout=60)
     assert result.returncode == 0, result.stderr.decode()
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporters.nvml_collector import NvmlCollector
-from exporters.sim.faults import FAULTS, NODE_FAULTS, Fault
-from exporters.sim.nvml import SimulatedNvml
+from vigil.exporters.nvml_collector import NvmlCollector
+from vigil.exporters.sim.faults import FAULTS, NODE_FAULTS, Fault
+from vigil.exporters.sim.nvml import SimulatedNvml
 
 NODE, GPU = "node-1", 2
 T0 = 1_763_726_400.0  # a Friday noon: the GPUs are busy

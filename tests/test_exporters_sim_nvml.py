@@ -5,10 +5,10 @@ from __future__ import annotations
 import pynvml
 import pytest
 
-from exporters.sim.faults import Fault, FaultError, parse_fault
-from exporters.sim.identity import device_uuid
-from exporters.sim.load import gpu_load
-from exporters.sim.nvml import MEMORY_TOTAL, SimulatedNvml
+from vigil.exporters.sim.faults import Fault, FaultError, parse_fault
+from vigil.exporters.sim.identity import device_uuid
+from vigil.exporters.sim.load import gpu_load
+from vigil.exporters.sim.nvml import MEMORY_TOTAL, SimulatedNvml
 
 T0 = 1_763_726_400.0  # a Friday at 12:00 UTC: GPUs busy
 

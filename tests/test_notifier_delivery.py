@@ -7,8 +7,8 @@ import sqlite3
 import requests
 from fastapi.testclient import TestClient
 
-from notifier.app import create_app
-from oncall.loader import parse_oncall
+from vigil.notifier.app import create_app
+from vigil.oncall.loader import parse_oncall
 from test_notifier_support import (AUTH, INBOX_ONLY, NotifierServer, RecordingEndpoint, alert, free_port,
                                    make_settings, payload, wait_for)
 

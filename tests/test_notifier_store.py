@@ -17,10 +17,10 @@ import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
-from notifier.app import create_app
-from notifier.models import WebhookPayload
-from notifier.store import NewDelivery, Store
-from oncall.loader import parse_oncall
+from vigil.notifier.app import create_app
+from vigil.notifier.models import WebhookPayload
+from vigil.notifier.store import NewDelivery, Store
+from vigil.oncall.loader import parse_oncall
 from test_notifier_support import AUTH, INBOX_ONLY, alert, free_port, make_settings, payload
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import uvicorn
 
-from notifier.app import create_app
-from notifier.settings import NotifierSettings
-from oncall.loader import parse_oncall
+from vigil.notifier.app import create_app
+from vigil.notifier.settings import NotifierSettings
+from vigil.oncall.loader import parse_oncall
 
 TOKEN = "test-token-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -8,8 +8,8 @@ import sqlite3
 import pytest
 from fastapi.testclient import TestClient
 
-from notifier.app import create_app
-from oncall.loader import parse_oncall
+from vigil.notifier.app import create_app
+from vigil.oncall.loader import parse_oncall
 from test_notifier_support import AUTH, INBOX_ONLY, alert, make_settings, payload
 
 HOOK = "/api/v1/alerts/alertmanager"

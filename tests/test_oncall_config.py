@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from notifier.delivery.route import route_page
-from oncall.loader import OncallConfigError, load_oncall, parse_oncall
+from vigil.notifier.delivery.route import route_page
+from vigil.oncall.loader import OncallConfigError, load_oncall, parse_oncall
 
 EXAMPLE = """\
 targets:

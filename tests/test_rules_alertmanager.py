@@ -13,7 +13,7 @@ import time
 import pytest
 import requests
 
-import rules
+from vigil import rules
 
 AM = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(AM is None, reason="Alertmanager is not installed")]

@@ -12,8 +12,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-import rules
-from rules.promql import format_duration, format_number, parse_duration
+from vigil import rules
+from vigil.rules.promql import format_duration, format_number, parse_duration
 from vigil.cli import main
 
 GOLDEN = Path(__file__).parent / "golden" / "rules"

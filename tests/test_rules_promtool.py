@@ -9,7 +9,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-import rules
+from vigil import rules
 from vigil.cli import main
 
 pytestmark = pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed")

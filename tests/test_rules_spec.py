@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import rules
+from vigil import rules
 from vigil.cli import main
 
 GOOD = """\

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import click
 
-from aiops.baseline.service import BaselineService, ServiceConfig, build_registry, make_http_server, run_until_stopped
-from aiops.baseline.store import StoreError
-from aiops.baseline.train import TrainSettings, history_from_files, history_from_prometheus, save_result
-from aiops.baseline.train import train as train_baselines
-from aiops.history.durations import parse_duration
-from aiops.history.series import HistoryError
+from vigil.aiops.baseline.service import BaselineService, ServiceConfig, build_registry, make_http_server, run_until_stopped
+from vigil.aiops.baseline.store import StoreError
+from vigil.aiops.baseline.train import TrainSettings, history_from_files, history_from_prometheus, save_result
+from vigil.aiops.baseline.train import train as train_baselines
+from vigil.aiops.history.durations import parse_duration
+from vigil.aiops.history.series import HistoryError
 
 
 class Duration(click.ParamType):

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from aiops.detect import DETECTORS, SERIES_DETECTORS, default_threshold, make_detector
-from aiops.detect.series import SeriesFormatError, read_series
+from vigil.aiops.detect import DETECTORS, SERIES_DETECTORS, default_threshold, make_detector
+from vigil.aiops.detect.series import SeriesFormatError, read_series
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -75,10 +75,10 @@ def nab(nab_dir: Path, detectors: tuple[str, ...], as_json: bool, record: bool, 
         save_thresholds: bool):
     """Score detectors on the Numenta Anomaly Benchmark: standard, low-FP and low-FN profiles, each
     with a threshold tuned on the whole corpus and with thresholds tuned on held-out halves."""
-    from aiops.nab.corpus import NabCorpusError, load_corpus
-    from aiops.nab.evaluate import evaluate as evaluate_detector
-    from aiops.nab.report import format_table, record_results
-    from aiops.nab.thresholds import save_thresholds as store
+    from vigil.aiops.nab.corpus import NabCorpusError, load_corpus
+    from vigil.aiops.nab.evaluate import evaluate as evaluate_detector
+    from vigil.aiops.nab.report import format_table, record_results
+    from vigil.aiops.nab.thresholds import save_thresholds as store
 
     try:
         corpus = load_corpus(nab_dir)

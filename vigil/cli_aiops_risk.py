@@ -45,9 +45,9 @@ def train_disk(input_path, simulate, disks, days, seed, horizon_days, false_alar
         raise click.UsageError("give exactly one of --input HISTORY.csv or --simulate")
     if write_history and not simulate:
         raise click.UsageError("--write-history only goes with --simulate")
-    from aiops.disk.history_io import HistoryError, read_history, write_history as write_csv
-    from aiops.disk.model import TrainingConfig, save_model, train_disk_model
-    from aiops.disk.simulate import FleetSpec, simulate_fleet
+    from vigil.aiops.disk.history_io import HistoryError, read_history, write_history as write_csv
+    from vigil.aiops.disk.model import TrainingConfig, save_model, train_disk_model
+    from vigil.aiops.disk.simulate import FleetSpec, simulate_fleet
 
     if simulate:
         history = simulate_fleet(FleetSpec(disks=disks, days=days, seed=seed))
@@ -98,9 +98,9 @@ def train_disk(input_path, simulate, disks, days, seed, horizon_days, false_alar
               help="How much earlier than its source a target may start and still count as covered.")
 def suggest_inhibitions(prometheus_url, input_path, lookback, min_support, min_confidence, window):
     """Propose Alertmanager inhibit_rules from alerts that always fire together."""
-    from aiops.correlate import (AlertInputError, firings_from_json, firings_from_prometheus, group_firings,
+    from vigil.aiops.correlate import (AlertInputError, firings_from_json, firings_from_prometheus, group_firings,
                                  mine_inhibitions, render_suggestions)
-    from aiops.risk.promapi import PrometheusReader, PrometheusUnavailable
+    from vigil.aiops.risk.promapi import PrometheusReader, PrometheusUnavailable
 
     if bool(prometheus_url) == bool(input_path):
         raise click.UsageError("give exactly one of --prometheus-url URL or --input alerts.json")

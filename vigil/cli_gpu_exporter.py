@@ -100,8 +100,8 @@ def gpu(backend: str | None, listen: str, interval: float, node: str | None, exp
 
 def _run_sim(stop: threading.Event, host: str, port: int, control_listen: str | None, interval: float,
              nodes: int, gpus: int, single_port: bool) -> None:
-    from exporters.fleet_server import FleetServer
-    from exporters.sim.fleet import SimulatedFleet
+    from vigil.exporters.fleet_server import FleetServer
+    from vigil.exporters.sim.fleet import SimulatedFleet
 
     last_port = port if single_port else port + nodes - 1
     if last_port > 65535:
@@ -146,14 +146,14 @@ def _job_sources(spec: str) -> list[Any]:
     sources: list[Any] = []
     for name in dict.fromkeys(names):
         if name == "slurm":
-            from exporters.job_sources.slurm import SlurmSource
+            from vigil.exporters.job_sources.slurm import SlurmSource
             sources.append(SlurmSource())
         elif name == "cgroup":
-            from exporters.job_sources.cgroup import CgroupContainerSource
+            from vigil.exporters.job_sources.cgroup import CgroupContainerSource
             sources.append(CgroupContainerSource())
         else:
             try:
-                from exporters.job_sources.kubernetes import GrpcPodResourcesClient, KubernetesSource
+                from vigil.exporters.job_sources.kubernetes import GrpcPodResourcesClient, KubernetesSource
                 sources.append(KubernetesSource(GrpcPodResourcesClient()))
             except ImportError as error:
                 raise click.ClickException(f"--job-sources kubernetes needs the [k8s] extra ({error})") from None
@@ -165,9 +165,9 @@ def _run_nvml(stop: threading.Event, host: str, port: int, node: str, interval: 
     import pynvml
     from prometheus_client import CollectorRegistry, generate_latest
 
-    from exporters.jobs import JobAttributionCollector
-    from exporters.metrics_http import MetricsServer
-    from exporters.nvml_collector import NvmlCollector
+    from vigil.exporters.jobs import JobAttributionCollector
+    from vigil.exporters.metrics_http import MetricsServer
+    from vigil.exporters.nvml_collector import NvmlCollector
 
     problem = _nvml_problem()
     if problem is not None:
@@ -194,7 +194,7 @@ def _run_dcgm(stop: threading.Event, host: str, port: int, node: str, url: str, 
     from prometheus_client import CollectorRegistry
 
     try:
-        from exporters.dcgm import DcgmCollector
+        from vigil.exporters.dcgm import DcgmCollector
     except ImportError as error:
         raise click.ClickException(f"the dcgm backend is not available in this build ({error})") from None
     try:

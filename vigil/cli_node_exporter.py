@@ -8,8 +8,8 @@ import time
 
 import click
 
-from exporters.node_health import NodeHealthCollector
-from exporters.smart import SmartReader, subprocess_runner
+from vigil.exporters.node_health import NodeHealthCollector
+from vigil.exporters.smart import SmartReader, subprocess_runner
 
 
 def _listen(ctx, param, value: str) -> tuple[str, int]:
@@ -63,7 +63,7 @@ def node(listen, node, smartctl, no_smart, simulate, sim_disks, sim_faults, inte
 
 def _smart_reader(node_name, smartctl, simulate, sim_disks, sim_faults) -> SmartReader | None:
     if simulate:
-        from exporters.sim.smart import FAULT_KINDS, DiskFault, SimulatedSmartctl
+        from vigil.exporters.sim.smart import FAULT_KINDS, DiskFault, SimulatedSmartctl
 
         click.secho("WARNING: --simulate: SMART data is SIMULATED, not read from this machine's disks.",
                     fg="red", bold=True, err=True)

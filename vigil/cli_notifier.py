@@ -54,8 +54,8 @@ def notifier():
 def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmanager_receiver, public_url,
           log_level):
     """Serve the notifier API in the foreground."""
-    from notifier.settings import NotifierSettings, is_loopback, read_token_file
-    from oncall.loader import OncallConfigError, load_oncall
+    from vigil.notifier.settings import NotifierSettings, is_loopback, read_token_file
+    from vigil.oncall.loader import OncallConfigError, load_oncall
 
     host, port = _parse_listen(listen)
     try:
@@ -74,7 +74,7 @@ def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmana
     except OncallConfigError as exc:
         raise click.ClickException(f"invalid on-call config:\n{exc}")
 
-    from notifier.store import Store
+    from vigil.notifier.store import Store
 
     try:  # open (and create) the database now, so a wrong --db is a clear error, not a server traceback
         Store(settings.db_url).close()
@@ -89,7 +89,7 @@ def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmana
 
     import uvicorn
 
-    from notifier.app import create_app
+    from vigil.notifier.app import create_app
 
     uvicorn.run(create_app(settings, oncall), host=host, port=port, log_level=log_level, access_log=False)
 
@@ -98,7 +98,7 @@ def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmana
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
 def check_oncall(path):
     """Validate an on-call file; print every problem as FILE:LINE: message, or a summary."""
-    from oncall.loader import OncallConfigError, load_oncall
+    from vigil.oncall.loader import OncallConfigError, load_oncall
 
     try:
         config = load_oncall(path)

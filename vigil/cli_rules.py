@@ -6,12 +6,12 @@ from pathlib import Path
 
 import click
 
-from rules import (
+from vigil.rules import (
     INHIBIT_FILE_NAME, RULE_FILE_NAME, RuleSet, SpecError, alertmanager_inhibit_rules, default_spec_paths,
     default_unit_test_paths, dump_yaml, load_specs, prometheus_rule_file,
 )
-from rules.promql import parse_duration
-from rules.promtool import PromtoolMissing, check_rules, test_rules
+from vigil.rules.promql import parse_duration
+from vigil.rules.promtool import PromtoolMissing, check_rules, test_rules
 
 _SPECS = click.argument("specs", nargs=-1, type=click.Path(path_type=Path, dir_okay=False))
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 import requests
 
-from .components import MissingBinaries
+from .components import MissingBinaries, vigil_argv
 from .runstate import NoStack, pid_alive, read_state
 from .stack_client import StackClient
 from .settings import SettingsError, load_settings
@@ -67,7 +67,7 @@ def _up_detached(argv: list[str], run_path: Path, timeout: float) -> None:
     log_path = layout.logs_dir / "supervisor.log"
     argv = [a for a in argv if a != "--detach"]
     with open(log_path, "ab") as log_file:
-        child = subprocess.Popen([sys.executable, "-m", "vigil.cli", *argv], stdin=subprocess.DEVNULL,
+        child = subprocess.Popen(vigil_argv(*argv), stdin=subprocess.DEVNULL,
                                  stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + timeout + 60  # backfill and health waits happen inside the child
     while time.monotonic() < deadline:

@@ -66,9 +66,13 @@ def _nvml_available() -> bool:
         return False
 
 
-def _vigil(*args: str) -> list[str]:
-    # Run sub-commands with this interpreter so the stack works from a venv without activating it.
-    return [sys.executable, "-m", "vigil.cli", *args]
+def vigil_argv(*args: str) -> list[str]:
+    """A `vigil` sub-command run by this interpreter (so a venv works without being activated).
+
+    `-P` keeps the current directory off `sys.path`: a user's folder named like one of ours (a rule
+    author's `rules/`, say) must not shadow the installed package in the child.
+    """
+    return [sys.executable, "-P", "-m", "vigil.cli", *args]
 
 
 def component_specs(settings: StackSettings, layout: RunLayout, binaries: dict[str, str], backend: GpuBackend) -> list[ComponentSpec]:
@@ -81,18 +85,18 @@ def component_specs(settings: StackSettings, layout: RunLayout, binaries: dict[s
 
     node_ports = [p.gpu_node(i) for i in range(1, len(backend.node_names) + 1)]
     if backend.kind == "sim":
-        gpu_argv = _vigil("exporter", "gpu", "--backend", "sim", "--sim-nodes", str(settings.sim_nodes),
+        gpu_argv = vigil_argv("exporter", "gpu", "--backend", "sim", "--sim-nodes", str(settings.sim_nodes),
                           "--sim-gpus", str(settings.sim_gpus), "--listen", f"{host}:{node_ports[0]}",
                           "--control-listen", f"{host}:{p.gpu_control}", "--interval", str(settings.exporter_interval))
         gpu = ComponentSpec("gpu-fleet", gpu_argv, url(node_ports[0], "/metrics"), url(p.gpu_control, "/healthz"),
                             ports=[p.gpu_control, *node_ports])
     else:
-        gpu_argv = _vigil("exporter", "gpu", "--backend", "nvml", "--listen", f"{host}:{node_ports[0]}",
+        gpu_argv = vigil_argv("exporter", "gpu", "--backend", "nvml", "--listen", f"{host}:{node_ports[0]}",
                           "--node", backend.node_names[0], "--interval", str(settings.exporter_interval))
         gpu = ComponentSpec("gpu-exporter", gpu_argv, url(node_ports[0], "/metrics"), url(node_ports[0], "/metrics"),
                             ports=node_ports)
     specs = [
-        ComponentSpec("notifier", _vigil("notifier", "serve", "--listen", f"{host}:{p.notifier}",
+        ComponentSpec("notifier", vigil_argv("notifier", "serve", "--listen", f"{host}:{p.notifier}",
                                          "--db", f"sqlite:///{layout.notifier_db}", "--token-file", str(layout.token_file),
                                          "--oncall-config", str(settings.oncall_config or layout.oncall_config),
                                          "--alertmanager-url", url(p.alertmanager)),
@@ -106,7 +110,7 @@ def component_specs(settings: StackSettings, layout: RunLayout, binaries: dict[s
         gpu,
     ]
     if settings.node_health:
-        specs.append(ComponentSpec("node-health", _vigil("exporter", "node", "--listen", f"{host}:{p.node_health}", "--simulate",
+        specs.append(ComponentSpec("node-health", vigil_argv("exporter", "node", "--listen", f"{host}:{p.node_health}", "--simulate",
                                                          "--node", backend.node_names[0]),
                                    url(p.node_health, "/metrics"), url(p.node_health, "/metrics"), ports=[p.node_health]))
     specs.append(ComponentSpec("prometheus", [binaries["prometheus"], f"--config.file={layout.prometheus_config}",
@@ -118,11 +122,11 @@ def component_specs(settings: StackSettings, layout: RunLayout, binaries: dict[s
     if settings.aiops and not (layout.aiops_dir / "disk_model.json").exists():
         # First start: learn the disk failure model on a simulated SMART fleet; the AIOps service
         # picks the model up on its next refresh, so nothing waits for this job.
-        specs.append(ComponentSpec("train-disk-model", _vigil("aiops", "train-disk", "--simulate", "--disks", "2000",
+        specs.append(ComponentSpec("train-disk-model", vigil_argv("aiops", "train-disk", "--simulate", "--disks", "2000",
                                                                "--model-dir", str(layout.aiops_dir)),
                                    "", "", oneshot=True))
     if settings.aiops:
-        specs.append(ComponentSpec("aiops", _vigil("aiops", "serve", "--listen", f"{host}:{p.aiops}", "--model-dir", str(layout.aiops_dir),
+        specs.append(ComponentSpec("aiops", vigil_argv("aiops", "serve", "--listen", f"{host}:{p.aiops}", "--model-dir", str(layout.aiops_dir),
                                                    "--prometheus-url", url(p.prometheus), "--match", "vigil_gpu_utilization_ratio",
                                                    "--risk-interval", prom_duration(max(5.0, 5 * settings.scrape_interval))),
                                    url(p.aiops, "/metrics"), url(p.aiops, "/healthz"), ports=[p.aiops]))

@@ -13,9 +13,9 @@ import math
 import subprocess
 import time
 
-from aiops.history.openmetrics import write_openmetrics
-from exporters.sim.load import gpu_load
-from exporters.sim.nvml import device_uuid
+from vigil.aiops.history.openmetrics import write_openmetrics
+from vigil.exporters.sim.load import gpu_load
+from vigil.exporters.sim.nvml import device_uuid
 
 from .settings import StackSettings
 from .stack_config import GPU_JOB, RunLayout

@@ -9,7 +9,7 @@ import signal
 import time
 from typing import Callable
 
-from oncall.loader import OncallConfigError, load_oncall
+from vigil.oncall.loader import OncallConfigError, load_oncall
 
 from .components import GpuBackend, component_specs, detect_gpu_backend, find_binaries
 from .history import backfill_simulated_history

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-import rules as rulegen
+import vigil.rules as rulegen
 
 from .settings import StackSettings
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aiops.baseline.robust import (
+from vigil.aiops.baseline.robust import (
     DAY_S,
     block_medians,
     grouped_quantile,
@@ -31,7 +31,7 @@ from aiops.baseline.robust import (
     three_group_line,
     two_cut_sse,
 )
-from aiops.baseline.seasonal import WEEKLY_MIN_SPAN_S, seasonal_fit
+from vigil.aiops.baseline.seasonal import WEEKLY_MIN_SPAN_S, seasonal_fit
 
 CLASSES = ("periodic", "stable", "trending", "spiky", "level_shift")
 

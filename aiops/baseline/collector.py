@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from aiops.baseline.classify import CLASSES
-from aiops.baseline.models import band
-from aiops.baseline.train import baseline_labels
+from vigil.aiops.baseline.classify import CLASSES
+from vigil.aiops.baseline.models import band
+from vigil.aiops.baseline.train import baseline_labels
 
 
 @dataclass(frozen=True)

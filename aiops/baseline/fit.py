@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from aiops.baseline.classify import classify
-from aiops.baseline.models import band, fit_model
-from aiops.history.series import Series
+from vigil.aiops.baseline.classify import classify
+from vigil.aiops.baseline.models import band, fit_model
+from vigil.aiops.history.series import Series
 
 # Fewer finite points than this and a series is skipped (reported, not modelled).
 MIN_FIT_POINTS = 12

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from aiops.baseline.classify import block_size
-from aiops.baseline.robust import (
+from vigil.aiops.baseline.classify import block_size
+from vigil.aiops.baseline.robust import (
     MAD_TO_SIGMA,
     best_split,
     block_medians,
@@ -31,7 +31,7 @@ from aiops.baseline.robust import (
     robust_sigma,
     three_group_line,
 )
-from aiops.baseline.seasonal import WEEKLY_MIN_SPAN_S, seasonal_fit, time_of_day_bin, weekday_of
+from vigil.aiops.baseline.seasonal import WEEKLY_MIN_SPAN_S, seasonal_fit, time_of_day_bin, weekday_of
 
 MARGIN = 1.25
 TAIL = 0.005

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aiops.baseline.robust import DAY_S, grouped_quantile
+from vigil.aiops.baseline.robust import DAY_S, grouped_quantile
 
 # Finest time-of-day resolution: 5-minute bins (288 per day); coarser when the grid step is coarser.
 MIN_BIN_S = 300.0

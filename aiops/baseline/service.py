@@ -17,11 +17,11 @@ from pathlib import Path
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from aiops.baseline.collector import BaselineCollector, BaselineSnapshot
-from aiops.baseline.store import StoreError, load_store, store_path
-from aiops.baseline.train import TrainSettings, history_from_prometheus, save_result, train
-from aiops.history.series import HistoryError
-from aiops.risk import risk_collectors
+from vigil.aiops.baseline.collector import BaselineCollector, BaselineSnapshot
+from vigil.aiops.baseline.store import StoreError, load_store, store_path
+from vigil.aiops.baseline.train import TrainSettings, history_from_prometheus, save_result, train
+from vigil.aiops.history.series import HistoryError
+from vigil.aiops.risk import risk_collectors
 
 log = logging.getLogger("vigil.aiops.baseline")
 RETRY_AFTER_FAILURE_S = 60.0

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from aiops.baseline.robust import DAY_S
-from aiops.baseline.seasonal import weekday_of
+from vigil.aiops.baseline.robust import DAY_S
+from vigil.aiops.baseline.seasonal import weekday_of
 
 
 def periodic(t: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -8,12 +8,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aiops.baseline.fit import NotEnoughData, fit_series
-from aiops.baseline.store import save_store
-from aiops.history.clean import prepare
-from aiops.history.files import read_series_file
-from aiops.history.prometheus import PrometheusReader
-from aiops.history.series import Series
+from vigil.aiops.baseline.fit import NotEnoughData, fit_series
+from vigil.aiops.baseline.store import save_store
+from vigil.aiops.history.clean import prepare
+from vigil.aiops.history.files import read_series_file
+from vigil.aiops.history.prometheus import PrometheusReader
+from vigil.aiops.history.series import Series
 
 # Labels that name the scrape target rather than the thing measured: dropped from baseline series so
 # alert rules can join on the remaining labels (e.g. node, gpu).

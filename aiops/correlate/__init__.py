@@ -1,9 +1,9 @@
 """Alert correlation: topology groups and inhibition rules mined from alert history."""
 
-from aiops.correlate.alerts import AlertInputError, Firing, firings_from_json, firings_from_prometheus
-from aiops.correlate.mining import PairEvidence, mine_inhibitions
-from aiops.correlate.render import inhibit_rules, render_suggestions
-from aiops.correlate.topology import AlertGroup, group_firings
+from vigil.aiops.correlate.alerts import AlertInputError, Firing, firings_from_json, firings_from_prometheus
+from vigil.aiops.correlate.mining import PairEvidence, mine_inhibitions
+from vigil.aiops.correlate.render import inhibit_rules, render_suggestions
+from vigil.aiops.correlate.topology import AlertGroup, group_firings
 
 __all__ = [
     "AlertGroup", "AlertInputError", "Firing", "PairEvidence", "firings_from_json", "firings_from_prometheus",

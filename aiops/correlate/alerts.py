@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from aiops.risk.promapi import PrometheusReader
+from vigil.aiops.risk.promapi import PrometheusReader
 
 # Alertmanager writes this for alerts that are still firing (field notes, section 2)
 _ZERO_TIME_PREFIX = "0001-01-01"

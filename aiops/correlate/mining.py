@@ -23,7 +23,7 @@ import statistics
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from aiops.correlate.alerts import Firing
+from vigil.aiops.correlate.alerts import Firing
 
 TOPOLOGY_LABELS = ("cluster", "node", "gpu", "job_id")
 

@@ -9,9 +9,9 @@ from datetime import datetime, timezone
 
 import yaml
 
-from aiops.correlate.alerts import Firing
-from aiops.correlate.mining import PairEvidence
-from aiops.correlate.topology import AlertGroup
+from vigil.aiops.correlate.alerts import Firing
+from vigil.aiops.correlate.mining import PairEvidence
+from vigil.aiops.correlate.topology import AlertGroup
 
 
 def matcher(name: str, value: str) -> str:

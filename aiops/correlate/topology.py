@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aiops.correlate.alerts import Firing
+from vigil.aiops.correlate.alerts import Firing
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,10 @@ import json
 from importlib import resources
 from types import MappingProxyType
 
-from aiops.detect.base import Detector
-from aiops.detect.reference import NullDetector, WindowedGaussianDetector
-from aiops.detect.relative_entropy import RelativeEntropyDetector, for_series
-from aiops.detect.vigil_detector import VigilDetector
+from vigil.aiops.detect.base import Detector
+from vigil.aiops.detect.reference import NullDetector, WindowedGaussianDetector
+from vigil.aiops.detect.relative_entropy import RelativeEntropyDetector, for_series
+from vigil.aiops.detect.vigil_detector import VigilDetector
 
 DETECTORS = MappingProxyType(
     {cls.name: cls for cls in (VigilDetector, WindowedGaussianDetector, NullDetector)}

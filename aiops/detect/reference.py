@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from aiops.detect.base import Detector
+from vigil.aiops.detect.base import Detector
 
 
 class NullDetector(Detector):

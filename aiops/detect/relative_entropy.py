@@ -20,7 +20,7 @@ from collections import deque
 
 import numpy as np
 
-from aiops.detect.base import Detector
+from vigil.aiops.detect.base import Detector
 
 BINS = 5
 WINDOW = 52

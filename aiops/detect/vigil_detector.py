@@ -36,8 +36,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from statistics import median
 
-from aiops.detect.base import Detector
-from aiops.detect.rolling import History, Range, RollingMax, RollingMoments
+from vigil.aiops.detect.base import Detector
+from vigil.aiops.detect.rolling import History, Range, RollingMax, RollingMoments
 
 SECONDS_PER_DAY = 86400.0
 WEEK_IN_DAYS = 7

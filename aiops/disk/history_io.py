@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from aiops.disk.features import REQUIRED_COLUMNS
+from vigil.aiops.disk.features import REQUIRED_COLUMNS
 
 
 class HistoryError(ValueError):

@@ -26,8 +26,8 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.metrics import roc_auc_score
 from threadpoolctl import threadpool_limits  # installed with scikit-learn
 
-from aiops.disk import METADATA_FILE, MODEL_FILE
-from aiops.disk.features import add_features, feature_names
+from vigil.aiops.disk import METADATA_FILE, MODEL_FILE
+from vigil.aiops.disk.features import add_features, feature_names
 
 
 

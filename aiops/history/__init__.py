@@ -9,6 +9,6 @@
   accepts, for backfilling Prometheus.
 """
 
-from aiops.history.series import HistoryError, Series
+from vigil.aiops.history.series import HistoryError, Series
 
 __all__ = ["HistoryError", "Series"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from aiops.history.series import Series
+from vigil.aiops.history.series import Series
 
 
 def counter_rate(timestamps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import requests
 
-from aiops.history.series import HistoryError, Series, looks_like_counter
-from aiops.prometheus_api import PrometheusUnavailable, api_get
+from vigil.aiops.history.series import HistoryError, Series, looks_like_counter
+from vigil.aiops.prometheus_api import PrometheusUnavailable, api_get
 
 # Prometheus rejects a range query whose (end - start) / step exceeds 11,000 points per series.
 PROMETHEUS_MAX_POINTS = 11_000

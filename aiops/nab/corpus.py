@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aiops.detect.series import Series, SeriesFormatError, read_series
+from vigil.aiops.detect.series import Series, SeriesFormatError, read_series
 
 #: where the corpus is expected, relative to the repository root (the checkout has `shared/` beside it)
 DEFAULT_NAB_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "nab"

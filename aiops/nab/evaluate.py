@@ -17,13 +17,13 @@ from typing import Callable
 
 import numpy as np
 
-from aiops.detect import DETECTORS, SERIES_DETECTORS, make_detector
-from aiops.detect.base import Detector
-from aiops.nab.corpus import NabCorpus, NabFile
+from vigil.aiops.detect import DETECTORS, SERIES_DETECTORS, make_detector
+from vigil.aiops.detect.base import Detector
+from vigil.aiops.nab.corpus import NabCorpus, NabFile
 
 #: builds a fresh detector for one corpus file
 Factory = Callable[[NabFile], Detector]
-from aiops.nab.scoring import ThresholdCurve, file_weights
+from vigil.aiops.nab.scoring import ThresholdCurve, file_weights
 
 #: our profile names -> NAB's names in config/profiles.json and published results
 PROFILES = {"standard": "standard", "low_fp": "reward_low_FP_rate", "low_fn": "reward_low_FN_rate"}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aiops.nab.evaluate import PROFILES, DetectorResult
-from aiops.benchmark_record import append_table_row, machine_summary, utc_now
+from vigil.aiops.nab.evaluate import PROFILES, DetectorResult
+from vigil.aiops.benchmark_record import append_table_row, machine_summary, utc_now
 
 #: our detector names -> their names in NAB's published results
 PUBLISHED_NAMES = {"windowed-gaussian": "windowedGaussian", "relative-entropy": "relativeEntropy", "null": "null"}

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from importlib import resources
 
-from aiops.nab.evaluate import DetectorResult
+from vigil.aiops.nab.evaluate import DetectorResult
 
 
 def save_thresholds(results: list[DetectorResult]) -> None:
-    target = resources.files("aiops.detect").joinpath("thresholds.json")
+    target = resources.files("vigil.aiops.detect").joinpath("thresholds.json")
     stored = json.loads(target.read_text(encoding="utf-8")) if target.is_file() else {}
     for r in results:
         stored[r.detector] = {

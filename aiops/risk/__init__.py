@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from aiops.risk.collector import FailureRiskCollector
-from aiops.risk.promapi import PrometheusReader
+from vigil.aiops.risk.collector import FailureRiskCollector
+from vigil.aiops.risk.promapi import PrometheusReader
 
 log = logging.getLogger(__name__)
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from aiops.disk import MODEL_FILE
-from aiops.risk.gpu_score import score_gpus
-from aiops.risk.gpu_signals import read_gpu_signals
-from aiops.risk.promapi import PrometheusReader, PrometheusUnavailable
+from vigil.aiops.disk import MODEL_FILE
+from vigil.aiops.risk.gpu_score import score_gpus
+from vigil.aiops.risk.gpu_signals import read_gpu_signals
+from vigil.aiops.risk.promapi import PrometheusReader, PrometheusUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class FailureRiskCollector:
         model = self._load_disk_model()
         if model is None:
             return []
-        from aiops.risk.disk_signals import read_smart_history, score_disks
+        from vigil.aiops.risk.disk_signals import read_smart_history, score_disks
 
         history = read_smart_history(self._reader, now=time.time())
         return [
@@ -91,7 +91,7 @@ class FailureRiskCollector:
             log.info("no disk model in %s: disk failure risk is not exported", self._model_dir)
             return None
         try:
-            from aiops.disk.model import load_model  # imported here: scikit-learn takes seconds to import
+            from vigil.aiops.disk.model import load_model  # imported here: scikit-learn takes seconds to import
 
             self._disk_model = load_model(self._model_dir)
             log.info("loaded the disk model from %s", path)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from aiops.disk.features import COUNTER_ATTRIBUTES, TEMPERATURE_ATTRIBUTE, add_features
-from aiops.disk.model import DiskModel
-from aiops.risk.promapi import PrometheusReader
+from vigil.aiops.disk.features import COUNTER_ATTRIBUTES, TEMPERATURE_ATTRIBUTE, add_features
+from vigil.aiops.disk.model import DiskModel
+from vigil.aiops.risk.promapi import PrometheusReader
 
 DAY_S = 86400.0
 _ATTRIBUTES = "|".join(str(a) for a in COUNTER_ATTRIBUTES + (TEMPERATURE_ATTRIBUTE,))

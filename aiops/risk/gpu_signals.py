@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from aiops.risk.gpu_score import GpuSignals
-from aiops.risk.promapi import PrometheusReader
+from vigil.aiops.risk.gpu_score import GpuSignals
+from vigil.aiops.risk.promapi import PrometheusReader
 
 # field of GpuSignals -> PromQL giving one value per (node, gpu); `{xid_window}` is filled in
 GPU_QUERIES: dict[str, str] = {

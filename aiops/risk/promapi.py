@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from aiops.prometheus_api import PrometheusUnavailable, api_get
+from vigil.aiops.prometheus_api import PrometheusUnavailable, api_get
 
 __all__ = ["PrometheusReader", "PrometheusUnavailable"]
 

@@ -22,12 +22,12 @@ import pandas as pd
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from aiops.baseline import synthetic
-from aiops.baseline.collector import BaselineCollector, BaselineSnapshot
-from aiops.baseline.models import band
-from aiops.baseline.train import TrainSettings, train
-from aiops.history.series import Series
-from aiops.benchmark_record import machine_summary, utc_now, write_section  # the shared benchmarks.md writer
+from vigil.aiops.baseline import synthetic
+from vigil.aiops.baseline.collector import BaselineCollector, BaselineSnapshot
+from vigil.aiops.baseline.models import band
+from vigil.aiops.baseline.train import TrainSettings, train
+from vigil.aiops.history.series import Series
+from vigil.aiops.benchmark_record import machine_summary, utc_now, write_section  # the shared benchmarks.md writer
 
 STEP = 300.0
 TRAIN_POINTS = 14 * 288

@@ -22,8 +22,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from aiops.nab.corpus import DEFAULT_NAB_DIR, load_corpus  # noqa: E402
-from aiops.benchmark_record import machine_summary, utc_now, write_section  # noqa: E402
+from vigil.aiops.nab.corpus import DEFAULT_NAB_DIR, load_corpus  # noqa: E402
+from vigil.aiops.benchmark_record import machine_summary, utc_now, write_section  # noqa: E402
 
 CONTENDERS = ["vigil", "vigil aiops detect (CLI)", "windowed-gaussian", "pandas-rolling-z", "load-only"]
 
@@ -65,7 +65,7 @@ def worker(name: str, nab_dir: str, repeat: int) -> None:
             run_cli(corpus)
             best = min(best, time.perf_counter() - started)
     elif name != "load-only":
-        from aiops.detect import make_detector
+        from vigil.aiops.detect import make_detector
 
         for _ in range(repeat):
             started = time.perf_counter()

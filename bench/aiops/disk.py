@@ -22,12 +22,12 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from aiops.disk.features import COUNTER_ATTRIBUTES, add_features  # noqa: E402
-from aiops.disk.model import (  # noqa: E402
+from vigil.aiops.disk.features import COUNTER_ATTRIBUTES, add_features  # noqa: E402
+from vigil.aiops.disk.model import (  # noqa: E402
     TrainingConfig, evaluate, fit_classifier, label_rows, split_disks, threshold_for_far, train_disk_model,
 )
-from aiops.disk.simulate import FleetSpec, simulate_fleet  # noqa: E402
-from aiops.benchmark_record import machine_summary, utc_now, write_section  # noqa: E402
+from vigil.aiops.disk.simulate import FleetSpec, simulate_fleet  # noqa: E402
+from vigil.aiops.benchmark_record import machine_summary, utc_now, write_section  # noqa: E402
 
 
 class RuleScorer:

@@ -30,16 +30,16 @@ sys.path.insert(0, str(REPO))
 import requests  # noqa: E402
 from prometheus_client import CollectorRegistry, generate_latest  # noqa: E402
 
-from aiops.benchmark_record import machine_summary, utc_now, write_section  # noqa: E402
-from exporters.dcgm import DcgmCollector, parse_page  # noqa: E402
-from exporters.job_sources.cgroup import CgroupContainerSource  # noqa: E402
-from exporters.job_sources.slurm import SlurmSource  # noqa: E402
-from exporters.jobs import JobAttributionCollector, attribute  # noqa: E402
-from exporters.node_health import NodeHealthCollector  # noqa: E402
-from exporters.sim.dcgm_page import PageServer, render_page  # noqa: E402
-from exporters.sim.smart import SimulatedSmartctl  # noqa: E402
-from exporters.smart import SmartReader  # noqa: E402
-from exporters.spec import GpuProcess  # noqa: E402
+from vigil.aiops.benchmark_record import machine_summary, utc_now, write_section  # noqa: E402
+from vigil.exporters.dcgm import DcgmCollector, parse_page  # noqa: E402
+from vigil.exporters.job_sources.cgroup import CgroupContainerSource  # noqa: E402
+from vigil.exporters.job_sources.slurm import SlurmSource  # noqa: E402
+from vigil.exporters.jobs import JobAttributionCollector, attribute  # noqa: E402
+from vigil.exporters.node_health import NodeHealthCollector  # noqa: E402
+from vigil.exporters.sim.dcgm_page import PageServer, render_page  # noqa: E402
+from vigil.exporters.sim.smart import SimulatedSmartctl  # noqa: E402
+from vigil.exporters.smart import SmartReader  # noqa: E402
+from vigil.exporters.spec import GpuProcess  # noqa: E402
 
 
 def median_ms(fn, n: int) -> float:

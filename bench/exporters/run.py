@@ -32,7 +32,7 @@ import requests
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from aiops.benchmark_record import write_section  # noqa: E402
+from vigil.aiops.benchmark_record import write_section  # noqa: E402
 VIGIL = [sys.executable, "-m", "vigil.cli", "exporter", "gpu", "--backend", "sim"]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 SECTION = "exporters"
@@ -131,8 +131,8 @@ def bench_vigil(nodes: int, scrapes_per_node: int, interval: float) -> dict[str,
 
 
 def bench_overhead(cycles: int) -> dict[str, float]:
-    from exporters.nvml_collector import NvmlCollector
-    from exporters.sim.nvml import SimulatedNvml
+    from vigil.exporters.nvml_collector import NvmlCollector
+    from vigil.exporters.sim.nvml import SimulatedNvml
 
     class TimedNvml:
         """Delegates to the simulator and adds up the time spent inside NVML functions."""

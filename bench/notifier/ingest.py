@@ -30,7 +30,7 @@ import requests
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from aiops.benchmark_record import write_section  # noqa: E402
+from vigil.aiops.benchmark_record import write_section  # noqa: E402
 ALERTMANAGER = "/usr/bin/prometheus-alertmanager"
 TOKEN = "bench-token-0123456789abcdef"
 ONCALL = "targets:\n  demo-dri:\n    channels:\n      - type: inbox\ndefault: demo-dri\n"

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from exporters.jobs import JobRef
-from exporters.spec import GpuProcess
+from vigil.exporters.jobs import JobRef
+from vigil.exporters.spec import GpuProcess
 
 _CONTAINER = re.compile(r"(?:^|[/\-:])([0-9a-f]{64})(?:\.scope)?(?:/|$)")
 _POD = re.compile(r"kubepods.*?pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})")

@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from exporters.jobs import JobRef
-from exporters.spec import GpuProcess
+from vigil.exporters.jobs import JobRef
+from vigil.exporters.spec import GpuProcess
 
 DEFAULT_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
 LIST_METHOD = "/v1.PodResourcesLister/List"

@@ -17,8 +17,8 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from exporters.jobs import JobRef
-from exporters.spec import GpuProcess
+from vigil.exporters.jobs import JobRef
+from vigil.exporters.spec import GpuProcess
 
 _CGROUP_JOB = re.compile(r"/job_(\d+)(?:/|$)")
 _CGROUP_PATTERNS = ("system.slice/slurmstepd.scope/job_*", "*/slurm*/uid_*/job_*", "slurm*/uid_*/job_*")

@@ -6,7 +6,7 @@ that scheme uses, written independently of `exporters.dcgm_fields` so that tests
 not checking the table against itself. Fields the simulated GPU does not support carry DCGM's blank
 sentinel, as the real exporter leaks them. `serve_page()` serves it on loopback for tests and demos:
 
-    python -m exporters.sim.dcgm_page --port 9400 --scheme 4.9
+    python -m vigil.exporters.sim.dcgm_page --port 9400 --scheme 4.9
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
-from exporters.sim.load import _unit_hash, gpu_load, gpu_power, gpu_temperature
+from vigil.exporters.sim.load import _unit_hash, gpu_load, gpu_power, gpu_temperature
 
 SCHEMES = ("pre-4.9", "4.9")
 INT64_NOT_SUPPORTED = 9223372036854775794  # DCGM_INT64_NOT_SUPPORTED, as leaked on real pages

@@ -10,8 +10,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
-from exporters.sim.faults import NODE_FAULTS, Fault, FaultError, parse_fault
-from exporters.sim.nvml import SimulatedNvml
+from vigil.exporters.sim.faults import NODE_FAULTS, Fault, FaultError, parse_fault
+from vigil.exporters.sim.nvml import SimulatedNvml
 
 
 def node_name(i: int) -> str:

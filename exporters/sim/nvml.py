@@ -20,12 +20,12 @@ from typing import Any, Callable
 
 import pynvml
 
-from exporters.sim import faults as F
-from exporters.sim.identity import device_uuid  # noqa: F401 - part of this module's API (vigil.history uses it)
-from exporters.sim.load import gpu_load, gpu_power, gpu_temperature
-from exporters.sim.nvml_mig import MigCalls, SimMigHandle
-from exporters.sim.nvml_static import MEM_CLOCK_MHZ, POWER_LIMIT_W, SM_CLOCK_MAX_MHZ, StaticCalls
-from exporters.sim.nvml_health import HealthCalls, SimEventData, SimEventSet, raise_nvml as _raise
+from vigil.exporters.sim import faults as F
+from vigil.exporters.sim.identity import device_uuid  # noqa: F401 - part of this module's API (vigil.history uses it)
+from vigil.exporters.sim.load import gpu_load, gpu_power, gpu_temperature
+from vigil.exporters.sim.nvml_mig import MigCalls, SimMigHandle
+from vigil.exporters.sim.nvml_static import MEM_CLOCK_MHZ, POWER_LIMIT_W, SM_CLOCK_MAX_MHZ, StaticCalls
+from vigil.exporters.sim.nvml_health import HealthCalls, SimEventData, SimEventSet, raise_nvml as _raise
 
 MIB = 1024**2
 MEMORY_TOTAL = 81_559 * MIB  # what an H100 80GB HBM3 reports

@@ -12,7 +12,7 @@ from typing import Any
 
 import pynvml
 
-from exporters.sim.nvml_health import raise_nvml
+from vigil.exporters.sim.nvml_health import raise_nvml
 
 MAX_MIG_INSTANCES = 7
 

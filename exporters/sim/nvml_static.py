@@ -9,9 +9,9 @@ from typing import Any
 
 import pynvml
 
-from exporters.sim.identity import device_serial, device_uuid, mig_uuid, pci_bus
-from exporters.sim.nvml_health import raise_nvml
-from exporters.sim.nvml_mig import SimMigHandle
+from vigil.exporters.sim.identity import device_serial, device_uuid, mig_uuid, pci_bus
+from vigil.exporters.sim.nvml_health import raise_nvml
+from vigil.exporters.sim.nvml_mig import SimMigHandle
 
 GPU_NAME = "NVIDIA H100 80GB HBM3"
 SM_CLOCK_MAX_MHZ, MEM_CLOCK_MHZ = 1980, 2619

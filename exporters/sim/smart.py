@@ -3,12 +3,12 @@
 Everything is a pure function of (disk, time, fault), so the same code serves the live exporter
 (`vigil exporter node --simulate`) and an AIOps engineer generating SMART *history*:
 
-    from exporters.sim.smart import SimDisk, DiskFault, smart_document
+    from vigil.exporters.sim.smart import SimDisk, DiskFault, smart_document
     disk = SimDisk("node-3", 1)                       # index 0, 2, 4 ... are ATA, odd indexes NVMe
     fault = DiskFault("reallocation", start=t0)       # or pending_burst, uncorrectable, timeout, nvme_media_errors
     doc = smart_document(disk, t0 + 5 * 86400, fault) # the smartctl --json -a document five days in
 
-It also acts as a fake `smartctl` for tests (`python -m exporters.sim.smart --disks 4 --json -a /dev/sdb`),
+It also acts as a fake `smartctl` for tests (`python -m vigil.exporters.sim.smart --disks 4 --json -a /dev/sdb`),
 answering `--scan-open --json` and `--json -a DEV` like the real binary.
 """
 
@@ -20,7 +20,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from exporters.sim.load import _unit_hash
+from vigil.exporters.sim.load import _unit_hash
 
 DAY_S = 86_400.0
 FAULT_KINDS = ("reallocation", "pending_burst", "uncorrectable", "timeout", "nvme_media_errors")

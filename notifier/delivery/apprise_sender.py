@@ -9,8 +9,8 @@ import logging
 
 import apprise
 
-from notifier.delivery.base import SendResult
-from notifier.store import Delivery
+from vigil.notifier.delivery.base import SendResult
+from vigil.notifier.store import Delivery
 
 _NOTIFY_TYPE = {"firing": apprise.NotifyType.FAILURE, "resolved": apprise.NotifyType.SUCCESS}
 

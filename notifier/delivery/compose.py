@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timezone
 
-from notifier.models import WebhookPayload
+from vigil.notifier.models import WebhookPayload
 
 MAX_LISTED_ALERTS = 10  # keep SMS and voice pages short; the rest are counted
 

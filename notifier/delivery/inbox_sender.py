@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from urllib.parse import quote, urlsplit
 
-from notifier.delivery.apprise_sender import AppriseSender
-from notifier.delivery.base import SendResult
-from notifier.store import Delivery
+from vigil.notifier.delivery.apprise_sender import AppriseSender
+from vigil.notifier.delivery.base import SendResult
+from vigil.notifier.store import Delivery
 
 INBOX_PATH = "/api/v1/inbox"
 PAGE_HEADER = "X-Vigil-Page"

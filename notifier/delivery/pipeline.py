@@ -9,15 +9,15 @@
 
 from __future__ import annotations
 
-from notifier.delivery.apprise_sender import AppriseSender
-from notifier.delivery.base import Sender
-from notifier.delivery.compose import compose_page
-from notifier.delivery.inbox_sender import InboxSender
-from notifier.delivery.route import route_page
-from notifier.incidents import IncidentDecision
-from notifier.models import WebhookPayload
-from notifier.store import Delivery, NewDelivery
-from oncall.model import AppriseChannel, Channel, InboxChannel, OncallConfig
+from vigil.notifier.delivery.apprise_sender import AppriseSender
+from vigil.notifier.delivery.base import Sender
+from vigil.notifier.delivery.compose import compose_page
+from vigil.notifier.delivery.inbox_sender import InboxSender
+from vigil.notifier.delivery.route import route_page
+from vigil.notifier.incidents import IncidentDecision
+from vigil.notifier.models import WebhookPayload
+from vigil.notifier.store import Delivery, NewDelivery
+from vigil.oncall.model import AppriseChannel, Channel, InboxChannel, OncallConfig
 
 
 class DeliveryPipeline:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from oncall.model import OncallConfig, channel_wants
+from vigil.oncall.model import OncallConfig, channel_wants
 
 
 @dataclass(frozen=True)

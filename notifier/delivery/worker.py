@@ -8,11 +8,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-from notifier.delivery.pipeline import DeliveryPipeline
-from notifier.delivery.throttle import Throttle
-from notifier.metrics import NotifierMetrics
-from notifier.settings import NotifierSettings
-from notifier.store import Delivery, Store
+from vigil.notifier.delivery.pipeline import DeliveryPipeline
+from vigil.notifier.delivery.throttle import Throttle
+from vigil.notifier.metrics import NotifierMetrics
+from vigil.notifier.settings import NotifierSettings
+from vigil.notifier.store import Delivery, Store
 
 log = logging.getLogger(__name__)
 # a claimed delivery is not claimed again for this long: it covers a slow send when two notifiers share

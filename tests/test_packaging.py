@@ -1,0 +1,61 @@
+"""The distribution installs one top-level package, `vigil`, with every sub-package and data file."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from stack_support import shadowing_workdir
+
+REPO = Path(__file__).resolve().parents[1]
+FOLDERS = ("vigil", "exporters", "rules", "aiops", "notifier", "oncall", "dashboards")
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(REPO)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return next(out.glob("vigil-*.whl"))
+
+
+def test_the_wheel_holds_vigil_and_nothing_else_at_the_top(wheel: Path):
+    names = zipfile.ZipFile(wheel).namelist()
+    top = {name.split("/")[0] for name in names}
+    assert {name for name in top if not name.endswith(".dist-info")} == {"vigil"}, top
+
+
+def test_every_package_folder_and_data_file_ships(wheel: Path):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for folder in FOLDERS:
+        for init in (REPO / folder).rglob("__init__.py"):
+            relative = init.relative_to(REPO / folder)
+            inside = "vigil/" + ("" if folder == "vigil" else folder + "/") + relative.as_posix()
+            assert inside in names, f"{init.relative_to(REPO)} is not in the wheel"
+    shipped_specs = {n for n in names if n.startswith("vigil/rules/specs/")}
+    assert shipped_specs == {f"vigil/rules/specs/{p.name}" for p in (REPO / "rules" / "specs").glob("*.yaml")}
+    assert "vigil/aiops/detect/thresholds.json" in names
+
+
+def test_installed_wheel_works_from_a_directory_with_shadowing_folders(wheel: Path, tmp_path: Path):
+    target = tmp_path / "site"
+    install = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--quiet", "--target", str(target),
+                              str(wheel)], capture_output=True, text=True, timeout=300)
+    assert install.returncode == 0, install.stderr[-3000:]
+    installed_top = {p.name for p in target.iterdir() if not p.name.endswith(".dist-info") and p.name != "bin"}
+    assert installed_top == {"vigil"}
+    workdir = shadowing_workdir(tmp_path / "rules-repo")
+    # the dependencies come from this environment; vigil itself only from the installed wheel
+    env = {"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"}
+    result = subprocess.run([sys.executable, "-P", "-c", "from vigil.cli import main; main()", "rules", "generate"],
+                            cwd=workdir, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "GpuFallenOffBus" in result.stdout
+    where = subprocess.run([sys.executable, "-P", "-c", "import vigil.rules; print(vigil.rules.__file__)"],
+                           cwd=workdir, env=env, capture_output=True, text=True, timeout=60)
+    assert where.stdout.strip().startswith(str(target)), where.stdout + where.stderr
