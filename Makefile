@@ -6,8 +6,9 @@ STAMP := $(VENV)/.installed-stamp
 DEB_PACKAGES := prometheus prometheus-alertmanager prometheus-node-exporter smartmontools python3-venv
 # the notifier's store is tested against a real PostgreSQL server too
 DEB_TEST_PACKAGES := postgresql
-# postgres: psycopg for the PostgreSQL store; k8s: grpcio for the kubelet pod-resources source
-EXTRAS := test,postgres,k8s
+# postgres: psycopg for the PostgreSQL store; k8s: grpcio for the kubelet pod-resources source;
+# parquet: pyarrow for Parquet history files (the tests read and write them)
+EXTRAS := test,postgres,k8s,parquet
 
 .PHONY: demo test setup system-packages rules bench-exporters bench-aiops clean
 

@@ -39,14 +39,22 @@ def read_series_file(path: str | Path) -> list[Series]:
         frame, first_line = _read_csv(path), 2  # line 1 is the header
         where = "line"
     elif suffix in (".parquet", ".pq"):
-        try:
-            frame = pd.read_parquet(path)
-        except Exception as exc:  # pyarrow raises several unrelated types for a bad file
-            raise HistoryError(f"{path}: not a readable Parquet file: {exc}") from None
-        first_line, where = 1, "row"
+        frame, first_line, where = _read_parquet(path), 1, "row"
     else:
         raise HistoryError(f"{path}: unknown file type {suffix!r} (use .csv or .parquet)")
     return _frame_to_series(frame, path, first_line, where)
+
+
+def _read_parquet(path: Path) -> pd.DataFrame:
+    try:  # an optional extra: the core install reads CSV only
+        import pyarrow.parquet
+    except ImportError:
+        raise HistoryError(f"{path}: reading Parquet needs pyarrow, which is not installed; "
+                           "install it with: pip install 'vigil[parquet]' (or convert the file to CSV)") from None
+    try:
+        return pyarrow.parquet.read_table(path).to_pandas()
+    except Exception as exc:  # pyarrow raises several unrelated types for a bad file
+        raise HistoryError(f"{path}: not a readable Parquet file: {exc}") from None
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
