@@ -5,6 +5,9 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 
+from vigil.notifier.store import Store
+from vigil.notifier.store.outbox import STATES
+
 REJECT_REASONS = ("unauthorized", "unsupported_media_type", "invalid_json", "invalid_payload")
 
 
@@ -37,16 +40,14 @@ class StoreCollector:
     A growing `pending` or any `failed` means pages are not getting through: alert on it.
     """
 
-    STATES = ("pending", "sent", "failed")
-
-    def __init__(self, store):
+    def __init__(self, store: Store):
         self._store = store
 
     def collect(self):
-        states, firing = self._store.counts()
+        states, firing = self._store.outbox.states(), self._store.notifications.firing_count()
         outbox = GaugeMetricFamily("vigil_notifier_outbox_deliveries", "Page deliveries in the outbox, by state.",
                                    labels=["state"])
-        for state in self.STATES:
+        for state in STATES:
             outbox.add_metric([state], states.get(state, 0))
         yield outbox
         yield GaugeMetricFamily("vigil_notifier_incidents_firing", "Incidents currently firing.", value=firing)

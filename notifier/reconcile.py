@@ -13,25 +13,25 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Callable
 
 import requests
 
-from vigil.notifier.delivery.pipeline import DeliveryPipeline
+from vigil.notifier.clock import Clock
+from vigil.notifier.deliveries import PagePlanner
 from vigil.notifier.models import WebhookPayload
-from vigil.notifier.store import RECONCILED_PREFIX, Store
+from vigil.notifier.store.notifications import RECONCILED_PREFIX, Notifications
 
 log = logging.getLogger(__name__)
 TIMEOUT_S = 5
 
 
-def reconcile(store: Store, pipeline: DeliveryPipeline, alertmanager_url: str,
-              clock: Callable[[], float], receiver: str | None = None) -> int:
+def reconcile(notifications: Notifications, route: PagePlanner, alertmanager_url: str, clock: Clock,
+              receiver: str | None = None) -> int:
     """Ingest unknown firing groups from Alertmanager; returns how many alerts were new."""
     response = requests.get(f"{alertmanager_url}/api/v2/alerts/groups", timeout=TIMEOUT_S,
                             params={"active": "true", "silenced": "false", "inhibited": "false"})
     response.raise_for_status()
-    known = store.known_alert_keys()
+    known = notifications.known_alert_keys()
     new_alerts = 0
     for group in response.json():
         name = (group.get("receiver") or {}).get("name", "")
@@ -40,7 +40,7 @@ def reconcile(store: Store, pipeline: DeliveryPipeline, alertmanager_url: str,
         payload = group_as_notification(group, name)
         if payload is None or payload.firing_keys() & known:
             continue  # empty, or the store already has an incident for this group
-        result = store.ingest(payload, clock(), pipeline.plan)
+        result = notifications.ingest(payload, clock(), route)
         if not result.duplicate:
             new_alerts += len(payload.alerts)
             log.warning("reconcile: opened incident %d for %d firing alert(s) of %s that were never "

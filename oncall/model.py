@@ -2,8 +2,9 @@
 
 A *target* is someone (or a rota) that can be paged; it owns an ordered list of *channels*. A *route*
 matches alert labels and names the target to notify; routes are tried in order, the first match wins,
-and `default` catches the rest. Escalation tiers (primary → secondary → manager) will later hang off a
-route as an ordered list of steps; today a route has exactly one step: `notify`.
+and `default` catches the rest. This module is the data and its validation; picking who is paged from
+labels is `routing.py`. Escalation tiers (primary → secondary → manager) will later hang off a route as
+an ordered list of steps; today a route has exactly one step: `notify`.
 """
 
 from __future__ import annotations
@@ -62,9 +63,6 @@ class Route(_Strict):
     match: dict[str, str] = Field(default_factory=dict)
     notify: str
 
-    def matches(self, labels: dict[str, str]) -> bool:
-        return all(labels.get(key) == value for key, value in self.match.items())
-
 
 class OncallConfig(_Strict):
     """The whole on-call file."""
@@ -85,13 +83,6 @@ class OncallConfig(_Strict):
             raise UnknownTargets(unknown, sorted(self.targets))
         return self
 
-    def target_for(self, labels: dict[str, str]) -> str | None:
-        """The target key that should be paged for alerts carrying `labels` (None: nobody)."""
-        for route in self.routes:
-            if route.matches(labels):
-                return route.notify
-        return self.default
-
 
 class UnknownTargets(ValueError):
     """Routes naming targets that are not defined; carries the location of each offender."""
@@ -100,8 +91,3 @@ class UnknownTargets(ValueError):
         self.offenders = offenders
         self.known = known
         super().__init__("; ".join(f"unknown target {name!r}" for _, name in offenders))
-
-
-def channel_wants(channel: Channel, severity: str | None) -> bool:
-    """Whether `channel` should carry a page of `severity` (no filter: every severity)."""
-    return channel.severities is None or severity in channel.severities

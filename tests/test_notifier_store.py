@@ -1,63 +1,20 @@
-"""The store on both databases it supports: SQLite (default) and a real PostgreSQL server.
-
-PostgreSQL runs when Debian's server binaries are installed and the tests run as root (the server is
-started as the `postgres` user on a temp directory and a loopback port); otherwise those cases skip.
-"""
+"""The store on both databases it supports: SQLite (default) and a real PostgreSQL server
+(tests/pg_support.py: it runs when Debian's server binaries are installed and the tests run as root)."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import tempfile
 import threading
-from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from vigil.notifier.app import create_app
 from vigil.notifier.models import WebhookPayload
-from vigil.notifier.store import NewDelivery, Store
+from vigil.notifier.deliveries import NewDelivery
+from vigil.notifier.store import Store
 from vigil.oncall.loader import parse_oncall
-from test_notifier_support import AUTH, INBOX_ONLY, alert, free_port, make_settings, payload
-
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
-
-
-@pytest.fixture(scope="module")
-def postgres_server():
-    if not (PG_BIN / "initdb").exists() or os.geteuid() != 0:
-        pytest.skip("PostgreSQL server binaries or root (to run them as `postgres`) not available")
-    root = Path(tempfile.mkdtemp(prefix="vigil-pg-"))
-    shutil.chown(root, "postgres")
-    port = free_port()
-    as_postgres = ["runuser", "-u", "postgres", "--"]
-    subprocess.run([*as_postgres, PG_BIN / "initdb", "-D", root / "data", "-A", "trust", "-U", "postgres"],
-                   check=True, capture_output=True)
-    subprocess.run([*as_postgres, PG_BIN / "pg_ctl", "-D", root / "data", "-l", root / "log", "-w", "-o",
-                    f"-p {port} -k {root} -c listen_addresses=127.0.0.1", "start"], check=True, capture_output=True)
-    try:
-        yield f"postgresql://postgres@127.0.0.1:{port}"
-    finally:
-        subprocess.run([*as_postgres, PG_BIN / "pg_ctl", "-D", root / "data", "-m", "fast", "-w", "stop"],
-                       capture_output=True)
-        shutil.rmtree(root, ignore_errors=True)
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'notifier.db'}"
-    server = request.getfixturevalue("postgres_server")
-    name = f"t_{tmp_path.name.lower().replace('-', '_')}"[:60]
-    admin = sa.create_engine(server.replace("postgresql://", "postgresql+psycopg://") + "/postgres",
-                             isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    admin.dispose()
-    return f"{server}/{name}"
+from pg_support import db_url, postgres_server  # noqa: F401 (fixtures)
+from test_notifier_support import AUTH, INBOX_ONLY, alert, make_settings, payload
 
 
 @pytest.fixture
@@ -72,7 +29,7 @@ def page_everyone(payload, decision, incident_id, labels):
 
 
 def ingest(store, body, now=1000.0):
-    return store.ingest(WebhookPayload.model_validate(body), now, page_everyone)
+    return store.notifications.ingest(WebhookPayload.model_validate(body), now, page_everyone)
 
 
 def test_incident_lifecycle_and_idempotency(store):
@@ -80,12 +37,12 @@ def test_incident_lifecycle_and_idempotency(store):
     assert ingest(store, payload(alert("a"))).duplicate
     ingest(store, payload(alert("a", status="resolved")), now=1060.0)
     reopened = ingest(store, payload(alert("a", starts="2026-11-21T21:00:00Z")), now=1100.0)
-    incidents = store.list_incidents(10)
+    incidents = store.notifications.list_incidents(10)
     assert [(i["id"], i["status"]) for i in incidents] == [(first.incident_id, "resolved"),
                                                             (reopened.incident_id, "firing")]
     assert incidents[0]["resolved_at"] == "1970-01-01T00:17:40.000Z"
-    assert len(store.list_notifications(10)) == 3
-    assert store.delivery_states() == {"pending": 3}
+    assert len(store.notifications.list_notifications(10)) == 3
+    assert store.outbox.states() == {"pending": 3}
 
 
 def test_the_same_notification_from_many_threads_is_stored_once(store):
@@ -96,7 +53,7 @@ def test_the_same_notification_from_many_threads_is_stored_once(store):
     for thread in threads:
         thread.join()
     assert sorted(r.duplicate for r in results) == [False] + [True] * 5
-    assert len(store.list_notifications(10)) == 1 and store.delivery_states() == {"pending": 1}
+    assert len(store.notifications.list_notifications(10)) == 1 and store.outbox.states() == {"pending": 1}
 
 
 def test_two_processes_on_one_database_open_one_incident_per_group(db_url):
@@ -108,32 +65,32 @@ def test_two_processes_on_one_database_open_one_incident_per_group(db_url):
         thread.start()
     for thread in threads:
         thread.join()
-    assert [i["status"] for i in stores[0].list_incidents(10)] == ["firing"]
-    assert len(stores[0].list_notifications(10)) == 2
+    assert [i["status"] for i in stores[0].notifications.list_incidents(10)] == ["firing"]
+    assert len(stores[0].notifications.list_notifications(10)) == 2
     for s in stores:
         s.close()
 
 
 def test_outbox_claims_lease_retry_and_give_up(store):
     ingest(store, payload(alert("a")))
-    [delivery] = store.claim_due(now=1000.0, limit=10, lease_s=120)
-    assert store.claim_due(now=1001.0, limit=10, lease_s=120) == []  # leased: not handed out twice
-    store.record_attempt(delivery.id, 1002.0, ok=False, error="HTTP 500", duration_s=0.1, retry_at=1004.0)
-    assert store.claim_due(now=1003.0, limit=10, lease_s=120) == []
-    [again] = store.claim_due(now=1004.0, limit=10, lease_s=120)
+    [delivery] = store.outbox.claim_due(now=1000.0, limit=10, lease_s=120)
+    assert store.outbox.claim_due(now=1001.0, limit=10, lease_s=120) == []  # leased: not handed out twice
+    store.outbox.record_attempt(delivery.id, 1002.0, ok=False, error="HTTP 500", duration_s=0.1, retry_at=1004.0)
+    assert store.outbox.claim_due(now=1003.0, limit=10, lease_s=120) == []
+    [again] = store.outbox.claim_due(now=1004.0, limit=10, lease_s=120)
     assert again.attempts == 1
-    store.record_attempt(again.id, 1005.0, ok=False, error="HTTP 500", duration_s=0.1, retry_at=None)
-    assert store.delivery_states() == {"failed": 1}
-    assert [a["error"] for a in store.attempts_of(delivery.id)] == ["HTTP 500", "HTTP 500"]
+    store.outbox.record_attempt(again.id, 1005.0, ok=False, error="HTTP 500", duration_s=0.1, retry_at=None)
+    assert store.outbox.states() == {"failed": 1}
+    assert [a["error"] for a in store.outbox.attempts_of(delivery.id)] == ["HTTP 500", "HTTP 500"]
 
 
 def test_a_page_that_arrives_twice_is_recorded_once(store):
     ingest(store, payload(alert("a")))
-    [delivery] = store.claim_due(now=1000.0, limit=10, lease_s=120)
-    first = store.record_inbox_page(delivery.id, "t", "b", 1001.0)
-    assert store.record_inbox_page(delivery.id, "t", "b", 1002.0) == first
-    assert store.record_inbox_page(delivery.id + 100, "t", "b", 1002.0) is None
-    [page] = store.list_inbox(10)
+    [delivery] = store.outbox.claim_due(now=1000.0, limit=10, lease_s=120)
+    first = store.inbox.record_page(delivery.id, "t", "b", 1001.0)
+    assert store.inbox.record_page(delivery.id, "t", "b", 1002.0) == first
+    assert store.inbox.record_page(delivery.id + 100, "t", "b", 1002.0) is None
+    [page] = store.inbox.list_pages(10)
     assert page["recipient"] == "demo-dri" and page["status"] == "firing" and page["labels"]["node"] == "node-1"
 
 

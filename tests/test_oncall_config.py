@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from vigil.notifier.delivery.route import route_page
 from vigil.oncall.loader import OncallConfigError, load_oncall, parse_oncall
+from vigil.oncall.routing import route_page, target_for
 
 EXAMPLE = """\
 targets:
@@ -35,9 +35,9 @@ def test_the_documented_example_loads_and_routes_by_labels(tmp_path):
     path = tmp_path / "oncall.yaml"
     path.write_text(EXAMPLE)
     config = load_oncall(path)
-    assert config.target_for({"severity": "critical", "team": "storage"}) == "demo-dri"  # first match wins
-    assert config.target_for({"severity": "warning", "team": "storage"}) == "storage"
-    assert config.target_for({"severity": "info"}) == "demo-dri"  # default
+    assert target_for(config, {"severity": "critical", "team": "storage"}) == "demo-dri"  # first match wins
+    assert target_for(config, {"severity": "warning", "team": "storage"}) == "storage"
+    assert target_for(config, {"severity": "info"}) == "demo-dri"  # default
     critical = route_page(config, {"severity": "critical"})
     warning = route_page(config, {"severity": "warning"})
     assert [(r.target, r.channel_index, r.channel_type) for r in critical] == [

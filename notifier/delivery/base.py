@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from vigil.notifier.store import Delivery
+from vigil.notifier.deliveries import Delivery
 
 
 @dataclass(frozen=True)

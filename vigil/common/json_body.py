@@ -1,0 +1,76 @@
+"""Decode an untrusted JSON request body into plain data, or say exactly why it cannot be.
+
+`json.loads` alone lets through what breaks a server later, as a 500 instead of a 400: documents nested
+so deep that parsing or serialising them overflows the stack, lone UTF-16 surrogates (`"\\ud800"`)
+that no UTF-8 encoder (SQLite, PostgreSQL, a log file) accepts, NUL characters that PostgreSQL refuses
+in text, and the non-standard `NaN`/`Infinity`. Each is refused here with a reason a sender can act on.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+MAX_DEPTH = 32  # an Alertmanager notification nests 3 levels (body → alerts → alert → labels)
+
+
+class BodyRejected(ValueError):
+    """The body is not acceptable JSON; `reason` is a short machine-readable word, str() the message."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+def _no_constants(name: str) -> Any:
+    raise BodyRejected("invalid_json", f"body is not valid JSON: {name} is not a JSON number")
+
+
+def decode_json_body(raw: bytes, max_depth: int = MAX_DEPTH) -> Any:
+    """The JSON value of `raw` (UTF-8), checked as described above; raises `BodyRejected`."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BodyRejected("invalid_json", f"body is not UTF-8: {exc.reason} at byte {exc.start}") from None
+    try:
+        value = json.loads(text, parse_constant=_no_constants)
+    except json.JSONDecodeError as exc:
+        raise BodyRejected("invalid_json", f"body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise BodyRejected("too_deep", f"JSON nested deeper than {max_depth} levels") from None
+    check_plain_json(value, max_depth)
+    return value
+
+
+def check_plain_json(value: Any, max_depth: int = MAX_DEPTH) -> None:
+    """Walk `value` without recursion: depth, and every key and string encodable and NUL-free."""
+    pending: list[tuple[Any, int, str]] = [(value, 1, "body")]
+    while pending:
+        item, depth, where = pending.pop()
+        if isinstance(item, dict):
+            if depth > max_depth:
+                raise BodyRejected("too_deep", f"JSON nested deeper than {max_depth} levels (at {where})")
+            for key, child in item.items():
+                _check_string(key, f"{where}: a key")
+                pending.append((child, depth + 1, f"{where}.{_short(key)}"))
+        elif isinstance(item, list):
+            if depth > max_depth:
+                raise BodyRejected("too_deep", f"JSON nested deeper than {max_depth} levels (at {where})")
+            pending.extend((child, depth + 1, f"{where}[{index}]") for index, child in enumerate(item))
+        elif isinstance(item, str):
+            _check_string(item, where)
+
+
+def _check_string(text: str, where: str) -> None:
+    if "\x00" in text:
+        raise BodyRejected("invalid_text", f"{where}: NUL characters (\\u0000) are not allowed in text")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BodyRejected("invalid_text",
+                           f"{where}: a lone UTF-16 surrogate (\\ud800-\\udfff) is not valid Unicode text") from None
+
+
+def _short(key: str) -> str:
+    safe = key.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+    return safe if len(safe) <= 40 else safe[:37] + "..."
