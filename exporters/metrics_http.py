@@ -4,18 +4,23 @@ The GPU collector renders its snapshot once per collection cycle (see `NvmlColle
 so a scrape costs a dictionary lookup and a socket write instead of rebuilding ~1,000 samples. One
 server can front many nodes: `body(query)` receives the parsed query string (`/metrics?node=node-17`
 in the fleet's single-port mode) and returns the bytes, or raises `LookupError` (404) or
-`ConnectionAbortedError` (503, a simulated node that is down).
+`ConnectionAbortedError` (503, a simulated node that is down). Every answer leaves a kept-alive
+connection usable; any other exception is logged and answered 500. A scraper that hangs up mid-answer
+(a scrape timeout) is normal and not logged.
 """
 
 from __future__ import annotations
 
-import socket
 import gzip
+import logging
+import socket
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 from urllib.parse import parse_qs, urlsplit
 
+_log = logging.getLogger(__name__)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 Body = Callable[[dict[str, str]], bytes]
 
@@ -41,6 +46,12 @@ class _TrackingHTTPServer(ThreadingHTTPServer):
         with self.connections_lock:
             self.connections.discard(request)
         super().shutdown_request(request)
+
+    def handle_error(self, request, client_address) -> None:
+        """socketserver prints a traceback on stderr for every exception of a handler; a client that
+        went away mid-answer (a scraper's timeout) is not worth one, anything else is logged."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            _log.exception("error while serving %s", client_address)
 
     def cut_connections(self) -> None:
         with self.connections_lock:
@@ -119,10 +130,15 @@ def _handler(body: Body) -> type[BaseHTTPRequestHandler]:
             query = {k: v[-1] for k, v in parse_qs(url.query).items()}
             try:
                 data = body(query)
-            except LookupError as error:
+            except LookupError as error:  # e.g. an unknown ?node=
                 self._send(404, f"{error.args[0] if error.args else error}\n".encode())
-            except ConnectionAbortedError as error:
+                return
+            except ConnectionAbortedError as error:  # a simulated node that is down
                 self._send(503, f"{error}\n".encode())
+                return
+            except Exception:  # a bug in the page's source: say so and keep the connection usable
+                _log.exception("rendering %s failed", self.path)
+                self._send(500, b"internal error while rendering the metrics page (see the exporter's log)\n")
                 return
             if "gzip" in self.headers.get("Accept-Encoding", ""):  # Prometheus asks for gzip
                 self._send(200, compressed(query.get("node", ""), data), CONTENT_TYPE, encoding="gzip")
