@@ -8,8 +8,11 @@ the latest completed result. A quick source is therefore served fresh (the scrap
 milliseconds the refresh takes, instead of getting the values of one scrape ago); a slow or hung source
 costs a scrape at most `wait` seconds and the previous result is served.
 
-Refreshes are driven by scrapes rather than by a free-running loop: nothing polls hardware while nobody
-is looking, and there is no thread to stop when a collector is dropped (tests create many).
+By default refreshes are driven by scrapes rather than by a free-running loop: nothing polls hardware
+while nobody is looking, and there is no thread to stop when a collector is dropped (tests create many).
+A long-running exporter whose scrapes must never wait at all (the DCGM backend of `vigil exporter gpu`)
+calls `start()` instead: a loop then refreshes every `max_age` seconds, as the NVML collector's does,
+and `get()` only hands out the latest result; a hung source stalls the loop, never a scrape.
 """
 
 from __future__ import annotations
@@ -51,11 +54,15 @@ class BackgroundSnapshot(Generic[T]):
         self._latest: Snapshot[T] | None = None
         self._running: threading.Thread | None = None
         self._done = threading.Event()
+        self._loop: threading.Thread | None = None
+        self._stopping = threading.Event()
 
     def get(self) -> Snapshot[T] | None:
         """The latest completed snapshot (None before the first one completes)."""
         with self._lock:
             latest = self._latest
+            if self._loop is not None:  # the loop refreshes: never start or wait for a refresh here
+                return latest
             stale = latest is None or time.monotonic() - latest.completed_at >= self._max_age
             if stale and self._running is None:
                 self._done.clear()
@@ -68,6 +75,30 @@ class BackgroundSnapshot(Generic[T]):
             with self._lock:
                 latest = self._latest
         return latest
+
+    def start(self) -> None:
+        """Refresh now and then every `max_age` seconds (after each refresh ends) in a daemon thread,
+        until `stop()`. Waits at most `first_wait` for the first result, so the first scrape has data."""
+        if self._max_age <= 0:
+            raise ValueError("a refresh loop needs max_age > 0")
+        with self._lock:
+            if self._loop is not None:
+                return
+            self._done.clear()
+            self._loop = threading.Thread(target=self._run_loop, name="vigil-refresh-loop", daemon=True)
+            self._loop.start()
+        self._done.wait(self._first_wait)
+
+    def stop(self, timeout: float = 1.0) -> None:
+        """End the loop of `start()`; a refresh stuck in its source is abandoned after `timeout` seconds."""
+        self._stopping.set()
+        if self._loop is not None:
+            self._loop.join(timeout)
+
+    def _run_loop(self) -> None:
+        while not self._stopping.is_set():
+            self._refresh(track=False)
+            self._stopping.wait(self._max_age)
 
     def refresh_now(self) -> Snapshot[T]:
         """Run one refresh in the calling thread (CLI one-shot use and tests)."""

@@ -1,40 +1,38 @@
 """Read a dcgm-exporter page and publish it under vigil's GPU metric names, labels and base units.
 
-`DcgmCollector(url, node=None, timeout=2.0)` is what `vigil exporter gpu --backend dcgm --dcgm-url URL`
-registers. It accepts both dcgm-exporter naming schemes (see `exporters.dcgm_fields`), drops DCGM's
-blank sentinels and MIG-instance series, and carries over the profiling fields that NVML lacks.
+`DcgmCollector(url, node=None, timeout=2.0, max_age=5.0, expected_gpus=None)` is what
+`vigil exporter gpu --backend dcgm --dcgm-url URL` registers. Reading and normalizing the page is
+`exporters.dcgm_source`; this module decides what the node's GPUs look like from it, with the same
+health series as the NVML backend: `vigil_gpu_up`, `vigil_node_gpus_visible` against
+`vigil_node_gpus_expected` (so `GpuMissing` fires when GPUs vanish from the page), and the time of
+the last good read in `vigil_exporter_last_collection_timestamp_seconds`.
 
-Why a background refresh: dcgm-exporter can be slow (users report scrape timeouts) and `requests`'
-timeout bounds each socket operation, not the whole read. So the page is fetched in a daemon thread
-(`exporters.background`), started by a scrape when the last page is older than `max_age`; the scrape
-waits for it at most `timeout` seconds, so a quick exporter is served fresh and a slow one cannot hold
-our `/metrics` longer than that. When the page cannot be read, or the last good page is older than
-`max_age + 3 * timeout` (a read that trickles on), `dcgm_up` is 0 and no stale GPU values are served.
+Why a background refresh: dcgm-exporter can be slow or hang (users report scrape timeouts), so the
+page is read in a daemon thread (`exporters.background`). `start()` runs that read in a loop every
+`max_age` seconds, as the NVML collector does, and a scrape only serves the last result: a hung
+dcgm-exporter never makes our `/metrics` wait. Without `start()` a scrape starts a read when the last
+one is older than `max_age` and waits for it at most `timeout` seconds. `dcgm_up` is 1 only while the
+last read worked, listed at least one GPU and is younger than `max_age + 3 * timeout`; otherwise no
+per-GPU values are served (stale values would look healthy) and `vigil_exporter_dcgm_errors_total`
+says why.
 """
 
 from __future__ import annotations
 
 import socket
 import time
-from dataclasses import dataclass, field
+from typing import Callable
 
 import requests
-from prometheus_client.parser import text_string_to_metric_families
 
 from vigil.exporters.background import BackgroundSnapshot
-from vigil.exporters.dcgm_fields import (
-    CLOCK_EVENT_BITS,
-    CLOCK_EVENT_FIELDS,
-    DRIVER_LABELS,
-    FIELD_MAPS,
-    HOSTNAME_LABELS,
-    MIG_INSTANCE_LABEL,
-    TO_BASE_UNIT,
-    field_index,
-    is_blank,
-)
+from vigil.exporters.dcgm_fields import FIELD_MAPS
+from vigil.exporters.dcgm_source import REASONS, Page, PageError, parse_page, read_page
+from vigil.exporters.gpu_isolation import StallGuard
 from vigil.exporters.metric_families import add, family
 from vigil.exporters.spec import MetricSpec
+
+__all__ = ["SPECS", "DcgmCollector", "parse_page"]  # parse_page: for bench/exporters/dcgm_node.py
 
 GPU_LABELS = ("node", "gpu", "uuid")
 _SRC = "dcgm-exporter /metrics"
@@ -44,9 +42,16 @@ def _spec(name, type_, unit, help_, extra=()) -> MetricSpec:
     return MetricSpec(name, type_, unit, GPU_LABELS + tuple(extra), help_, _SRC)
 
 
+def _node_spec(name, unit, help_) -> MetricSpec:
+    return MetricSpec(name, "gauge", unit, ("node",), help_, "exporter")
+
+
 SPECS: list[MetricSpec] = [
-    MetricSpec("dcgm_up", "gauge", "", ("node",), "1 when the dcgm-exporter page was read and parsed, else 0.", _SRC),
-    _spec("vigil_gpu_up", "gauge", "", "1 for every GPU present on the dcgm-exporter page."),
+    MetricSpec("dcgm_up", "gauge", "", ("node",),
+               "1 while the last read of the dcgm-exporter page worked, listed at least one GPU and is younger "
+               "than --interval + 3 * --dcgm-timeout; else 0, and no per-GPU values are published.", _SRC),
+    _spec("vigil_gpu_up", "gauge", "", "1 for every GPU on the page; 0 for a GPU seen on an earlier page that is "
+          "missing from the current one (while dcgm_up is 1)."),
     MetricSpec("vigil_gpu_info", "info", "", ("node", "gpu", "uuid", "name", "driver", "cuda", "pci_bus_id", "serial"),
                "GPU identity; cuda and serial are empty because dcgm-exporter does not label them.", _SRC),
     _spec("vigil_gpu_utilization_ratio", "gauge", "ratio", "Fraction of time a kernel ran on the GPU (0-1)."),
@@ -82,82 +87,25 @@ SPECS: list[MetricSpec] = [
     _spec("vigil_gpu_sm_occupancy_ratio", "gauge", "ratio", "Resident warps relative to the SM maximum."),
     _spec("vigil_gpu_tensor_pipe_active_ratio", "gauge", "ratio", "Fraction of cycles the tensor pipe was active."),
     _spec("vigil_gpu_dram_active_ratio", "gauge", "ratio", "Fraction of cycles the memory interface was busy."),
+    _node_spec("vigil_node_gpus_visible", "", "GPUs on the current dcgm-exporter page; 0 while dcgm_up is 0."),
+    _node_spec("vigil_node_gpus_expected", "", "GPUs the node should have (--expected-gpus, else the most seen on "
+               "one page since the exporter started)."),
+    _node_spec("vigil_exporter_collection_duration_seconds", "seconds", "Duration of the last read of the page "
+               "(good or failed)."),
+    _node_spec("vigil_exporter_last_collection_timestamp_seconds", "seconds", "Unix time of the last good read of "
+               "the page; stops advancing while dcgm-exporter is down, hung or empty."),
+    MetricSpec("vigil_exporter_dcgm_errors_total", "counter", "", ("node", "reason"),
+               "Failed reads of the page by reason: " + ", ".join(REASONS) + " (every reason from 0).", "exporter"),
 ]
 _SPEC_BY_NAME = {s.name: s for s in SPECS}
 assert {r.metric for r in FIELD_MAPS} <= set(_SPEC_BY_NAME), "every mapped field needs a spec"
 
 
-@dataclass
-class GpuReading:
-    """What one dcgm-exporter page says about one GPU, already in vigil's names and units."""
-
-    gpu: str
-    uuid: str
-    info: dict[str, str]
-    values: dict[tuple[str, tuple[tuple[str, str], ...]], float] = field(default_factory=dict)
-
-
-@dataclass
-class Page:
-    hostname: str | None
-    gpus: dict[str, GpuReading]
-
-
-def parse_page(text: str) -> Page:
-    """Normalize a dcgm-exporter exposition page (either naming scheme). Raises ValueError if malformed."""
-    index = field_index()
-    gpus: dict[str, GpuReading] = {}
-    hostname = None
-    for fam in text_string_to_metric_families(text):
-        for sample in fam.samples:
-            labels, value = sample.labels, sample.value
-            # The parser appends "_total" to counter samples whose name lacks it (DCGM's upper-case
-            # "..._TOTAL" names included), so the family name is the field name as written.
-            name = sample.name if sample.name in index else fam.name
-            known = name in index or name in CLOCK_EVENT_FIELDS
-            if not known or "UUID" not in labels or labels.get(MIG_INSTANCE_LABEL) or is_blank(value):
-                continue
-            uuid = labels["UUID"]
-            reading = gpus.get(uuid)
-            if reading is None:
-                reading = gpus[uuid] = GpuReading(labels.get("gpu", ""), uuid, _info_labels(labels))
-            hostname = hostname or next((labels[k] for k in HOSTNAME_LABELS if labels.get(k)), None)
-            if name in CLOCK_EVENT_FIELDS:
-                for bit, reason in CLOCK_EVENT_BITS:
-                    reading.values.setdefault(("vigil_gpu_clock_event_active", (("reason", reason),)),
-                                              1.0 if int(value) & bit else 0.0)
-                continue
-            row, unit = index[name]
-            # setdefault: a page carrying both names of one field keeps the first value.
-            reading.values.setdefault((row.metric, row.labels), TO_BASE_UNIT[unit](value))
-    for reading in gpus.values():
-        _derive_total_memory(reading.values)
-    return Page(hostname, gpus)
-
-
-def _info_labels(labels: dict[str, str]) -> dict[str, str]:
-    return {
-        "name": labels.get("modelName", ""),
-        "driver": next((labels[k] for k in DRIVER_LABELS if labels.get(k)), ""),
-        "cuda": "",
-        "pci_bus_id": labels.get("pci_bus_id", ""),
-        "serial": labels.get("DCGM_FI_DEV_SERIAL", ""),
-    }
-
-
-def _derive_total_memory(values: dict) -> None:
-    """Pre-4.9 default pages have no capacity field: free + used + reserved is the framebuffer size."""
-    key = ("vigil_gpu_memory_total_bytes", ())
-    parts = [values.get((m, ())) for m in ("vigil_gpu_memory_free_bytes", "vigil_gpu_memory_used_bytes",
-                                           "vigil_gpu_memory_reserved_bytes")]
-    if key not in values and all(p is not None for p in parts):
-        values[key] = sum(parts)
-
-
 class DcgmCollector:
     """A prometheus_client collector that republishes a dcgm-exporter page as vigil GPU metrics."""
 
-    def __init__(self, url: str, node: str | None = None, timeout: float = 2.0, max_age: float = 5.0):
+    def __init__(self, url: str, node: str | None = None, timeout: float = 2.0, max_age: float = 5.0,
+                 expected_gpus: int | None = None, clock: Callable[[], float] = time.time):
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"dcgm-exporter URL must start with http:// or https://, got {url!r}")
         if timeout <= 0:
@@ -165,31 +113,76 @@ class DcgmCollector:
         self.url = url
         self.node = node
         self.timeout = timeout
+        self.expected_gpus = expected_gpus
+        self.clock = clock
         self._session = requests.Session()
         self._stale_after = max_age + 3 * timeout
-        self._snapshot = BackgroundSnapshot(self._fetch, max_age=max_age, wait=timeout)
+        self._errors = dict.fromkeys(REASONS, 0)
+        self._seen: dict[str, str] = {}  # uuid -> gpu index, of every GPU on a good page since start
+        self._most_gpus = 0
+        self._last_good: tuple[float, Page] | None = None  # (clock(), page) of the last good read
+        self._guard = StallGuard(timeout, "vigil-dcgm-read")
+        self._snapshot = BackgroundSnapshot(self._read, max_age=max_age, wait=timeout)
 
-    def _fetch(self) -> Page:
-        response = self._session.get(self.url, timeout=self.timeout)
-        response.raise_for_status()
-        return parse_page(response.text)
+    def start(self) -> None:
+        """Read the page now (waiting at most `timeout`), then every `max_age` seconds in a background loop;
+        scrapes then never wait for dcgm-exporter."""
+        self._snapshot.start()
+
+    def stop(self) -> None:
+        self._snapshot.stop()
+        self._guard.close()
+
+    def _read(self) -> Page:
+        pages: list[Page] = []
+        try:
+            # `requests`' timeout bounds each socket read, so a page that trickles in could hold the read
+            # for ever: the guard stops waiting after `timeout` (and starts no second read while it hangs)
+            if not self._guard.run(0, lambda: pages.append(read_page(self._session, self.url, self.timeout))):
+                raise PageError("timeout", f"no complete page within {self.timeout:g} s")
+        except PageError as error:
+            self._errors[error.reason] += 1
+            raise
+        page = pages[0]
+        for reading in page.gpus.values():
+            self._seen[reading.uuid] = reading.gpu
+        self._most_gpus = max(self._most_gpus, len(page.gpus))
+        self._last_good = (self.clock(), page)
+        return page
 
     def last_error(self) -> str | None:
         snap = self._snapshot.get()
         return "no page read yet" if snap is None else snap.error
 
     def collect(self):
-        snap = self._snapshot.get()
-        fresh = snap is not None and snap.ok and time.monotonic() - snap.completed_at <= self._stale_after
+        snap, good = self._snapshot.get(), self._last_good
+        # publish the last read's page only if it worked and is not too old
+        fresh = snap is not None and snap.ok and good is not None and self.clock() - good[0] <= self._stale_after
         page = snap.value if fresh else None
-        node = self.node or (page.hostname if page else None) or socket.gethostname()
+        node = self.node or (good[1].hostname if good else None) or socket.gethostname()
         families = {s.name: family(s) for s in SPECS}
-        add(families["dcgm_up"], _SPEC_BY_NAME["dcgm_up"], {"node": node}, 1.0 if page else 0.0)
-        for reading in (page.gpus.values() if page else ()):
-            base = {"node": node, "gpu": reading.gpu, "uuid": reading.uuid}
-            add(families["vigil_gpu_up"], _SPEC_BY_NAME["vigil_gpu_up"], base)
-            add(families["vigil_gpu_info"], _SPEC_BY_NAME["vigil_gpu_info"], {**base, **reading.info})
-            for (metric, extra), value in sorted(reading.values.items()):
-                add(families[metric], _SPEC_BY_NAME[metric], {**base, **dict(extra)}, value)
-        yield from (fam for fam in families.values() if fam.samples or fam.name == "dcgm_up")
 
+        def put(name: str, labels: dict[str, str], value: float = 1.0) -> None:
+            add(families[name], _SPEC_BY_NAME[name], {"node": node, **labels}, value)
+
+        put("dcgm_up", {}, 1.0 if page else 0.0)
+        put("vigil_node_gpus_visible", {}, float(len(page.gpus)) if page else 0.0)
+        expected = self.expected_gpus if self.expected_gpus is not None else self._most_gpus or None
+        if expected is not None:
+            put("vigil_node_gpus_expected", {}, float(expected))
+        if snap is not None:
+            put("vigil_exporter_collection_duration_seconds", {}, snap.duration_s)
+        if good is not None:
+            put("vigil_exporter_last_collection_timestamp_seconds", {}, good[0])
+        for reason, count in self._errors.items():
+            put("vigil_exporter_dcgm_errors_total", {"reason": reason}, float(count))
+        for reading in (page.gpus.values() if page else ()):
+            gpu = {"gpu": reading.gpu, "uuid": reading.uuid}
+            put("vigil_gpu_up", gpu)
+            put("vigil_gpu_info", {**gpu, **reading.info})
+            for (metric, extra), value in sorted(reading.values.items()):
+                put(metric, {**gpu, **dict(extra)}, value)
+        for uuid, index in (sorted(list(self._seen.items())) if page else ()):
+            if uuid not in page.gpus:  # seen before, gone now: lost, as NVML reports a GPU that fell off
+                put("vigil_gpu_up", {"gpu": index, "uuid": uuid}, 0.0)
+        yield from (fam for fam in families.values() if fam.samples)

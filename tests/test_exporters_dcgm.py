@@ -8,6 +8,7 @@ import time
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
+from exporters_nvml_support import wait_until
 from prometheus_client.parser import text_string_to_metric_families
 
 from vigil.exporters.dcgm import SPECS, DcgmCollector
@@ -41,6 +42,10 @@ def samples(text: str) -> dict[tuple[str, frozenset], float]:
             for fam in text_string_to_metric_families(text) for s in fam.samples}
 
 
+def without_read_duration(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if "vigil_exporter_collection_duration_seconds" not in line)
+
+
 def value(text: str, metric: str, **labels) -> float:
     matches = [v for (n, ls), v in samples(text).items() if n == metric and set(labels.items()) <= ls]
     assert len(matches) == 1, f"{metric}{labels}: {len(matches)} matches"
@@ -50,9 +55,9 @@ def value(text: str, metric: str, **labels) -> float:
 def test_both_naming_schemes_give_identical_vigil_metrics(serve):
     old = serve(lambda: render_page("gpu-a1", T0, scheme="pre-4.9", gpus=4))
     new = serve(lambda: render_page("gpu-a1", T0, scheme="4.9", gpus=4))
-    text_old = scrape(DcgmCollector(old.url))
-    text_new = scrape(DcgmCollector(new.url))
-    assert text_old == text_new
+    text_old = scrape(DcgmCollector(old.url, clock=lambda: T0))
+    text_new = scrape(DcgmCollector(new.url, clock=lambda: T0))
+    assert without_read_duration(text_old) == without_read_duration(text_new)
     assert value(text_old, "dcgm_up") == 1
     # every GPU shows up with the page's hostname as node, and carries the profiling fields
     uuids = {dict(ls)["uuid"] for (n, ls) in samples(text_old) if n == "vigil_gpu_up"}
@@ -121,17 +126,27 @@ def test_node_argument_overrides_the_page_hostname(serve):
     assert {dict(ls)["node"] for (n, ls) in samples(text)} == {"rack4-node9"}
 
 
-@pytest.mark.parametrize("status,body", [(500, None), (200, "this is { not a metrics page\n")])
-def test_unreadable_page_gives_dcgm_up_0_and_no_stale_gpu_values(serve, status, body):
-    server = serve((lambda: body) if body else (lambda: ""), status=status)
+@pytest.mark.parametrize("status,body,reason", [
+    (500, None, "http_status"),
+    (200, "this is { not a metrics page\n", "unparsable"),
+    (200, "", "no_gpus"),  # dcgm-exporter answers, DCGM sees no GPU (or has not collected yet)
+    (200, "# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n", "no_gpus"),
+    (200, "# TYPE go_goroutines gauge\ngo_goroutines 12\n", "no_gpus"),
+])
+def test_unusable_page_gives_dcgm_up_0_a_reason_and_no_gpu_values(serve, status, body, reason):
+    server = serve((lambda: body) if body is not None else (lambda: ""), status=status)
     text = scrape(DcgmCollector(server.url, node="n1"))
     assert value(text, "dcgm_up", node="n1") == 0
-    assert "vigil_gpu_" not in text
+    assert value(text, "vigil_node_gpus_visible", node="n1") == 0
+    assert value(text, "vigil_exporter_dcgm_errors_total", node="n1", reason=reason) == 1
+    assert sum(v for (n, _), v in samples(text).items() if n == "vigil_exporter_dcgm_errors_total") == 1
+    assert "vigil_gpu_" not in text and "vigil_exporter_last_collection_timestamp_seconds" not in text
 
 
 def test_nothing_listening_gives_dcgm_up_0():
     text = scrape(DcgmCollector("http://127.0.0.1:9/metrics", node="n1", timeout=0.5))
     assert value(text, "dcgm_up", node="n1") == 0
+    assert value(text, "vigil_exporter_dcgm_errors_total", node="n1", reason="connection") == 1
 
 
 def test_a_slow_dcgm_exporter_does_not_make_the_scrape_hang(serve):
@@ -203,6 +218,104 @@ def test_a_quick_exporter_is_served_fresh_and_a_hung_one_goes_down(serve):
     started = time.monotonic()
     scrape(collector)
     assert time.monotonic() - started < 1.0
-    time.sleep(1.0)  # older than max_age + 3 * timeout: the last good page no longer counts
+    wait_until(lambda: value(scrape(collector), "dcgm_up", node="n1") == 0)
     text = scrape(collector)
-    assert value(text, "dcgm_up", node="n1") == 0 and "vigil_gpu_up" not in text
+    assert "vigil_gpu_up" not in text
+    assert value(text, "vigil_exporter_dcgm_errors_total", node="n1", reason="timeout") >= 1
+
+
+def test_a_gpu_that_vanishes_from_the_page_is_visible_less_than_expected_and_down(serve):
+    page = {"gpus": 4}
+    server = serve(lambda: render_page("gpu-j1", T0, gpus=page["gpus"]))
+    collector = DcgmCollector(server.url, timeout=1.0, max_age=0.0)
+    text = scrape(collector)
+    assert value(text, "vigil_node_gpus_visible", node="gpu-j1") == 4
+    assert value(text, "vigil_node_gpus_expected", node="gpu-j1") == 4
+    page["gpus"] = 3  # GPU 3 drops off dcgm-exporter's page
+    text = scrape(collector)
+    assert value(text, "dcgm_up", node="gpu-j1") == 1
+    assert value(text, "vigil_node_gpus_visible", node="gpu-j1") == 3
+    assert value(text, "vigil_node_gpus_expected", node="gpu-j1") == 4  # the most seen since start
+    assert value(text, "vigil_gpu_up", gpu="3", uuid=gpu_uuid("gpu-j1", 3)) == 0  # still named, as NVML does
+    assert "vigil_gpu_temperature_celsius" in text and 'gpu="3"' not in text.split("vigil_gpu_temperature")[1]
+    page["gpus"] = 4  # back (a reset): up again
+    assert value(scrape(collector), "vigil_gpu_up", gpu="3") == 1
+
+
+def test_expected_gpus_is_configurable_and_published_even_before_a_good_read(serve):
+    server = serve(lambda: render_page("gpu-k2", T0, gpus=2))
+    assert value(scrape(DcgmCollector(server.url, expected_gpus=8)), "vigil_node_gpus_expected", node="gpu-k2") == 8
+    text = scrape(DcgmCollector("http://127.0.0.1:9/metrics", node="n1", timeout=0.5, expected_gpus=8))
+    assert value(text, "vigil_node_gpus_expected", node="n1") == 8
+    assert value(text, "vigil_node_gpus_visible", node="n1") == 0
+    # without the option and without a good read there is nothing to expect yet
+    assert "vigil_node_gpus_expected" not in scrape(DcgmCollector("http://127.0.0.1:9/metrics", timeout=0.5))
+
+
+def test_scrapes_are_served_from_the_last_snapshot_while_dcgm_exporter_hangs(serve):
+    """The background loop (`start()`): a dcgm-exporter that accepts and never answers costs our scrape
+    nothing; it shows as down with the reason, the last good read's age grows; then it recovers."""
+    page = {"t": T0}
+    server = serve(lambda: render_page("gpu-l3", page["t"], gpus=2))
+    collector = DcgmCollector(server.url, timeout=0.4, max_age=0.1)
+    collector.start()
+    try:
+        text = scrape(collector)
+        assert value(text, "dcgm_up", node="gpu-l3") == 1 and value(text, "vigil_node_gpus_visible", node="gpu-l3") == 2
+        server.hang()
+        wait_until(lambda: value(scrape(collector), "vigil_exporter_dcgm_errors_total", node="gpu-l3",
+                                 reason="timeout") >= 1)
+        for _ in range(5):  # a read is hung at any moment now: every scrape still answers at once
+            started = time.monotonic()
+            text = scrape(collector)
+            assert time.monotonic() - started < 1.0
+        assert value(text, "dcgm_up", node="gpu-l3") == 0  # node label kept from the last good page
+        assert value(text, "vigil_node_gpus_visible", node="gpu-l3") == 0
+        assert value(text, "vigil_node_gpus_expected", node="gpu-l3") == 2
+        assert "vigil_gpu_up" not in text
+        last_good = value(text, "vigil_exporter_last_collection_timestamp_seconds", node="gpu-l3")
+        assert time.time() - last_good >= 0.4  # stale: not advanced since the hang
+        page["t"] = T0 + 100
+        server.answer()
+        wait_until(lambda: value(scrape(collector), "dcgm_up", node="gpu-l3") == 1)
+        text = scrape(collector)
+        assert value(text, "vigil_exporter_last_collection_timestamp_seconds", node="gpu-l3") > last_good
+        assert value(text, "vigil_gpu_energy_joules_total", gpu="0") >= 100 * 400  # the new page's values
+        assert value(text, "vigil_node_gpus_visible", node="gpu-l3") == 2
+    finally:
+        collector.stop()
+
+
+def test_a_page_that_trickles_in_is_cut_off_at_the_timeout():
+    """`requests`' timeout bounds each socket read; a page sent a line at a time must still be abandoned."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def trickle():
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1000000\r\n\r\n")
+            while not stop.wait(0.05):
+                try:
+                    conn.sendall(b"# a comment line that never ends the page\n")
+                except OSError:
+                    return
+
+    thread = threading.Thread(target=trickle, daemon=True)
+    thread.start()
+    try:
+        collector = DcgmCollector(f"http://127.0.0.1:{listener.getsockname()[1]}/metrics", node="n1", timeout=0.5)
+        started = time.monotonic()
+        text = scrape(collector)
+        assert time.monotonic() - started < 2.0
+        wait_until(lambda: value(scrape(collector), "vigil_exporter_dcgm_errors_total", node="n1",
+                                 reason="timeout") == 1, timeout=3)
+        assert value(text, "dcgm_up", node="n1") == 0
+    finally:
+        stop.set()
+        listener.close()
+        thread.join(timeout=5)

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
 import time
 
 import pytest
 import requests
-from exporters_nvml_support import answers, free_ports, wait_until
+from exporters_nvml_support import VIGIL_GPU, free_ports, run_until_ready, stop, wait_until
 
 from vigil.exporters.sim.dcgm_page import PageServer, render_page
-
-VIGIL_GPU = [sys.executable, "-m", "vigil.cli", "exporter", "gpu"]
 
 
 def nvml_available() -> bool:
@@ -26,27 +21,6 @@ def nvml_available() -> bool:
         return False
     pynvml.nvmlShutdown()
     return True
-
-
-def run_until_ready(args: list[str], ready_url: str):
-    """Start the exporter, wait until `ready_url` answers; the caller stops it with `stop()`."""
-    proc = subprocess.Popen(VIGIL_GPU + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    try:
-        wait_until(lambda: answers(ready_url) or proc.poll() is not None, timeout=30, step=0.2)
-    except AssertionError:
-        stop(proc)
-        raise
-    assert proc.poll() is None, proc.communicate()[1].decode()
-    return proc
-
-
-def stop(proc) -> bytes:
-    proc.send_signal(signal.SIGTERM)
-    _out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err.decode()
-    assert b"Traceback" not in err
-    return err
 
 
 def test_cli_runs_the_fleet_and_exits_cleanly_on_sigterm() -> None:
@@ -82,17 +56,34 @@ def test_explicit_nvml_backend_without_a_driver_fails_clearly() -> None:
     assert b"NVML is not usable on this machine" in result.stderr and b"Traceback" not in result.stderr
 
 
-def test_dcgm_backend_bridges_a_dcgm_exporter_page() -> None:
+def test_dcgm_backend_bridges_a_dcgm_exporter_page_and_outlives_a_hung_one() -> None:
     page = PageServer(lambda: render_page("gpu-host-7", gpus=2))
     port = free_ports(1)
+    metrics = f"http://127.0.0.1:{port}/metrics"
     try:
         proc = run_until_ready(["--backend", "dcgm", "--dcgm-url", page.url, "--node", "gpu-host-7",
-                                "--listen", f"127.0.0.1:{port}", "--interval", "1"], f"http://127.0.0.1:{port}/metrics")
+                                "--listen", f"127.0.0.1:{port}", "--interval", "200ms", "--dcgm-timeout", "500ms",
+                                "--expected-gpus", "2"], metrics)
         try:
-            wait_until(lambda: 'vigil_gpu_up{' in requests.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text,
-                       timeout=10, step=0.2)
-            body = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+            wait_until(lambda: 'vigil_gpu_up{' in requests.get(metrics, timeout=5).text, timeout=10, step=0.2)
+            body = requests.get(metrics, timeout=5).text
             assert 'node="gpu-host-7"' in body and "vigil_gpu_temperature_celsius{" in body
+            assert 'dcgm_up{node="gpu-host-7"} 1.0' in body
+            assert 'vigil_node_gpus_visible{node="gpu-host-7"} 2.0' in body
+            assert 'vigil_node_gpus_expected{node="gpu-host-7"} 2.0' in body
+            page.hang()  # dcgm-exporter accepts our reads and never answers
+            wait_until(lambda: 'dcgm_up{node="gpu-host-7"} 0.0' in requests.get(metrics, timeout=5).text,
+                       timeout=10, step=0.1)
+            for _ in range(5):
+                started = time.monotonic()
+                body = requests.get(metrics, timeout=5).text
+                assert time.monotonic() - started < 1.0, "a scrape waited for the hung dcgm-exporter"
+            assert 'vigil_node_gpus_visible{node="gpu-host-7"} 0.0' in body and "vigil_gpu_up{" not in body
+            assert 'vigil_exporter_dcgm_errors_total{node="gpu-host-7",reason="timeout"} 0.0' not in body
+            page.answer()
+            wait_until(lambda: 'dcgm_up{node="gpu-host-7"} 1.0' in requests.get(metrics, timeout=5).text,
+                       timeout=10, step=0.1)
+            assert "vigil_gpu_temperature_celsius{" in requests.get(metrics, timeout=5).text
         finally:
             stop(proc)
     finally:

@@ -132,7 +132,8 @@ def render_page(node: str, t: float | None = None, scheme: str = "4.9", gpus: in
 
 
 class PageServer:
-    """Serves `render()` at http://127.0.0.1:PORT/metrics in a daemon thread; `delay_s` simulates a slow exporter."""
+    """Serves `render()` at http://127.0.0.1:PORT/metrics in a daemon thread; `delay_s` simulates a slow
+    exporter, `hang()` a hung one (requests are accepted and read, never answered) until `answer()`."""
 
     def __init__(self, render: Callable[[], str], host: str = "127.0.0.1", port: int = 0, delay_s: float = 0.0,
                  status: int = 200):
@@ -140,21 +141,30 @@ class PageServer:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):  # noqa: N802 - http.server API
+                if not outer._answering.is_set():
+                    outer._answering.wait()  # until answer() or close(); then drop this request unanswered
+                    self.close_connection = True
+                    return
                 time.sleep(outer.delay_s)
                 body = outer.render().encode() if outer.status == 200 else b"internal error\n"
-                self.send_response(outer.status)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.send_response(outer.status)
+                    self.send_header("Content-Type", "text/plain; version=0.0.4")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except ConnectionError:  # the reader gave up waiting (a slow exporter's usual fate)
+                    self.close_connection = True
 
             def log_message(self, *args):
                 pass
 
         self.render, self.delay_s, self.status = render, delay_s, status
+        self._answering = threading.Event()
+        self._answering.set()
         self._server = ThreadingHTTPServer((host, port), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)  # quick close()
         self._thread.start()
 
     @property
@@ -162,7 +172,16 @@ class PageServer:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}/metrics"
 
+    def hang(self) -> None:
+        """From now on accept and read requests but never answer them (a wedged dcgm-exporter)."""
+        self._answering.clear()
+
+    def answer(self) -> None:
+        """Answer requests again; the ones held by `hang()` are closed unanswered."""
+        self._answering.set()
+
     def close(self) -> None:
+        self._answering.set()
         self._server.shutdown()
         self._server.server_close()
 
