@@ -107,3 +107,41 @@ def check_oncall(path):
     channels = sum(len(target.channels) for target in config.targets.values())
     click.echo(f"{path}: ok: {len(config.targets)} target(s), {channels} channel(s), {len(config.routes)} route(s), "
                f"default {config.default or '(none: unrouted alerts page nobody)'}")
+
+
+@notifier.command()
+@click.option("--db", "db_url", default="sqlite:///notifier.db", show_default=True,
+              help="sqlite:///PATH or postgresql://USER:PASS@HOST/DB.")
+@click.option("--check", is_flag=True,
+              help="Change nothing: print the database's schema revision and the newest; exit 1 if an upgrade is pending.")
+def migrate(db_url, check):
+    """Upgrade the notifier database to this vigil's schema (`serve` also does it at start)."""
+    from vigil.notifier.migrate import schema_state, upgrade_database
+    from vigil.notifier.store import engine_for
+
+    shown = _redact(db_url)
+    missing = _missing_sqlite_file(db_url)
+    if check and missing:
+        raise click.ClickException(f"no database file at {missing} (--check creates none)")
+    try:
+        engine = engine_for(db_url)
+        try:
+            state, now = (schema_state(engine), None) if check else upgrade_database(engine)
+        finally:
+            engine.dispose()
+    except Exception as exc:
+        raise click.ClickException(f"cannot migrate --db {shown}: {_first_line(exc)}")
+    if check:
+        verdict = "up to date" if state.up_to_date else f"upgrade pending: run `vigil notifier migrate --db {shown}`"
+        click.echo(f"{shown}: schema at {state.describe_current()}, newest {state.head}: {verdict}")
+        if not state.up_to_date:
+            raise SystemExit(1)
+    elif state.up_to_date:
+        click.echo(f"{shown}: schema at {now}: up to date, nothing to do")
+    else:
+        click.echo(f"{shown}: schema upgraded from {state.describe_current()} to {now}")
+
+
+def _missing_sqlite_file(db_url: str) -> str | None:
+    path = db_url.removeprefix("sqlite:///").partition("?")[0] if db_url.startswith("sqlite:///") else ""
+    return path if path and path != ":memory:" and not Path(path).exists() else None

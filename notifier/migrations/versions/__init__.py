@@ -1,0 +1,1 @@
+"""One module per schema revision (a package only so that the revisions ship in the wheel)."""
