@@ -83,9 +83,28 @@ class WebhookPayload(BaseModel):
         return {alert.firing_key() for alert in self.alerts if alert.status == "firing"}
 
     def title(self) -> str:
-        """A one-line summary: alert name, where, and the summary annotation when all alerts share it."""
-        labels = self.commonLabels
-        name = labels.get("alertname", "alert group")
-        where = " ".join(f"{key}={labels[key]}" for key in ("node", "gpu") if key in labels)
+        """One line a person reads: `GpuLost node=node-2 gpu=3 — summary`, never the raw group key.
+
+        Alert names and node/GPU come from the alerts themselves, so a group whose common labels lack
+        them (grouped by node only, say) still says what fired where.
+        """
+        names = _distinct(alert.labels.get("alertname") for alert in self.alerts)
+        where = []
+        for key in ("node", "gpu"):
+            values = _distinct(alert.labels.get(key) for alert in self.alerts)
+            if values:
+                where.append(f"{key}={_listed(values)}")
+            if len(values) > 1:
+                break  # GPUs of several nodes: their indexes alone would mislead
         summary = self.commonAnnotations.get("summary", "")
-        return " ".join(part for part in (name, where, f"— {summary}" if summary else "") if part)
+        parts = (_listed(names, ", ") or "alert group", *where, f"— {summary}" if summary else "")
+        return " ".join(part for part in parts if part)
+
+
+def _distinct(values) -> list[str]:
+    return sorted({value for value in values if value})
+
+
+def _listed(values: list[str], separator: str = ",", most: int = 3) -> str:
+    shown = separator.join(values[:most])
+    return shown + (f"{separator}+{len(values) - most} more" if len(values) > most else "")

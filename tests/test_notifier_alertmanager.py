@@ -140,6 +140,7 @@ def test_reconcile_opens_an_incident_alertmanager_never_delivered_and_its_webhoo
             [page] = wait_for(lambda: get(server, "inbox"), timeout=20)
             [incident] = get(server, "incidents")
             assert incident["group_key"].startswith("reconciled:vigil:")
+            assert incident["title"] == "GpuFellOffBus node=node-3 gpu=5 — XID 79: GPU fell off the bus"
             assert page["status"] == "firing" and page["incident_id"] == incident["id"]
             assert {k: page["labels"][k] for k in LABELS} == LABELS
             metrics = requests.get(server.url + "/metrics", timeout=5).text

@@ -30,6 +30,7 @@ def test_firing_and_resolved_pages_arrive_in_the_inbox(tmp_path):
         assert page["labels"] == {"alertname": "GpuLost", "node": "node-1", "gpu": "0", "severity": "critical"}
         assert page["title"].startswith("[FIRING:1] GpuLost node=node-1 gpu=0")
         assert "GPU fell off the bus" in page["body"]
+        assert "alertname=" not in page["title"] + page["body"]  # no raw Alertmanager group key
 
         requests.post(server.url + HOOK, json=payload(alert("a", status="resolved")), headers=AUTH,
                       timeout=5).raise_for_status()
@@ -114,8 +115,9 @@ routes:
             wait_for(lambda: len(chat.received) == 2)
             wait_for(lambda: len(phone.received) == 1)
         # the phone (critical only) got the critical page; the chat got both routed ones; storage: nobody
-        assert "node=node-1" in phone.received[0]["title"] and "critical" in str(phone.received)
-        assert sorted(p["message"].split("\n")[0].split(" · ")[1] for p in chat.received) == ["critical", "warning"]
+        # incidents: #1 the critical group, #2 the warning one, #3 the unrouted one
+        assert [p["message"].split("\n")[0] for p in phone.received] == ["incident #1"]
+        assert sorted(p["message"].split("\n")[0] for p in chat.received) == ["incident #1", "incident #2"]
     with sqlite3.connect(tmp_path / "notifier.db") as db:
         assert db.execute("SELECT count(*) FROM incidents").fetchone() == (3,)
         assert db.execute("SELECT count(*) FROM deliveries").fetchone() == (3,)
@@ -161,8 +163,8 @@ default: sre
             assert worker.run_once() == 3  # g3 + g4 on the limited channel, g4 on the other
             assert worker.run_once() == 0
     for endpoint in (limited, default):
-        groups = sorted(p["message"].split(" · ")[1].split("\n")[0] for p in endpoint.received)
-        assert groups == ["g1", "g2", "g3", "g4"]  # late, but none dropped
+        incidents = sorted(p["message"].split("\n")[0] for p in endpoint.received)
+        assert incidents == ["incident #1", "incident #2", "incident #3", "incident #4"]  # late, but none dropped
 
 
 def test_the_local_inbox_is_not_throttled(tmp_path):
@@ -171,3 +173,45 @@ def test_the_local_inbox_is_not_throttled(tmp_path):
             requests.post(server.url + HOOK, json=payload(alert(group), group_key=group), headers=AUTH,
                           timeout=5).raise_for_status()
         wait_for(lambda: len(inbox_pages(server)) == 3, timeout=10)
+
+
+def test_a_fake_clock_drives_the_retry_schedule_without_sleeping(tmp_path):
+    now = [50_000.0]
+    with RecordingEndpoint(failures=2) as endpoint:
+        oncall = parse_oncall(f'targets:\n  sre:\n    channels:\n      - type: apprise\n'
+                              f'        url: "json://127.0.0.1:{endpoint.port}/hook"\ndefault: sre\n')
+        settings = make_settings(tmp_path, retry_base_s=10, retry_max_s=15, max_attempts=4)
+        app = create_app(settings, oncall, run_worker=False, clock=lambda: now[0])
+        with TestClient(app) as client:
+            client.post(HOOK, json=payload(), headers=AUTH).raise_for_status()
+            worker = app.state.worker
+            schedule = []
+            # the backoff after the 1st failure is 10 s, after the 2nd 20 s, capped at 15 s
+            for step in (0, 9.9, 0.1, 14.9, 0.1, 100):
+                now[0] += step
+                schedule.append(worker.run_once())
+    assert schedule == [1, 0, 1, 0, 1, 0]
+    with sqlite3.connect(tmp_path / "notifier.db") as db:
+        attempts = db.execute("SELECT at, ok FROM delivery_attempts ORDER BY id").fetchall()
+    assert attempts == [(50_000.0, 0), (50_010.0, 0), (50_025.0, 1)]  # the fake clock's times, exactly
+    assert len(endpoint.received) == 1
+
+
+def test_a_firing_page_still_retrying_when_its_incident_resolves_is_muted_and_the_resolution_sent(tmp_path):
+    now = [50_000.0]
+    with RecordingEndpoint(failures=1) as endpoint:
+        oncall = parse_oncall(f'targets:\n  sre:\n    channels:\n      - type: apprise\n'
+                              f'        url: "json://127.0.0.1:{endpoint.port}/hook"\ndefault: sre\n')
+        app = create_app(make_settings(tmp_path, retry_base_s=5), oncall, run_worker=False, clock=lambda: now[0])
+        with TestClient(app) as client:
+            client.post(HOOK, json=payload(alert("a")), headers=AUTH).raise_for_status()
+            assert app.state.worker.run_once() == 1  # the channel is down: retry in 5 s
+            now[0] += 2
+            client.post(HOOK, json=payload(alert("a", status="resolved")), headers=AUTH).raise_for_status()
+            now[0] += 3
+            assert app.state.worker.run_once() == 1  # only the resolved page is sent
+            metrics = client.get("/metrics").text
+    assert [p["title"].split("]")[0] for p in endpoint.received] == ["[RESOLVED"]
+    assert 'vigil_notifier_outbox_deliveries{state="muted"} 1.0' in metrics
+    assert 'vigil_notifier_outbox_deliveries{state="failed"} 0.0' in metrics
+    assert 'vigil_notifier_deliveries_total{channel="apprise",result="muted"} 1.0' in metrics

@@ -100,6 +100,23 @@ def test_a_group_update_pages_only_for_alerts_it_has_not_seen(client, tmp_path):
     assert [row[3] for row in outbox(tmp_path)] == ["firing", "firing"]
 
 
+@pytest.mark.parametrize("alerts, title", [
+    ([alert("a")], "GpuLost node=node-1 gpu=0 — GPU fell off the bus"),
+    # grouped by node: the common labels lack alertname and gpu; the title lists what the alerts say
+    ([alert("a", alertname="GpuFallenOffBus", gpu="3"), alert("b", alertname="GpuHot", gpu="3")],
+     "GpuFallenOffBus, GpuHot node=node-1 gpu=3 — GPU fell off the bus"),
+    ([alert(f"n{i}", node=f"node-{i}") for i in range(1, 6)],  # GPU indexes of several nodes are left out
+     "GpuLost node=node-1,node-2,node-3,+2 more — GPU fell off the bus"),
+    ([alert("x", alertname="", node="", gpu="")], "alert group — GPU fell off the bus"),
+])
+def test_incident_titles_name_the_alerts_and_where_never_the_group_key(client, alerts, title):
+    client.post(HOOK, json=payload(*alerts, group_key='{}/{severity="critical"}:{node="node-1"}'),
+                headers=AUTH).raise_for_status()
+    [incident] = get(client, "/api/v1/incidents")["incidents"]
+    assert incident["title"] == title
+    assert incident["group_key"] == '{}/{severity="critical"}:{node="node-1"}'  # still there, as its own field
+
+
 def test_unknown_fields_from_newer_alertmanagers_are_accepted(client):
     body = payload()
     body["notification_reason"] = 2

@@ -20,7 +20,7 @@ def compose_page(payload: WebhookPayload, page_status: str, incident_id: int) ->
     firing = [alert for alert in payload.alerts if alert.status == "firing"]
     head = f"[{page_status.upper()}" + (f":{len(firing)}]" if page_status == "firing" else "]")
     title = f"{head} {payload.title()}"
-    lines = [f"incident #{incident_id} · {payload.groupKey}"]
+    lines = [f"incident #{incident_id}"]  # the group key is in the incidents API, not in pages
     for alert in payload.alerts[:MAX_LISTED_ALERTS]:
         where = " ".join(f"{key}={alert.labels[key]}" for key in ("node", "gpu") if key in alert.labels)
         summary = alert.annotations.get("summary") or alert.annotations.get("description", "")
