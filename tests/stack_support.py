@@ -60,9 +60,10 @@ def free_port_base(span: int = 100) -> int:
 
 
 class RunningStack:
-    def __init__(self, run_dir: Path, port_base: int):
+    def __init__(self, run_dir: Path, port_base: int, started: subprocess.CompletedProcess | None = None):
         self.run_dir = run_dir
         self.port_base = port_base
+        self.started = started  # what `vigil up --detach` printed and returned
 
     def cli(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
         return vigil(*args, "--run-dir", str(self.run_dir), timeout=timeout)
@@ -89,4 +90,4 @@ def start_stack(tmp: Path, *, nodes: int = 3, gpus: int = 4, aiops: bool = False
     if result.returncode != 0:
         logs = "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in sorted((run_dir / "logs").glob("*.log")))
         raise AssertionError(f"vigil up --detach failed:\n{result.stdout}\n{result.stderr}\n{logs}")
-    return RunningStack(run_dir, base)
+    return RunningStack(run_dir, base, started=result)

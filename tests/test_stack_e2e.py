@@ -7,11 +7,12 @@ import json
 import os
 import signal
 import time
+from pathlib import Path
 
 import pytest
 import requests
 
-from stack_support import SHADOWING_FOLDERS, RunningStack, shadowing_workdir, start_stack
+from stack_support import SHADOWING_FOLDERS, RunningStack, shadowing_workdir, start_stack, vigil
 
 pytestmark = pytest.mark.e2e
 
@@ -38,6 +39,44 @@ def test_status_reports_every_component_healthy(stack: RunningStack):
     assert expected <= set(components)
     assert all(c["healthy"] for c in components.values()), components
     assert components["prometheus"]["url"] == f"http://127.0.0.1:{stack.port_base}"
+
+
+def test_detach_showed_the_banner_each_step_and_the_url_table_once(stack: RunningStack):
+    said = stack.started.stdout.splitlines()
+    assert said[0].startswith("starting the stack in the background"), said
+    components = stack.state()["components"]
+    banner = next(i for i, line in enumerate(said) if "SIMULATED GPU fleet" in line)
+    healthy = [i for i, line in enumerate(said) if line.endswith(" is healthy")]
+    assert sorted(said[i].strip() for i in healthy) == sorted(f"{name} is healthy" for name in components)
+    assert said.count("vigil stack is up:") == 1
+    table = said.index("vigil stack is up:")
+    assert banner < min(healthy) and max(healthy) < table
+    for name, component in components.items():
+        assert [line.split() for line in said[table:]].count([name, component["url"]]) == 1
+    assert said[-1].endswith(f"stop with vigil down --run-dir {stack.run_dir}")
+    lines = [line for line in said if line.strip() and set(line) != {"*"}]  # the banner's borders repeat
+    assert len(lines) == len(set(lines)), "a line was shown twice"
+
+
+def test_a_second_detach_in_the_same_run_dir_says_why_first_and_leaves_its_log_alone(stack: RunningStack):
+    log = stack.run_dir / "logs" / "supervisor.log"
+    size = log.stat().st_size
+    result = vigil("up", "--detach", "--run-dir", str(stack.run_dir), "--port-base", str(stack.port_base),
+                   "--gpu-backend", "sim", "--no-aiops")
+    assert result.returncode == 1
+    first = result.stderr.splitlines()[0]
+    assert first.startswith("Error: a stack is already running in") and str(stack.run_dir) in first, result.stderr
+    assert f"vigil down --run-dir {stack.run_dir}" in first
+    assert result.stdout == "" and "Traceback" not in result.stderr
+    assert log.stat().st_size == size
+
+
+def test_node_exporter_logs_no_systemd_collector_errors(stack: RunningStack):
+    metrics = requests.get(stack.url("node-exporter"), timeout=10).text  # every collector runs, as in a scrape
+    log = (stack.run_dir / "logs" / "node-exporter.log").read_text()
+    assert [line for line in log.splitlines() if "level=error" in line and "systemd" in line] == []
+    if not Path("/run/systemd/system").is_dir():  # no systemd here (a container): the collector is off
+        assert 'collector="systemd"' not in metrics
 
 
 def test_started_from_a_directory_with_folders_named_like_vigils_packages(stack: RunningStack):
@@ -126,8 +165,6 @@ def test_malformed_webhook_gets_4xx_with_reason_and_nothing_is_stored(stack: Run
 
 
 def test_second_stack_on_taken_ports_is_refused_clearly(stack: RunningStack, tmp_path):
-    from stack_support import vigil
-
     result = vigil("up", "--run-dir", str(tmp_path / "other"), "--port-base", str(stack.port_base), "--gpu-backend", "sim", "--no-aiops")
     assert result.returncode != 0
     assert "ports already in use" in result.stderr and str(stack.port_base) in result.stderr

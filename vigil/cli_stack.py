@@ -6,7 +6,6 @@ import json
 import logging
 import os
 import signal
-import subprocess
 import sys
 import time
 from datetime import datetime, timezone
@@ -15,12 +14,12 @@ from pathlib import Path
 import click
 import requests
 
-from .components import MissingBinaries, vigil_argv
+from .components import MissingBinaries
+from .detach import DETACHED_CHILD_FLAG, start_detached
 from .runstate import NoStack, pid_alive, read_state
 from .stack_client import StackClient
 from .settings import SettingsError, load_settings
-from .stack import StackError, run_stack, url_table
-from .stack_config import RunLayout
+from .stack import StackError, run_stack
 from .supervisor import is_healthy
 
 run_dir_option = click.option("--run-dir", type=click.Path(path_type=Path), default=Path(".vigil"), show_default=True,
@@ -38,7 +37,9 @@ run_dir_option = click.option("--run-dir", type=click.Path(path_type=Path), defa
 @click.option("--no-aiops", is_flag=True, help="Do not run the AIOps service (skips history backfill).")
 @click.option("--detach", is_flag=True, help="Return once every component is healthy; stop later with `vigil down`.")
 @click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds to wait for health.")
-def up(run_dir, config_file, port_base, sim_nodes, sim_gpus, gpu_backend, scrape_interval, no_aiops, detach, timeout):
+@click.option(DETACHED_CHILD_FLAG, "detached_child", is_flag=True, hidden=True)  # set by --detach on its child
+def up(run_dir, config_file, port_base, sim_nodes, sim_gpus, gpu_backend, scrape_interval, no_aiops, detach, timeout,
+       detached_child):
     """Start Prometheus, Alertmanager, node_exporter, the GPU fleet, the notifier and AIOps on loopback."""
     overrides = {"run_dir": run_dir, "port_base": port_base, "sim_nodes": sim_nodes, "sim_gpus": sim_gpus,
                  "scrape_interval": scrape_interval, "evaluation_interval": scrape_interval,
@@ -48,41 +49,20 @@ def up(run_dir, config_file, port_base, sim_nodes, sim_gpus, gpu_backend, scrape
     except SettingsError as exc:
         raise click.ClickException(str(exc)) from None
     if detach:
-        _up_detached(sys.argv[1:], settings.run_path, timeout)
+        try:
+            start_detached(sys.argv[1:], settings.run_path, timeout, say=click.echo)
+        except StackError as exc:
+            raise click.ClickException(str(exc)) from None
         return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
-        code = run_stack(settings, gpu_backend, say=lambda msg: click.echo(msg), health_timeout_s=timeout)
+        code = run_stack(settings, gpu_backend, say=click.echo, health_timeout_s=timeout, detached=detached_child)
     except (StackError, MissingBinaries) as exc:
         raise click.ClickException(str(exc)) from None
     except KeyboardInterrupt:  # Ctrl-C before the supervisor took over (e.g. during the backfill)
         click.echo("interrupted", err=True)
         code = 130
     sys.exit(code)
-
-
-def _up_detached(argv: list[str], run_path: Path, timeout: float) -> None:
-    layout = RunLayout(run_path)
-    layout.logs_dir.mkdir(parents=True, exist_ok=True)
-    log_path = layout.logs_dir / "supervisor.log"
-    argv = [a for a in argv if a != "--detach"]
-    with open(log_path, "ab") as log_file:
-        child = subprocess.Popen(vigil_argv(*argv), stdin=subprocess.DEVNULL,
-                                 stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + timeout + 60  # backfill and health waits happen inside the child
-    while time.monotonic() < deadline:
-        if child.poll() is not None:
-            tail = log_path.read_text(errors="replace").splitlines()[-15:]
-            raise click.ClickException("the stack did not start:\n  " + "\n  ".join(tail))
-        try:
-            state = read_state(run_path)
-            if state.ready and state.supervisor_pid == child.pid:
-                click.echo("vigil stack is up:\n" + url_table(state) + f"\n\nstop it with: vigil down --run-dir {run_path}")
-                return
-        except NoStack:
-            pass
-        time.sleep(0.5)
-    raise click.ClickException(f"the stack was not healthy within {timeout:.0f}s; see {log_path}")
 
 
 @click.command()

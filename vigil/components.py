@@ -6,6 +6,7 @@ import shutil
 import socket
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from .settings import StackSettings
 from .stack_config import RunLayout, prom_duration
@@ -75,6 +76,14 @@ def vigil_argv(*args: str) -> list[str]:
     return [sys.executable, "-P", "-m", "vigil.cli", *args]
 
 
+def node_exporter_flags(systemd_dir: Path = Path("/run/systemd/system")) -> list[str]:
+    """Where systemd is not running (a container), its collector logs an error at every scrape: turn it off.
+
+    `systemd_dir` is how systemd itself tells it booted the machine (sd_booted(3)).
+    """
+    return [] if systemd_dir.is_dir() else ["--no-collector.systemd"]
+
+
 def component_specs(settings: StackSettings, layout: RunLayout, binaries: dict[str, str], backend: GpuBackend) -> list[ComponentSpec]:
     """Components in start order (dependencies first)."""
     p = settings.ports
@@ -105,7 +114,7 @@ def component_specs(settings: StackSettings, layout: RunLayout, binaries: dict[s
                                        f"--storage.path={layout.alertmanager_data}", f"--web.listen-address={host}:{p.alertmanager}",
                                        "--cluster.listen-address=", f"--web.external-url={url(p.alertmanager)}"],
                       url(p.alertmanager), url(p.alertmanager, "/-/ready"), ports=[p.alertmanager]),
-        ComponentSpec("node-exporter", [binaries["node-exporter"], f"--web.listen-address={host}:{p.node_exporter}"],
+        ComponentSpec("node-exporter", [binaries["node-exporter"], *node_exporter_flags(), f"--web.listen-address={host}:{p.node_exporter}"],
                       url(p.node_exporter, "/metrics"), url(p.node_exporter, "/metrics"), ports=[p.node_exporter]),
         gpu,
     ]

@@ -35,6 +35,10 @@ class StackError(Exception):
     """The stack cannot start; the message says why and what to do."""
 
 
+def already_running(layout: RunLayout) -> str:
+    return f"a stack is already running in {layout.root}; stop it with: vigil down --run-dir {layout.root}"
+
+
 def _lock_run_dir(layout: RunLayout):
     layout.root.mkdir(parents=True, exist_ok=True)
     handle = open(layout.lock_file, "a+")
@@ -42,7 +46,7 @@ def _lock_run_dir(layout: RunLayout):
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         handle.close()
-        raise StackError(f"a stack is already running in {layout.root}; stop it with: vigil down --run-dir {layout.root}") from None
+        raise StackError(already_running(layout)) from None
     return handle
 
 
@@ -53,8 +57,13 @@ def url_table(state: StackState) -> str:
     return "\n".join(lines)
 
 
-def run_stack(settings: StackSettings, gpu_backend: str, say: Callable[[str], None], health_timeout_s: float = 90.0) -> int:
-    """Run the whole stack until SIGINT/SIGTERM. Returns the process exit code."""
+def run_stack(settings: StackSettings, gpu_backend: str, say: Callable[[str], None], health_timeout_s: float = 90.0,
+              detached: bool = False) -> int:
+    """Run the whole stack until SIGINT/SIGTERM. Returns the process exit code.
+
+    `say` tells the user what happens, one step at a time; with `detached` (the background child of
+    `vigil up --detach`) it writes to the log the parent shows while it waits.
+    """
     layout = RunLayout(settings.run_path)
     binaries = find_binaries()
     if settings.oncall_config is not None:
@@ -74,6 +83,8 @@ def run_stack(settings: StackSettings, gpu_backend: str, say: Callable[[str], No
         say(sim_banner(settings.sim_nodes, settings.sim_gpus))
     write_stack_files(settings, layout, backend.node_names)
     if settings.aiops and backend.kind == "sim":
+        if settings.backfill_days > 0:
+            say(f"history backfill: {settings.backfill_days:g} day(s) of simulated GPU load into Prometheus …")
         say(backfill_simulated_history(settings, layout, binaries, backend.node_names))
 
     stop_requested = False
@@ -89,20 +100,21 @@ def run_stack(settings: StackSettings, gpu_backend: str, say: Callable[[str], No
     state = StackState(supervisor_pid=os.getpid(), port_base=settings.port_base, gpu_backend=backend.kind,
                        urls={"gpu_control": f"http://127.0.0.1:{settings.ports.gpu_control}"} if backend.kind == "sim" else {})
     try:
+        say(f"starting {len(specs)} components (logs in {layout.logs_dir}) …")
         supervisor.start()
         state.components = {s.name: ComponentState(s.url, s.health_url, pid)
                             for s, pid in zip(specs, supervisor.pids().values()) if not s.oneshot}
         state.write(layout)
-        say(f"starting {len(specs)} components (logs in {layout.logs_dir}) …")
         unhealthy = supervisor.wait_healthy(health_timeout_s, on_progress=lambda name: say(f"  {name} is healthy"))
         if stop_requested:
             return 130
         if unhealthy:
             say(f"not healthy after {health_timeout_s:.0f}s: {', '.join(unhealthy)} (see {layout.logs_dir}/<name>.log)")
             return 1
-        state.ready = True
+        stop_hint = "" if detached else "Ctrl-C or: "
+        say("\nvigil stack is up:\n" + url_table(state) + f"\n\nrun dir: {layout.root}    stop with {stop_hint}vigil down --run-dir {layout.root}")
+        state.ready = True  # after the table was said: `vigil up --detach` shows the log up to here
         state.write(layout)
-        say("\nvigil stack is up:\n" + url_table(state) + f"\n\nrun dir: {layout.root}    stop with Ctrl-C or: vigil down --run-dir {layout.root}")
         restarts = supervisor.restarts()
         while not stop_requested:
             supervisor.poll()
