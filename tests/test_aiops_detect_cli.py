@@ -4,6 +4,7 @@ import csv
 import io
 import json
 import math
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -107,7 +108,7 @@ def test_evaluate_nab_json_and_history_record(tmp_path):
     make_mini_corpus(tmp_path / "nab")
     bench = tmp_path / "benchmarks.md"
     bench.write_text("# Benchmarks\n\n<!-- section:other -->\nsomeone else's\n<!-- /section:other -->\n")
-    args = ["aiops", "evaluate", "nab", "--nab-dir", str(tmp_path / "nab"), "--json", "--benchmarks-file", str(bench)]
+    args = ["aiops", "evaluate", "nab", "--nab-dir", str(tmp_path / "nab"), "--json", "--record", "--benchmarks-file", str(bench)]
     result = run(*args, "--detector", "vigil", "--detector", "null")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
@@ -126,3 +127,23 @@ def test_evaluate_nab_json_and_history_record(tmp_path):
     assert "someone else's" in text  # other sections untouched
     section = text.split("<!-- section:aiops-nab -->")[1].split("<!-- /section:aiops-nab -->")[0]
     assert sum(line.startswith("| 20") for line in section.splitlines()) == 3  # a history: 2 + 1 rows
+
+
+def nab_rows(text: str) -> int:
+    section = text.split("<!-- section:aiops-nab -->")[1].split("<!-- /section:aiops-nab -->")[0]
+    return sum(line.startswith("| 20") for line in section.splitlines())
+
+
+def test_evaluate_nab_prints_the_figures_and_writes_nothing_without_record(tmp_path):
+    make_mini_corpus(tmp_path / "nab")
+    docs = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"  # the default --benchmarks-file
+    rows_before = nab_rows(docs.read_text())
+    bench = tmp_path / "benchmarks.md"
+    bench.write_text("# Benchmarks\n")
+    for extra in ([], ["--benchmarks-file", str(bench)]):
+        result = run("aiops", "evaluate", "nab", "--nab-dir", str(tmp_path / "nab"), "--detector", "null", *extra)
+        assert result.exit_code == 0, result.output
+        assert "null" in result.stdout and "standard" in result.stdout  # the table
+        assert "recorded in" not in result.output
+    assert bench.read_text() == "# Benchmarks\n"
+    assert nab_rows(docs.read_text()) == rows_before

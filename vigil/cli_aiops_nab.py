@@ -65,10 +65,10 @@ def evaluate():
 @click.option("--detector", "detectors", multiple=True, type=click.Choice(sorted([*DETECTORS, *SERIES_DETECTORS])),
               help="Detector to evaluate (repeatable). Default: all.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
-@click.option("--record/--no-record", default=True, show_default=True,
-              help="Append this run's figures to the benchmarks file (section aiops-nab).")
+@click.option("--record/--no-record", default=False, show_default=True,
+              help="Also append this run's figures to the benchmarks file (section aiops-nab); off: print only.")
 @click.option("--benchmarks-file", type=click.Path(dir_okay=False, path_type=Path),
-              default=REPO_ROOT / "docs" / "benchmarks.md", show_default=True)
+              default=REPO_ROOT / "docs" / "benchmarks.md", show_default=True, help="The file --record writes.")
 @click.option("--save-thresholds", is_flag=True,
               help="Store the tuned thresholds as the detectors' defaults (maintainers).")
 def nab(nab_dir: Path, detectors: tuple[str, ...], as_json: bool, record: bool, benchmarks_file: Path,
@@ -93,5 +93,6 @@ def nab(nab_dir: Path, detectors: tuple[str, ...], as_json: bool, record: bool, 
         click.echo(format_table(results, corpus.published))
     if record:
         record_results(benchmarks_file, results)
+        click.echo(f"recorded in {benchmarks_file} (section aiops-nab)", err=True)
     if save_thresholds:
         store(results)
