@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 
+import apprise
 import requests
 from fastapi.testclient import TestClient
 
 from vigil.notifier.app import create_app
+from vigil.notifier.deliveries import Delivery
+from vigil.notifier.delivery.inbox_sender import InboxSender
 from vigil.oncall.loader import parse_oncall
-from test_notifier_support import (AUTH, INBOX_ONLY, NotifierServer, RecordingEndpoint, alert, free_port,
+from test_notifier_support import (AUTH, INBOX_ONLY, TOKEN, NotifierServer, RecordingEndpoint, alert, free_port,
                                    make_settings, payload, wait_for)
 
 HOOK = "/api/v1/alerts/alertmanager"
@@ -215,3 +219,13 @@ def test_a_firing_page_still_retrying_when_its_incident_resolves_is_muted_and_th
     assert 'vigil_notifier_outbox_deliveries{state="muted"} 1.0' in metrics
     assert 'vigil_notifier_outbox_deliveries{state="failed"} 0.0' in metrics
     assert 'vigil_notifier_deliveries_total{channel="apprise",result="muted"} 1.0' in metrics
+
+
+def test_the_inbox_sender_keeps_the_token_out_of_what_apprise_logs():
+    with RecordingEndpoint() as endpoint, apprise.LogCapture(level=logging.DEBUG) as log:
+        sender = InboxSender(f"http://127.0.0.1:{endpoint.port}", TOKEN)
+        result = sender.send(Delivery(7, 1, "demo-dri", 0, "inbox", "title", "body", "firing", 0, 0.0))
+        logged = log.getvalue()
+    assert result.ok and endpoint.received[0]["title"] == "title"
+    assert "X-Vigil-Page=7" in logged  # apprise logged the URL it loaded, at debug
+    assert TOKEN not in logged
