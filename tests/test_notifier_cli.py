@@ -49,31 +49,53 @@ def test_bad_settings_are_refused_with_a_clear_message(run_dir, change, content,
     assert "Traceback" not in result.output
 
 
+class Served:
+    """`vigil notifier serve` as the supervisor runs it: a child process, stopped with SIGTERM on exit;
+    then `returncode` and `output` (stdout and stderr) say how it ended and what it logged."""
+
+    def __init__(self, args: list[str], port: int):
+        self.url = f"http://127.0.0.1:{port}"
+        self._args = args
+        self.output, self.returncode = "", None
+
+    def __enter__(self) -> "Served":
+        self._process = subprocess.Popen([sys.executable, "-m", "vigil.cli", *self._args], stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, text=True)
+        try:
+            wait_for(self._healthy, timeout=30)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def _healthy(self) -> bool:
+        try:
+            return requests.get(self.url + "/healthz", timeout=1).json() == {"ok": True}
+        except requests.ConnectionError:
+            assert self._process.poll() is None, self._process.stdout.read()
+            return False
+
+    def __exit__(self, *exc) -> None:
+        self._process.send_signal(signal.SIGTERM)
+        self.output, _ = self._process.communicate(timeout=20)
+        self.returncode = self._process.returncode
+
+    def page_into_the_inbox(self) -> list[dict]:
+        answer = requests.post(self.url + "/api/v1/alerts/alertmanager", json=payload(), headers=AUTH, timeout=5)
+        assert answer.json()["incident_id"] == 1
+        return wait_for(lambda: requests.get(self.url + "/api/v1/inbox", headers=AUTH, timeout=5).json()["pages"])
+
+
 def test_serve_as_the_supervisor_starts_it(run_dir):
     port = free_port()
     args = serve_args(run_dir, port, **{"--alertmanager-url": f"http://127.0.0.1:{free_port()}"})
-    process = subprocess.Popen([sys.executable, "-m", "vigil.cli", *args], stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        def healthy():
-            try:
-                return requests.get(url + "/healthz", timeout=1).json() == {"ok": True}
-            except requests.ConnectionError:
-                assert process.poll() is None, process.stdout.read()
-                return False
-        wait_for(healthy, timeout=30)
-        answer = requests.post(url + "/api/v1/alerts/alertmanager", json=payload(), headers=AUTH, timeout=5)
-        assert answer.json()["incident_id"] == 1
-        pages = wait_for(lambda: requests.get(url + "/api/v1/inbox", headers=AUTH, timeout=5).json()["pages"])
+    with Served(args, port) as served:
+        pages = served.page_into_the_inbox()
         assert pages[0]["recipient"] == "demo-dri" and pages[0]["status"] == "firing"
-    finally:
-        process.send_signal(signal.SIGTERM)
-        output, _ = process.communicate(timeout=20)
     # uvicorn shuts down cleanly, then re-raises SIGTERM so the parent sees how it ended
-    assert process.returncode in (0, -signal.SIGTERM), output
-    assert "Application shutdown complete" in output
-    assert "reconcile with" in output and "skipped" in output  # Alertmanager was down: logged, tolerated
+    assert served.returncode in (0, -signal.SIGTERM), served.output
+    assert "Application shutdown complete" in served.output
+    assert "reconcile with" in served.output and "skipped" in served.output  # Alertmanager down: logged, tolerated
 
 
 def test_check_oncall_validates_a_file_for_rule_authors(run_dir):
@@ -84,3 +106,15 @@ def test_check_oncall_validates_a_file_for_rule_authors(run_dir):
     bad = CliRunner().invoke(main, ["notifier", "check-oncall", str(run_dir / "bad.yaml")])
     assert bad.exit_code == 1
     assert f"{run_dir / 'bad.yaml'}:4: default: unknown target 'b'" in bad.output
+
+
+def test_debug_logs_never_show_the_webhook_token_or_a_password(run_dir):
+    port, password = free_port(), "am-password-0123456789"
+    am_url = f"http://vigil:{password}@127.0.0.1:{free_port()}"  # down: its URL is logged, with the password
+    with Served(serve_args(run_dir, port, **{"--log-level": "debug", "--alertmanager-url": am_url}), port) as served:
+        served.page_into_the_inbox()
+        wait_for(lambda: requests.get(served.url + "/metrics", timeout=5).text.count(
+            'vigil_notifier_deliveries_total{channel="inbox",result="sent"} 1.0'))
+    assert "DEBUG apprise" in served.output and "/api/v1/inbox" in served.output  # the page went out, at debug
+    assert "reconcile with http://vigil:***@127.0.0.1" in served.output  # masked where it was logged
+    assert TOKEN not in served.output and password not in served.output

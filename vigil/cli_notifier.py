@@ -82,6 +82,9 @@ def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmana
         raise click.ClickException(f"cannot open --db {_redact(settings.db_url)}: {_first_line(exc)}")
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from vigil.notifier.log_mask import mask_secrets_in_logs, url_password
+
+    mask_secrets_in_logs([settings.token, url_password(settings.alertmanager_url), url_password(settings.db_url)])
     if not is_loopback(host):
         logging.getLogger("vigil.notifier").warning(
             "listening on %s over plain HTTP: the bearer token crosses the network in clear; "
@@ -91,7 +94,9 @@ def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmana
 
     from vigil.notifier.app import create_app
 
-    uvicorn.run(create_app(settings, oncall), host=host, port=port, log_level=log_level, access_log=False)
+    # log_config=None: uvicorn logs through the root handlers above, and so through the secret mask
+    uvicorn.run(create_app(settings, oncall), host=host, port=port, log_level=log_level, access_log=False,
+                log_config=None)
 
 
 @notifier.command("check-oncall")
