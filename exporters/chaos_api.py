@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
 
+from vigil.common.hostport import http_url
+from vigil.common.http_server import http_server
 from vigil.exporters.sim.faults import FaultError
 from vigil.exporters.sim.fleet import SimulatedFleet
 
@@ -27,14 +29,14 @@ class ChaosApi:
     def __init__(self, fleet: SimulatedFleet, host: str, port: int, describe: Callable[[], dict[str, Any]]) -> None:
         self.fleet = fleet
         self.describe = describe
-        self.httpd = ThreadingHTTPServer((host, port), _control_handler(self))
+        self.httpd = http_server(host, port, _control_handler(self))
         self.httpd.daemon_threads = True
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="vigil-chaos-api", daemon=True)
 
     @property
     def url(self) -> str:
         host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return http_url(host, port)
 
     def start(self) -> None:
         self._thread.start()

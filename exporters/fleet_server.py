@@ -13,6 +13,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from vigil.common.hostport import http_url
 from vigil.exporters.chaos_api import ChaosApi
 from vigil.exporters.metrics_http import MetricsServer
 from vigil.exporters.nvml_collector import NvmlCollector
@@ -30,7 +31,7 @@ class NodeTarget:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}/metrics"
+        return http_url(self.host, self.port, "/metrics")
 
     def open(self) -> None:
         with self._lock:
@@ -69,7 +70,7 @@ class FleetServer:
 
     def node_url(self, name: str) -> str:
         if self.single_port:
-            return f"http://{self.host}:{self.port}/metrics?node={name}"
+            return http_url(self.host, self.port, f"/metrics?node={name}")
         return self.targets[name].url
 
     def start(self) -> None:

@@ -20,6 +20,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 from urllib.parse import parse_qs, urlsplit
 
+from vigil.common.http_server import http_server
+
 _log = logging.getLogger(__name__)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 Body = Callable[[dict[str, str]], bytes]
@@ -67,7 +69,7 @@ class MetricsServer:
     """Serves `/metrics` (and `/` with a pointer to it) on host:port in a daemon thread."""
 
     def __init__(self, host: str, port: int, body: Body) -> None:
-        self.httpd = _TrackingHTTPServer((host, port), _handler(body))
+        self.httpd = http_server(host, port, _handler(body), _TrackingHTTPServer)
         self.httpd.daemon_threads = True
         self._thread = threading.Thread(target=self.httpd.serve_forever, name=f"vigil-metrics-{port}", daemon=True)
         self._thread.start()

@@ -1,7 +1,8 @@
 """Load the on-call YAML file, reporting every problem as `file:line: message`, all at once.
 
-The YAML is composed into nodes first so each value keeps its line number; pydantic then validates the
-plain data and each of its errors is mapped back to the line of the deepest node its location reaches.
+The shared loader (`vigil.common.yaml_source`) keeps each value's line and refuses a key defined twice
+(a target defined twice would otherwise silently lose the first one); pydantic then validates the
+plain data and each of its errors is mapped back to the line of the deepest value its location reaches.
 """
 
 from __future__ import annotations
@@ -9,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
+from vigil.common.yaml_source import Located, YamlDocument, line_at, parse_yaml, plain, read_yaml
 from vigil.oncall.model import OncallConfig, UnknownTargets
 
 
@@ -25,30 +26,25 @@ class OncallConfigError(ValueError):
 
 def load_oncall(path: str | Path) -> OncallConfig:
     """Read and validate the on-call file at `path`."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise OncallConfigError([f"{path}: cannot read on-call config: {exc.strerror or exc}"]) from None
-    return parse_oncall(text, str(path))
+    return _validate(read_yaml(Path(path), "on-call config"))
 
 
 def parse_oncall(text: str, filename: str = "<oncall>") -> OncallConfig:
     """Validate on-call YAML `text`; `filename` prefixes the error locations."""
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark else 1
-        reason = getattr(exc, "problem", None) or str(exc)
-        raise OncallConfigError([f"{filename}:{line}: invalid YAML: {reason}"]) from None
-    if root is None:
-        raise OncallConfigError([f"{filename}:1: the on-call config is empty (expected `targets:`)"])
-    data = yaml.safe_load(text)
-    if not isinstance(data, dict):
-        raise OncallConfigError([f"{filename}:{root.start_mark.line + 1}: expected a mapping at top level"])
+    return _validate(parse_yaml(text, filename))
 
+
+def _validate(document: YamlDocument) -> OncallConfig:
+    root = document.root
+    if not document.readable:
+        raise OncallConfigError(document.messages())
+    if root is None:
+        raise OncallConfigError(document.messages([(1, "the on-call config is empty (expected `targets:`)")]))
+    if not root.is_map():
+        raise OncallConfigError(document.messages([(root.line, "expected a mapping at top level")]))
+    data = plain(root)
     problems: list[tuple[int, str]] = list(_unknown_targets(data, root))
+    config = None
     try:
         config = OncallConfig.model_validate(data)
     except ValidationError as exc:
@@ -61,11 +57,9 @@ def parse_oncall(text: str, filename: str = "<oncall>") -> OncallConfig:
             loc = _keys_in_file(data, error["loc"])
             where = ".".join(str(part) for part in loc) or "(top level)"
             message = error["msg"].removeprefix("Value error, ")
-            problems.append((_line_of(root, loc), f"{where}: {message}"))
-        config = None
-    if problems:
-        problems.sort(key=lambda item: item[0])
-        raise OncallConfigError([f"{filename}:{line}: {message}" for line, message in problems])
+            problems.append((line_at(root, loc), f"{where}: {message}"))
+    if problems or document.problems:
+        raise OncallConfigError(document.messages(problems))
     return config
 
 
@@ -73,7 +67,7 @@ def _has_inner_error(loc: tuple, errors: list[dict]) -> bool:
     return any(len(other["loc"]) > len(loc) and other["loc"][:len(loc)] == loc for other in errors)
 
 
-def _unknown_targets(data: dict, root: yaml.Node) -> list[tuple[int, str]]:
+def _unknown_targets(data: dict, root: Located) -> list[tuple[int, str]]:
     targets = data.get("targets")
     known = set(targets) if isinstance(targets, dict) else set()
     found = []
@@ -82,10 +76,10 @@ def _unknown_targets(data: dict, root: yaml.Node) -> list[tuple[int, str]]:
         name = route.get("notify") if isinstance(route, dict) else None
         if isinstance(name, str) and name not in known:
             loc = ("routes", index, "notify")
-            found.append((_line_of(root, loc), f"routes.{index}.notify: unknown target {name!r}"))
+            found.append((line_at(root, loc), f"routes.{index}.notify: unknown target {name!r}"))
     default = data.get("default")
     if isinstance(default, str) and default not in known:
-        found.append((_line_of(root, ("default",)), f"default: unknown target {default!r}"))
+        found.append((line_at(root, ("default",)), f"default: unknown target {default!r}"))
     return found
 
 
@@ -107,24 +101,3 @@ def _keys_in_file(data: Any, loc: tuple) -> tuple:
 
 def _is_union_tag(part: Any) -> bool:
     return isinstance(part, str) and (part in ("inbox", "apprise") or part[:1].isupper())
-
-
-def _line_of(node: yaml.Node, loc: tuple[Any, ...]) -> int:
-    """1-based line of the deepest node that `loc` reaches from `node`."""
-    line = node.start_mark.line + 1
-    for part in loc:
-        child = None
-        if isinstance(node, yaml.MappingNode):
-            for key_node, value_node in node.value:
-                if key_node.value == str(part):
-                    # an unknown key is best shown at the key itself
-                    child = value_node
-                    line = key_node.start_mark.line + 1
-                    break
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-            child = node.value[part]
-            line = child.start_mark.line + 1
-        if child is None:
-            break
-        node = child
-    return line

@@ -5,15 +5,17 @@ The results are plain dicts and lists in a fixed key order; `rules.dump.dump_yam
 
 from __future__ import annotations
 
+from vigil.common.durations import format_duration, parse_prometheus_duration
+
 from .model import ALL_OTHER_ALERTS, Alert, Group, Inhibition, RuleSet
-from .promql import format_duration, parse_duration, quote
+from .promql import quote
 
 
 def _duration(value: str | None, max_for_seconds: float | None) -> str | None:
     """The duration to write: None for zero/absent, capped at `max_for_seconds` when given."""
     if value is None:
         return None
-    seconds = parse_duration(value)
+    seconds = parse_prometheus_duration(value)
     if max_for_seconds is not None and seconds > max_for_seconds:
         value, seconds = format_duration(max_for_seconds), max_for_seconds
     return value if seconds > 0 else None

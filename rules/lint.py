@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .promql import parse_duration
+from vigil.common.durations import parse_prometheus_duration
 
 RATE_OF_GAUGE = "rate-of-gauge"
 ABSENT_WITHOUT_FOR = "absent-without-for"
@@ -75,7 +75,7 @@ def lint(expr: str, for_: str | None) -> list[tuple[str, str]]:
         if not metric.endswith(_COUNTER_SUFFIXES):
             findings.append((RATE_OF_GAUGE, f"{func}() of {metric!r}, which looks like a gauge (counters end in "
                              "_total); use delta()/deriv() for gauges"))
-    no_for = for_ is None or parse_duration(for_) == 0
+    no_for = for_ is None or parse_prometheus_duration(for_) == 0
     if _ABSENT_CALL.search(code) and no_for:
         findings.append((ABSENT_WITHOUT_FOR, "absent() without 'for' fires on every restart or scrape gap; "
                          "add a 'for' (e.g. 5m)"))

@@ -1,39 +1,17 @@
-"""YAML loading that remembers line numbers, and an error collector that reports `file:line: message`.
+"""Spec files as `Located` trees, and an error collector that reports `file:line: message`.
 
-PyYAML's `compose` gives a node tree whose nodes carry marks; we turn it into `Located` values (the
-plain Python value plus its 1-based line) so that validation can point at the exact line of every
-mistake. Duplicate mapping keys, which `yaml.safe_load` silently merges, are reported as errors.
+The YAML itself is loaded by the shared loader (`vigil.common.yaml_source`: lines kept, duplicate keys
+refused); this module adds what the rule specs need on top: errors collected across every file.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import yaml
+from vigil.common.yaml_source import Located, read_yaml
 
-
-@dataclass
-class Located:
-    """A YAML value and where it starts.
-
-    `value` is a `dict[str, Located]` for mappings, a `list[Located]` for sequences and a plain
-    scalar (str, int, float, bool, None) otherwise. `key_lines` maps each mapping key to its line.
-    """
-
-    value: Any
-    line: int
-    key_lines: dict[str, int] = field(default_factory=dict)
-
-    def is_map(self) -> bool:
-        return isinstance(self.value, dict)
-
-    def is_list(self) -> bool:
-        return isinstance(self.value, list)
-
-    def is_scalar(self) -> bool:
-        return not self.is_map() and not self.is_list()
+__all__ = ["ErrorLog", "Located", "SpecError", "load_located"]
 
 
 @dataclass
@@ -64,54 +42,10 @@ class SpecError(Exception):
 
 
 def load_located(path: Path, errors: ErrorLog) -> Located | None:
-    """Parse one YAML file into a `Located` tree; on failure record the error and return None."""
-    name = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        errors.add(name, 1, f"cannot read spec file: {exc.strerror if isinstance(exc, OSError) else exc}")
-        return None
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else 1
-        errors.add(name, line, f"invalid YAML: {exc.problem or exc.context}")
-        return None
-    except yaml.YAMLError as exc:
-        errors.add(name, 1, f"invalid YAML: {exc}")
-        return None
-    if root is None:
-        errors.add(name, 1, "the spec file is empty")
-        return None
-    constructor = yaml.SafeLoader("")
-    return _convert(root, name, constructor, errors)
-
-
-def _convert(node: yaml.Node, name: str, constructor: yaml.SafeLoader, errors: ErrorLog) -> Located:
-    line = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        result: dict[str, Located] = {}
-        key_lines: dict[str, int] = {}
-        for key_node, value_node in node.value:
-            key_line = key_node.start_mark.line + 1
-            if not isinstance(key_node, yaml.ScalarNode):
-                errors.add(name, key_line, "mapping keys must be plain strings")
-                continue
-            key = str(key_node.value)
-            if key in result:
-                errors.add(name, key_line, f"duplicate key {key!r} (first defined on line {key_lines[key]})")
-                continue
-            key_lines[key] = key_line
-            result[key] = _convert(value_node, name, constructor, errors)
-        return Located(result, line, key_lines)
-    if isinstance(node, yaml.SequenceNode):
-        return Located([_convert(item, name, constructor, errors) for item in node.value], line)
-    try:
-        value = constructor.construct_object(node, deep=True)
-    except yaml.YAMLError as exc:  # e.g. an invalid timestamp or an unknown tag
-        errors.add(name, line, f"invalid value: {exc}")
-        value = None
-    if not isinstance(value, (str, int, float, bool)) and value is not None:
-        value = str(node.value)  # dates and other exotic scalars: keep the text the author wrote
-    return Located(value, line)
+    """Parse one YAML file into a `Located` tree; record its problems in `errors` (None: nothing to read)."""
+    document = read_yaml(path, "spec file")
+    for line, message in document.problems:
+        errors.add(document.name, line, message)
+    if document.readable and document.root is None:
+        errors.add(document.name, 1, "the spec file is empty")
+    return document.root

@@ -1,4 +1,4 @@
-"""Small, pure PromQL building blocks: names, label selectors, numbers and durations.
+"""Small, pure PromQL building blocks: names, label selectors and numbers (durations: `vigil.common.durations`).
 
 Everything here formats deterministically, so the same spec always produces byte-identical rules.
 """
@@ -13,36 +13,7 @@ LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 ALERT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 COMPARISONS = ("==", "!=", ">", ">=", "<", "<=")
 
-# Prometheus durations: units in decreasing order, each at most once, e.g. "1h30m", "500ms"
-_DURATION = re.compile(r"^(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?(?:(\d+)ms)?$")
-_UNIT_SECONDS = (("y", 365 * 86400), ("w", 7 * 86400), ("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
 _MATCH_OPS = ("!=", "=~", "!~", "=")
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in a Prometheus duration such as `5m` or `1h30m`; ValueError if it is not one."""
-    match = _DURATION.match(text)
-    if not text or not match:
-        raise ValueError(f"{text!r} is not a Prometheus duration (like 30s, 5m, 1h30m)")
-    parts = [int(g) if g else 0 for g in match.groups()]
-    seconds = sum(count * unit for count, (_, unit) in zip(parts[:6], _UNIT_SECONDS))
-    return seconds + parts[6] / 1000
-
-
-def format_duration(seconds: float) -> str:
-    """The canonical Prometheus duration for `seconds` (largest units first; `0s` for zero)."""
-    millis = round(seconds * 1000)
-    if millis <= 0:
-        return "0s"
-    out = []
-    whole, millis = divmod(millis, 1000)
-    for suffix, unit in _UNIT_SECONDS:
-        count, whole = divmod(whole, unit)
-        if count:
-            out.append(f"{count}{suffix}")
-    if millis:
-        out.append(f"{millis}ms")
-    return "".join(out)
 
 
 def format_number(value: int | float) -> str:

@@ -7,8 +7,10 @@ are reported by `unknown_keys()` (this catches typos such as `severty:`).
 
 from __future__ import annotations
 
+from vigil.common.durations import parse_prometheus_duration
+
 from .located import ErrorLog, Located
-from .promql import COMPARISONS, LABEL_NAME, METRIC_NAME, format_number, parse_duration
+from .promql import COMPARISONS, LABEL_NAME, METRIC_NAME, format_number
 
 
 class Reader:
@@ -80,7 +82,7 @@ class Reader:
                             f"{self.what}: {key!r} must be a duration string like 5m, got {item.value!r}")
             return None
         try:
-            parse_duration(item.value)
+            parse_prometheus_duration(item.value)
         except ValueError as exc:
             self.errors.add(self.file, item.line, f"{self.what}: {key!r}: {exc}")
             return None

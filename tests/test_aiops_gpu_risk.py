@@ -14,7 +14,7 @@ from vigil.aiops.risk import risk_collectors
 from vigil.aiops.risk.collector import FailureRiskCollector
 from vigil.aiops.risk.gpu_score import GpuSignals, score_gpus
 from vigil.aiops.risk.gpu_signals import GPU_INVENTORY_QUERY, GPU_QUERIES
-from vigil.aiops.risk.promapi import PrometheusReader
+from vigil.common.prometheus_api import PrometheusClient
 
 
 def _node(name: str, temps: list[float]) -> list[GpuSignals]:
@@ -116,7 +116,7 @@ def test_collector_exports_gpu_risk_and_reasons_from_the_prometheus_api(fake_pro
         GPU_QUERIES["temperature_c"]: [(_gpu("n1", "0"), 60), (_gpu("n1", "1"), 61), (_gpu("n1", "2"), 60)],
     }
     url = f"http://127.0.0.1:{fake_prometheus.server_address[1]}"
-    collector = FailureRiskCollector(PrometheusReader(url), tmp_path)
+    collector = FailureRiskCollector(PrometheusClient(url), tmp_path)
     registry = CollectorRegistry()
     registry.register(collector)
     assert registry.get_sample_value("vigil_failure_risk_up") == 0  # nothing before the first refresh
@@ -139,7 +139,7 @@ def test_collector_exports_gpu_risk_and_reasons_from_the_prometheus_api(fake_pro
 def test_unreachable_prometheus_is_logged_and_keeps_the_last_snapshot(fake_prometheus, tmp_path, caplog):
     fake_prometheus.answers = {GPU_INVENTORY_QUERY: [(_gpu("n1", "0"), 1)]}
     port = fake_prometheus.server_address[1]
-    collector = FailureRiskCollector(PrometheusReader(f"http://127.0.0.1:{port}", timeout_s=2), tmp_path)
+    collector = FailureRiskCollector(PrometheusClient(f"http://127.0.0.1:{port}", timeout=2), tmp_path)
     registry = CollectorRegistry()
     registry.register(collector)
     assert collector.refresh()
@@ -195,7 +195,7 @@ def test_collector_exports_disk_risk_when_a_disk_model_is_trained(fake_prometheu
         ]
     }
     url = f"http://127.0.0.1:{fake_prometheus.server_address[1]}"
-    collector = FailureRiskCollector(PrometheusReader(url), tmp_path)
+    collector = FailureRiskCollector(PrometheusClient(url), tmp_path)
     registry = CollectorRegistry()
     registry.register(collector)
     assert collector.refresh()
@@ -219,7 +219,7 @@ def test_smart_history_decodes_packed_temperature_and_prefers_smartctls_reading(
         TEMPERATURE_DAILY_QUERY: [({"node": "n1", "device": "sdb"}, [41, 42, 43]),
                                   ({"node": "n1", "device": "nvme0"}, [50, 50, 50])],
     }
-    reader = PrometheusReader(f"http://127.0.0.1:{fake_prometheus.server_address[1]}")
+    reader = PrometheusClient(f"http://127.0.0.1:{fake_prometheus.server_address[1]}")
     history = read_smart_history(reader, now=1_800_000_000.0)
     assert sorted(history["disk"].unique()) == ["n1/sda", "n1/sdb"]  # the NVMe disk is not scored
     sda = history[history["disk"] == "n1/sda"]
@@ -232,7 +232,7 @@ def test_smart_history_decodes_packed_temperature_and_prefers_smartctls_reading(
 def test_a_corrupt_disk_model_is_logged_and_gpu_risk_still_exported(fake_prometheus, tmp_path, caplog):
     (tmp_path / "disk_model.joblib").write_bytes(b"not a model")
     fake_prometheus.answers = {GPU_INVENTORY_QUERY: [(_gpu("n1", "0"), 1)]}
-    collector = FailureRiskCollector(PrometheusReader(f"http://127.0.0.1:{fake_prometheus.server_address[1]}"), tmp_path)
+    collector = FailureRiskCollector(PrometheusClient(f"http://127.0.0.1:{fake_prometheus.server_address[1]}"), tmp_path)
     registry = CollectorRegistry()
     registry.register(collector)
     assert collector.refresh()
@@ -246,7 +246,7 @@ def test_a_retrained_disk_model_is_picked_up_without_a_restart(fake_prometheus, 
     from vigil.aiops.risk.disk_signals import SMART_DAILY_QUERY
 
     fake_prometheus.ranges = {SMART_DAILY_QUERY: [(_smart("n1", "sda", 5), [3, 3, 3])]}
-    collector = FailureRiskCollector(PrometheusReader(f"http://127.0.0.1:{fake_prometheus.server_address[1]}"), tmp_path)
+    collector = FailureRiskCollector(PrometheusClient(f"http://127.0.0.1:{fake_prometheus.server_address[1]}"), tmp_path)
     registry = CollectorRegistry()
     registry.register(collector)
     assert collector.refresh()

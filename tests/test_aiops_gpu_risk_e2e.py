@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from vigil.aiops.risk.collector import FailureRiskCollector
-from vigil.aiops.risk.promapi import PrometheusReader
+from vigil.common.prometheus_api import PrometheusClient
 from vigil.cli_aiops_risk import suggest_inhibitions
 
 PROMETHEUS = Path("/usr/bin/prometheus")
@@ -99,7 +99,7 @@ def prometheus(tmp_path_factory):
         stdout=subprocess.DEVNULL, stderr=(workdir / "prometheus.log").open("w"),
     )
     url = f"http://127.0.0.1:{prom_port}"
-    reader = PrometheusReader(url)
+    reader = PrometheusClient(url)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:  # ready once a rate over GPU 2's ECC counter exists
@@ -122,7 +122,7 @@ def prometheus(tmp_path_factory):
 
 
 def test_gpu_with_precursors_ranks_first_from_real_prometheus(prometheus):
-    collector = FailureRiskCollector(PrometheusReader(prometheus), Path("/nonexistent-model-dir"))
+    collector = FailureRiskCollector(PrometheusClient(prometheus), Path("/nonexistent-model-dir"))
     registry = CollectorRegistry()
     registry.register(collector)
     assert collector.refresh()
@@ -152,7 +152,7 @@ def test_disk_risk_from_real_prometheus_with_a_trained_model(prometheus, tmp_pat
 
     model, _ = train_disk_model(simulate_fleet(FleetSpec(disks=800, days=60, seed=3)))
     save_model(model, tmp_path)
-    collector = FailureRiskCollector(PrometheusReader(prometheus), tmp_path)
+    collector = FailureRiskCollector(PrometheusClient(prometheus), tmp_path)
     registry = CollectorRegistry()
     registry.register(collector)
     assert collector.refresh()

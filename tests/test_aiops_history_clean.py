@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from vigil.aiops.history.clean import counter_rate, prepare, regularize
-from vigil.aiops.history.durations import parse_duration
 from vigil.aiops.history.series import Series, looks_like_counter
 
 
@@ -56,14 +55,3 @@ def test_prepare_turns_counters_into_rates_on_the_grid():
     ready = prepare(series, step=60, max_gap=120)
     assert ready.is_counter and ready.labels == {"node": "a"}
     np.testing.assert_allclose(ready.values, 2.0)
-
-
-@pytest.mark.parametrize("text,seconds", [("300", 300), ("30s", 30), ("5m", 300), ("1h30m", 5400), ("14d", 1_209_600), ("2w", 1_209_600)])
-def test_durations(text, seconds):
-    assert parse_duration(text) == seconds
-
-
-@pytest.mark.parametrize("text", ["", "5 minutes", "-5m", "0", "5x", "m5"])
-def test_bad_durations_say_what_is_accepted(text):
-    with pytest.raises(ValueError, match="duration"):
-        parse_duration(text)

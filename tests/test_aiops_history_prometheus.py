@@ -24,6 +24,7 @@ from vigil.aiops.baseline.store import load_store
 from vigil.aiops.history.openmetrics import write_openmetrics
 from vigil.aiops.history.prometheus import PrometheusReader
 from vigil.aiops.history.series import HistoryError
+from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
 from vigil.exporters.sim.load import gpu_load
 from vigil.cli import main as vigil_main
 
@@ -136,11 +137,8 @@ def test_chunked_query_range_matches_one_query(backfilled):
 def test_prometheus_refuses_more_than_11000_points_and_reader_splits(backfilled):
     url, end, _ = backfilled
     start = end - 13 * 86_400
-    body = requests.get(
-        f"{url}/api/v1/query_range",
-        params={"query": "vigil_gpu_utilization_ratio", "start": start, "end": end, "step": 60},
-    ).json()
-    assert body["status"] == "error" and "11,000" in body["error"]
+    with pytest.raises(PrometheusUnavailable, match="11,000"):
+        PrometheusClient(url).query_range("vigil_gpu_utilization_ratio", start, end, 60)
     series = PrometheusReader(url).query_range('vigil_gpu_utilization_ratio{node="n2",gpu="1"}', start, end, 60)
     assert series[0].timestamps.size == 13 * 1440 + 1
 
@@ -184,10 +182,41 @@ def test_train_against_backfilled_prometheus_covers_held_out_load(backfilled, tm
     assert lower[0] > 0
 
 
-def instant(url: str, query: str) -> list[dict]:
-    body = requests.get(f"{url}/api/v1/query", params={"query": query}, timeout=5).json()
-    assert body["status"] == "success", body
-    return body["data"]["result"]
+def test_the_shared_client_reads_instant_vectors_ranges_and_series(backfilled):
+    url, end, _ = backfilled
+    client = PrometheusClient(url)
+    at_end = client.query('vigil_gpu_utilization_ratio{node="n1"}', at=end)
+    assert sorted((labels["gpu"], value) for labels, value in at_end) == \
+        [(str(g), pytest.approx(gpu_load("n1", g, end))) for g in GPUS]
+    ((labels, points),) = client.query_range('vigil_test_events_total', end - 3 * STEP, end, STEP)
+    assert labels["node"] == "n1" and [t for t, _ in points] == [end - 3 * STEP, end - 2 * STEP, end - STEP, end]
+    found = client.series("vigil_gpu_utilization_ratio", "vigil_test_events_total", start=end - 3600, end=end)
+    assert sorted((s["__name__"], s["node"], s.get("gpu")) for s in found) == sorted(
+        [("vigil_gpu_utilization_ratio", n, str(g)) for n in NODES for g in GPUS] + [("vigil_test_events_total", "n1", None)])
+    assert client.query("vector(1) > 2") == []
+
+
+@pytest.mark.parametrize("call, reason", [
+    (lambda c: c.query("rate(up[5m]"), r"refused 'rate\(up\[5m\]': bad_data: .*parse error"),
+    (lambda c: c.query("up[5m]"), "expected an instant vector from 'up\\[5m\\]', got matrix"),
+    (lambda c: c.series("{}"), "refused '{}': bad_data"),
+])
+def test_the_shared_client_says_why_prometheus_refused(backfilled, call, reason):
+    url, _, _ = backfilled
+    with pytest.raises(PrometheusUnavailable, match=reason):
+        call(PrometheusClient(url))
+
+
+def test_the_shared_client_says_when_prometheus_is_unreachable_or_is_not_prometheus(backfilled):
+    url, _, _ = backfilled
+    with pytest.raises(PrometheusUnavailable, match="cannot reach Prometheus at http://127.0.0.1:1"):
+        PrometheusClient("http://127.0.0.1:1", timeout=2).query("up")
+    with pytest.raises(PrometheusUnavailable, match="HTTP 404 with a non-JSON body"):
+        PrometheusClient(f"{url}/nothing-here").query("up")
+
+
+def instant(url: str, query: str) -> list[tuple[dict, float]]:
+    return PrometheusClient(url, timeout=5).query(query)
 
 
 def test_serve_trains_at_start_refits_and_the_contract_rule_joins_in_prometheus(backfilled, tmp_path):
@@ -218,7 +247,7 @@ def test_serve_trains_at_start_refits_and_the_contract_rule_joins_in_prometheus(
             assert time.monotonic() < deadline, "Prometheus never scraped serve"
             time.sleep(0.5)
         fired = instant(url, rule)
-        assert [(r["metric"]["node"], r["metric"]["gpu"]) for r in fired] == [("n2", "1")]
+        assert [(labels["node"], labels["gpu"]) for labels, _ in fired] == [("n2", "1")]
 
         # refits on the schedule: a new generation of the store and a newer fit time
         first = json.loads((tmp_path / "models" / "baselines.json").read_text())["generation"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import textwrap
@@ -13,21 +12,13 @@ import yaml
 from click.testing import CliRunner
 
 from vigil import rules
-from vigil.rules.promql import format_duration, format_number, parse_duration
+from vigil.common.durations import format_duration, parse_prometheus_duration as parse_duration
+from vigil.rules.promql import format_number
 from vigil.cli import main
 
-GOLDEN = Path(__file__).parent / "golden" / "rules"
+from golden_support import check_golden
+
 DOCS = Path(__file__).parent.parent / "docs"
-UPDATE = os.environ.get("VIGIL_UPDATE_GOLDEN") == "1"
-
-
-def check_golden(name: str, text: str) -> None:
-    """Compare `text` byte for byte with the golden file; VIGIL_UPDATE_GOLDEN=1 rewrites it instead."""
-    path = GOLDEN / name
-    if UPDATE:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(text.encode("utf-8"))
-    assert path.read_bytes() == text.encode("utf-8"), f"{name} differs; rerun with VIGIL_UPDATE_GOLDEN=1 and review"
 
 
 @pytest.mark.parametrize("max_for, suffix", [(None, ""), ("5s", "-max-for-5s")])
@@ -35,9 +26,9 @@ def test_generated_files_match_the_golden_files(tmp_path, max_for, suffix):
     args = ["rules", "generate", "-o", str(tmp_path)] + (["--max-for", max_for] if max_for else [])
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    check_golden(f"vigil-rules{suffix}.yml", (tmp_path / rules.RULE_FILE_NAME).read_text(encoding="utf-8"))
+    check_golden(f"rules/vigil-rules{suffix}.yml", (tmp_path / rules.RULE_FILE_NAME).read_text(encoding="utf-8"))
     # the cap does not change inhibit rules: one golden file for both
-    check_golden("alertmanager-inhibit-rules.yml", (tmp_path / rules.INHIBIT_FILE_NAME).read_text(encoding="utf-8"))
+    check_golden("rules/alertmanager-inhibit-rules.yml", (tmp_path / rules.INHIBIT_FILE_NAME).read_text(encoding="utf-8"))
 
 
 def test_generate_without_output_dir_prints_the_rule_file():

@@ -154,7 +154,7 @@ def test_cli_shows_all_errors_without_a_traceback(tmp_path):
 def test_cli_rejects_a_bad_max_for(tmp_path):
     result = CliRunner().invoke(main, ["rules", "generate", "--max-for", "soon"])
     assert result.exit_code == 2
-    assert "'soon' is not a Prometheus duration" in result.output
+    assert "'soon' is not a duration (seconds like 10 or 0.5, or a Prometheus duration like 30s" in result.output
 
 
 @pytest.mark.parametrize("text, line, fragment", [

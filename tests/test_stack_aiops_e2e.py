@@ -8,9 +8,9 @@ import json
 import time
 
 import pytest
-import requests
 
 from stack_support import RunningStack, start_stack
+from vigil.common.prometheus_api import PrometheusClient, Sample
 
 pytestmark = pytest.mark.e2e
 
@@ -22,16 +22,14 @@ def stack(tmp_path_factory):
     assert running.cli("down").returncode == 0
 
 
-def query(stack: RunningStack, promql: str) -> list[dict]:
-    r = requests.get(f"{stack.url('prometheus')}/api/v1/query", params={"query": promql}, timeout=5)
-    r.raise_for_status()
-    return r.json()["data"]["result"]
+def query(stack: RunningStack, promql: str) -> list[Sample]:
+    return PrometheusClient(stack.url("prometheus"), timeout=5).query(promql)
 
 
 def test_history_is_backfilled_into_the_live_series(stack: RunningStack):
     counts = query(stack, "count_over_time(vigil_gpu_utilization_ratio[15d])")
     assert len(counts) == 4  # history and live samples are one series per GPU, not two
-    assert all(float(r["value"][1]) >= 14 * 288 for r in counts)
+    assert all(value >= 14 * 288 for _, value in counts)
 
 
 def wait_for_series(stack: RunningStack, promql: str, count: int, timeout: float = 30) -> None:
@@ -43,8 +41,8 @@ def wait_for_series(stack: RunningStack, promql: str, count: int, timeout: float
 def test_baselines_are_scraped_from_the_start_for_every_gpu(stack: RunningStack):
     wait_for_series(stack, 'vigil_baseline_lower{metric="vigil_gpu_utilization_ratio"}', 4)
     wait_for_series(stack, "vigil_gpu_utilization_ratio", 4)  # first live scrape of both nodes
-    lower = {(r["metric"]["node"], r["metric"]["gpu"]): float(r["value"][1]) for r in query(stack, 'vigil_baseline_lower{metric="vigil_gpu_utilization_ratio"}')}
-    upper = {(r["metric"]["node"], r["metric"]["gpu"]): float(r["value"][1]) for r in query(stack, 'vigil_baseline_upper{metric="vigil_gpu_utilization_ratio"}')}
+    lower = {(labels["node"], labels["gpu"]): value for labels, value in query(stack, 'vigil_baseline_lower{metric="vigil_gpu_utilization_ratio"}')}
+    upper = {(labels["node"], labels["gpu"]): value for labels, value in query(stack, 'vigil_baseline_upper{metric="vigil_gpu_utilization_ratio"}')}
     assert set(lower) == set(upper) == {("node-1", "0"), ("node-1", "1"), ("node-2", "0"), ("node-2", "1")}
     assert all(lower[k] < upper[k] for k in lower)
     # the live values sit inside the learned band: the baseline fits the simulated daily pattern
@@ -67,9 +65,9 @@ def test_failure_risk_is_exported_for_gpus_and_for_disks_once_the_disk_model_is_
     # The first start trains the disk model in the background; the AIOps service picks it up.
     wait_for_series(stack, 'vigil_failure_risk{kind="gpu"}', 4, timeout=60)
     gpu = query(stack, 'vigil_failure_risk{kind="gpu"}')
-    assert {(r["metric"]["node"], r["metric"]["gpu"]) for r in gpu} == {("node-1", "0"), ("node-1", "1"), ("node-2", "0"), ("node-2", "1")}
-    assert all(0 <= float(r["value"][1]) <= 1 for r in gpu)
+    assert {(labels["node"], labels["gpu"]) for labels, _ in gpu} == {("node-1", "0"), ("node-1", "1"), ("node-2", "0"), ("node-2", "1")}
+    assert all(0 <= value <= 1 for _, value in gpu)
     wait_for_series(stack, 'vigil_failure_risk{kind="disk"}', 1, timeout=120)
     disks = query(stack, 'vigil_failure_risk{kind="disk"}')
-    assert disks and all(r["metric"].get("device") for r in disks)
-    assert all(0 <= float(r["value"][1]) <= 1 for r in disks)
+    assert disks and all(labels.get("device") for labels, _ in disks)
+    assert all(0 <= value <= 1 for _, value in disks)

@@ -12,20 +12,9 @@ from vigil.aiops.baseline.service import BaselineService, ServiceConfig, build_r
 from vigil.aiops.baseline.store import StoreError
 from vigil.aiops.baseline.train import TrainSettings, history_from_files, history_from_prometheus, save_result
 from vigil.aiops.baseline.train import train as train_baselines
-from vigil.aiops.history.durations import parse_duration
 from vigil.aiops.history.series import HistoryError
-
-
-class Duration(click.ParamType):
-    name = "duration"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, (int, float)):
-            return float(value)
-        try:
-            return parse_duration(value)
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
+from vigil.common.click_types import Duration, HostPort
+from vigil.common.hostport import http_url
 
 
 def _sensitivity(ctx, param, value):
@@ -34,14 +23,7 @@ def _sensitivity(ctx, param, value):
     return value
 
 
-def _listen(ctx, param, value):
-    host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise click.BadParameter(f"{value!r} is not HOST:PORT (e.g. 127.0.0.1:9605)")
-    return host or "0.0.0.0", int(port)
-
-
-DURATION = Duration()
+DURATION = Duration(positive=True)
 
 
 @click.command("train")
@@ -90,7 +72,8 @@ def train(prometheus_url, selectors, lookback, step, max_gap, inputs, model_dir,
 
 
 @click.command("serve")
-@click.option("--listen", default="127.0.0.1:9605", show_default=True, callback=_listen, help="HOST:PORT to serve /metrics and /healthz on.")
+@click.option("--listen", default="127.0.0.1:9605", show_default=True, type=HostPort(default_host="0.0.0.0"),
+              help="HOST:PORT to serve /metrics and /healthz on (:PORT: every interface).")
 @click.option("--model-dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="Model store directory.")
 @click.option("--prometheus-url", metavar="URL", help="Train at start (when no model) and refit from this Prometheus.")
 @click.option("--match", "selectors", multiple=True, metavar="SELECTOR", help="Series selector to refit, repeatable.")
@@ -123,6 +106,6 @@ def serve(listen, model_dir, prometheus_url, selectors, refit_interval, lookback
         server = make_http_server(host, port, build_registry(service), service)
     except OSError as exc:
         raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    click.echo(f"serving baselines on http://{host}:{server.server_port}/metrics", err=True)
+    click.echo(f"serving baselines on {http_url(host, server.server_port, '/metrics')}", err=True)
     run_until_stopped(service, server, threading.Event())
 

@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 import time
 from pathlib import Path
 
 import click
 
-_DURATION = re.compile(r"^(\d+)([smhdw])$")
-_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def _duration(ctx, param, value: str) -> float:
-    match = _DURATION.match(value.strip())
-    if not match or int(match.group(1)) == 0:
-        raise click.BadParameter(f"{value!r} is not a duration like 90s, 30m, 12h, 7d or 2w")
-    return float(int(match.group(1)) * _SECONDS[match.group(2)])
+from vigil.common.click_types import Duration
 
 
 @click.command("train-disk")
@@ -89,18 +80,19 @@ def train_disk(input_path, simulate, disks, days, seed, horizon_days, false_alar
 @click.option("--prometheus-url", help="Read ALERTS{alertstate=\"firing\"} history from this Prometheus.")
 @click.option("--input", "input_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="JSON: Alertmanager webhook payloads or {labels, startsAt, endsAt} alerts.")
-@click.option("--lookback", default="7d", show_default=True, callback=_duration, help="History to read from Prometheus.")
+@click.option("--lookback", default="7d", show_default=True, type=Duration(positive=True),
+              help="History to read from Prometheus.")
 @click.option("--min-support", type=click.IntRange(min=1), default=3, show_default=True,
               help="Least number of co-firings for a rule.")
 @click.option("--min-confidence", type=click.FloatRange(0, 1), default=0.95, show_default=True,
               help="Least share of target firings that came with the source firing.")
-@click.option("--window", default="5m", show_default=True, callback=_duration,
+@click.option("--window", default="5m", show_default=True, type=Duration(positive=True),
               help="How much earlier than its source a target may start and still count as covered.")
 def suggest_inhibitions(prometheus_url, input_path, lookback, min_support, min_confidence, window):
     """Propose Alertmanager inhibit_rules from alerts that always fire together."""
     from vigil.aiops.correlate import (AlertInputError, firings_from_json, firings_from_prometheus, group_firings,
                                  mine_inhibitions, render_suggestions)
-    from vigil.aiops.risk.promapi import PrometheusReader, PrometheusUnavailable
+    from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
 
     if bool(prometheus_url) == bool(input_path):
         raise click.UsageError("give exactly one of --prometheus-url URL or --input alerts.json")
@@ -112,7 +104,7 @@ def suggest_inhibitions(prometheus_url, input_path, lookback, min_support, min_c
     else:
         now = time.time()
         try:
-            firings = firings_from_prometheus(PrometheusReader(prometheus_url), now - lookback, now)
+            firings = firings_from_prometheus(PrometheusClient(prometheus_url), now - lookback, now)
         except PrometheusUnavailable as exc:
             raise click.ClickException(str(exc)) from exc
     evidence = mine_inhibitions(firings, min_support=min_support, min_confidence=min_confidence, window_s=window)

@@ -9,16 +9,12 @@ from typing import Any
 
 import click
 
+from vigil.common.click_types import Duration, HostPort
+from vigil.common.hostport import http_url
+
 from .supervisor import port_is_free
 
 WARNING_SIMULATED = "no NVIDIA GPU/driver found: running the SIMULATED fleet"
-
-
-def _host_port(value: str, param: str) -> tuple[str, int]:
-    host, sep, port = value.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise click.BadParameter(f"expected HOST:PORT (e.g. 127.0.0.1:9835), got {value!r}", param_hint=param)
-    return host, int(port)
 
 
 def _nvml_problem() -> str | None:
@@ -60,31 +56,35 @@ def _serve_registry(registry: Any, host: str, port: int) -> Any:
 @click.command("gpu")
 @click.option("--backend", type=click.Choice(["nvml", "sim", "dcgm"]), default=None,
               help="Where GPU data comes from [default: nvml if the NVIDIA driver answers, else sim].")
-@click.option("--listen", default="127.0.0.1:9835", show_default=True,
+@click.option("--listen", default="127.0.0.1:9835", show_default=True, type=HostPort(),
               help="HOST:PORT of /metrics (sim: node-1's port; node i listens on PORT+i-1).")
-@click.option("--interval", type=click.FloatRange(min=0.05), default=5.0, show_default=True,
-              help="Seconds between NVML collection cycles.")
+@click.option("--interval", type=Duration(minimum=0.05), default="5s", show_default=True,
+              help="Time between NVML collection cycles (dcgm: between reads of dcgm-exporter's page).")
 @click.option("--node", default=None, help="Node label [default: the hostname].")
 @click.option("--expected-gpus", type=click.IntRange(min=0), default=None,
-              help="GPUs the node should have [default: the first successful count].")
-@click.option("--gpu-timeout", type=click.FloatRange(min=0), default=2.0, show_default=True,
-              help="nvml: seconds before a GPU whose NVML call hangs is reported stalled (0: no isolation).")
+              help="GPUs the node should have [default: nvml: the first successful count; dcgm: the most GPUs "
+                   "seen on one page since start].")
+@click.option("--gpu-timeout", type=Duration(), default="2s", show_default=True,
+              help="nvml: time before a GPU whose NVML call hangs is reported stalled (0: no isolation).")
 @click.option("--job-sources", default="slurm,cgroup", show_default=True,
               help="nvml: how to find the job of each GPU process: any of slurm, cgroup, kubernetes "
                    "(comma-separated), or none.")
 @click.option("--sim-nodes", type=click.IntRange(1, 5000), default=4, show_default=True, help="sim: nodes in the fleet.")
 @click.option("--sim-gpus", type=click.IntRange(1, 64), default=8, show_default=True, help="sim: GPUs per node.")
-@click.option("--control-listen", default=None,
+@click.option("--control-listen", default=None, type=HostPort(),
               help="sim: HOST:PORT of the chaos API [default: listen host, listen port + 1000].")
 @click.option("--single-port", is_flag=True,
               help="sim: serve every node on the --listen port as /metrics?node=node-N (large fleets).")
 @click.option("--dcgm-url", default="http://127.0.0.1:9400/metrics", show_default=True,
               help="dcgm: URL of dcgm-exporter's /metrics.")
-def gpu(backend: str | None, listen: str, interval: float, node: str | None, expected_gpus: int | None,
-        gpu_timeout: float, job_sources: str, sim_nodes: int, sim_gpus: int, control_listen: str | None, single_port: bool, dcgm_url: str) -> None:
+@click.option("--dcgm-timeout", type=Duration(positive=True), default="2s", show_default=True,
+              help="dcgm: give up on a read of dcgm-exporter's page after this long (it then counts as down).")
+def gpu(backend: str | None, listen: tuple[str, int], interval: float, node: str | None, expected_gpus: int | None,
+        gpu_timeout: float, job_sources: str, sim_nodes: int, sim_gpus: int, control_listen: tuple[str, int] | None, single_port: bool, dcgm_url: str,
+        dcgm_timeout: float) -> None:
     """Export GPU health and utilization metrics for Prometheus until SIGTERM/SIGINT."""
     stop = _stop_on_signals()
-    host, port = _host_port(listen, "--listen")
+    host, port = listen
     node = node or socket.gethostname()
     if backend is None:
         backend = "nvml" if _nvml_problem() is None else "sim"
@@ -95,10 +95,10 @@ def gpu(backend: str | None, listen: str, interval: float, node: str | None, exp
     elif backend == "nvml":
         _run_nvml(stop, host, port, node, interval, expected_gpus, gpu_timeout, _job_sources(job_sources))
     else:
-        _run_dcgm(stop, host, port, node, dcgm_url, interval)
+        _run_dcgm(stop, host, port, node, dcgm_url, interval, dcgm_timeout, expected_gpus)
 
 
-def _run_sim(stop: threading.Event, host: str, port: int, control_listen: str | None, interval: float,
+def _run_sim(stop: threading.Event, host: str, port: int, control_listen: tuple[str, int] | None, interval: float,
              nodes: int, gpus: int, single_port: bool) -> None:
     from vigil.exporters.fleet_server import FleetServer
     from vigil.exporters.sim.fleet import SimulatedFleet
@@ -106,8 +106,7 @@ def _run_sim(stop: threading.Event, host: str, port: int, control_listen: str | 
     last_port = port if single_port else port + nodes - 1
     if last_port > 65535:
         raise click.BadParameter(f"ports {port}..{port + nodes - 1} do not fit", param_hint="--listen")
-    control_host, control_port = (_host_port(control_listen, "--control-listen") if control_listen
-                                  else (host, port + 1000))
+    control_host, control_port = control_listen or (host, port + 1000)
     if port <= control_port <= last_port:
         raise click.BadParameter(f"control port {control_port} collides with the node ports {port}..{last_port}",
                                  param_hint="--control-listen")
@@ -120,8 +119,8 @@ def _run_sim(stop: threading.Event, host: str, port: int, control_listen: str | 
         raise click.ClickException(f"cannot listen on {control_host}:{control_port} for the chaos API: "
                                    f"{error.strerror or error}") from None
     server.start()
-    where = (f"http://{host}:{port}/metrics?node=node-1..node-{nodes}" if single_port
-             else f"http://{host}:{port}..{last_port}/metrics")
+    where = (http_url(host, port, f"/metrics?node=node-1..node-{nodes}") if single_port
+             else f"{http_url(host, port)}..{last_port}/metrics")
     click.echo(f"simulated fleet: {nodes} nodes x {gpus} GPUs on {where}; chaos API on {server.control_url}", err=True)
     try:
         _wait(stop)
@@ -182,7 +181,7 @@ def _run_nvml(stop: threading.Event, host: str, port: int, node: str, interval: 
     except OSError as error:
         raise click.ClickException(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
     collector.start()
-    click.echo(f"NVML GPU exporter for {node} on http://{host}:{port}/metrics", err=True)
+    click.echo(f"NVML GPU exporter for {node} on {http_url(host, port, '/metrics')}", err=True)
     try:
         _wait(stop)
     finally:
@@ -190,7 +189,8 @@ def _run_nvml(stop: threading.Event, host: str, port: int, node: str, interval: 
         collector.stop()
 
 
-def _run_dcgm(stop: threading.Event, host: str, port: int, node: str, url: str, interval: float) -> None:
+def _run_dcgm(stop: threading.Event, host: str, port: int, node: str, url: str, interval: float, timeout: float,
+              expected_gpus: int | None) -> None:
     from prometheus_client import CollectorRegistry
 
     try:
@@ -198,14 +198,16 @@ def _run_dcgm(stop: threading.Event, host: str, port: int, node: str, url: str, 
     except ImportError as error:
         raise click.ClickException(f"the dcgm backend is not available in this build ({error})") from None
     try:
-        collector = DcgmCollector(url=url, node=node, timeout=max(1.0, min(interval, 10.0)), max_age=interval)
+        collector = DcgmCollector(url=url, node=node, timeout=timeout, max_age=interval, expected_gpus=expected_gpus)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--dcgm-url") from None
     registry = CollectorRegistry()
     registry.register(collector)
     server = _serve_registry(registry, host, port)
-    click.echo(f"DCGM bridge for {node} ({url}) on http://{host}:{port}/metrics", err=True)
+    collector.start()  # reads in a background loop from now on: a scrape never waits for dcgm-exporter
+    click.echo(f"DCGM bridge for {node} ({url}) on {http_url(host, port, '/metrics')}", err=True)
     try:
         _wait(stop)
     finally:
         server.shutdown()
+        collector.stop()

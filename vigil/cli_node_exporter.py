@@ -8,19 +8,15 @@ import time
 
 import click
 
+from vigil.common.click_types import Duration, HostPort
+from vigil.common.hostport import http_url
 from vigil.exporters.node_health import NodeHealthCollector
 from vigil.exporters.smart import SmartReader, subprocess_runner
 
 
-def _listen(ctx, param, value: str) -> tuple[str, int]:
-    host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise click.BadParameter(f"expected HOST:PORT such as 0.0.0.0:9101, got {value!r}")
-    return host.strip("[]") or "0.0.0.0", int(port)
-
-
 @click.command()
-@click.option("--listen", default="0.0.0.0:9101", show_default=True, callback=_listen, help="HOST:PORT to serve /metrics on.")
+@click.option("--listen", default="0.0.0.0:9101", show_default=True, type=HostPort(default_host="0.0.0.0"),
+              help="HOST:PORT to serve /metrics on (:PORT: every interface).")
 @click.option("--node", default=None, help="Value of the node label (default: this host's name).")
 @click.option("--smartctl", "smartctl", default="smartctl", show_default=True, help="smartctl binary (name or path).")
 @click.option("--no-smart", is_flag=True, help="Do not run smartctl at all.")
@@ -29,8 +25,8 @@ def _listen(ctx, param, value: str) -> tuple[str, int]:
 @click.option("--sim-fault", "sim_faults", multiple=True, metavar="INDEX:KIND",
               help="With --simulate: degrade disk INDEX with KIND (reallocation, pending_burst, uncorrectable, "
                    "timeout, nvme_media_errors) starting two days ago. Repeatable.")
-@click.option("--interval", default=60.0, show_default=True, type=click.FloatRange(min=1.0),
-              help="Seconds between smartctl passes (scrapes in between serve the last pass).")
+@click.option("--interval", default="60s", show_default=True, type=Duration(minimum=1.0),
+              help="Time between smartctl passes (scrapes in between serve the last pass).")
 @click.option("--sysfs-root", default="/sys", show_default=True, type=click.Path(file_okay=False),
               help="Root of sysfs (InfiniBand ports are read from SYSFS_ROOT/class/infiniband).")
 @click.option("--once", is_flag=True, help="Print one exposition to stdout and exit (no server).")
@@ -56,7 +52,7 @@ def node(listen, node, smartctl, no_smart, simulate, sim_disks, sim_faults, inte
         start_http_server(port, addr=host, registry=registry)
     except OSError as exc:
         raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
-    click.echo(f"vigil node exporter for {node_name} on http://{host}:{port}/metrics", err=True)
+    click.echo(f"vigil node exporter for {node_name} on {http_url(host, port, '/metrics')}", err=True)
     while True:
         time.sleep(3600)
 

@@ -8,12 +8,7 @@ from pathlib import Path
 import click
 from pydantic import ValidationError
 
-
-def _parse_listen(value: str) -> tuple[str, int]:
-    host, sep, port = value.rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise click.BadParameter(f"expected HOST:PORT, got {value!r}", param_hint="--listen")
-    return host.strip("[]"), int(port)
+from vigil.common.click_types import HostPort
 
 
 def _redact(url: str) -> str:
@@ -36,7 +31,8 @@ def notifier():
 
 
 @notifier.command()
-@click.option("--listen", default="127.0.0.1:9095", show_default=True, help="HOST:PORT to listen on.")
+@click.option("--listen", default="127.0.0.1:9095", show_default=True, type=HostPort(),
+              help="HOST:PORT to listen on ([::1]:PORT for IPv6).")
 @click.option("--db", "db_url", default="sqlite:///notifier.db", show_default=True,
               help="sqlite:///PATH or postgresql://USER:PASS@HOST/DB.")
 @click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path), required=True,
@@ -57,7 +53,7 @@ def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmana
     from vigil.notifier.settings import NotifierSettings, is_loopback, read_token_file
     from vigil.oncall.loader import OncallConfigError, load_oncall
 
-    host, port = _parse_listen(listen)
+    host, port = listen
     try:
         token = read_token_file(token_file)
     except (OSError, ValueError) as exc:

@@ -10,7 +10,7 @@ from vigil.rules import (
     INHIBIT_FILE_NAME, RULE_FILE_NAME, RuleSet, SpecError, alertmanager_inhibit_rules, default_spec_paths,
     default_unit_test_paths, dump_yaml, load_specs, prometheus_rule_file,
 )
-from vigil.rules.promql import parse_duration
+from vigil.common.click_types import Duration
 from vigil.rules.promtool import PromtoolMissing, check_rules, test_rules
 
 _SPECS = click.argument("specs", nargs=-1, type=click.Path(path_type=Path, dir_okay=False))
@@ -23,15 +23,6 @@ def _load(specs: tuple[Path, ...]) -> RuleSet:
     except SpecError as exc:
         count = len(exc.errors)
         raise click.ClickException(f"{count} error{'s' if count != 1 else ''} in the rule specs:\n{exc}") from None
-
-
-def _max_for(ctx, param, value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        return parse_duration(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
 
 
 def _write(path: Path, text: str) -> None:
@@ -51,7 +42,7 @@ def rules():
 @_SPECS
 @click.option("-o", "--output-dir", type=click.Path(path_type=Path, file_okay=False),
               help=f"Write {RULE_FILE_NAME} and {INHIBIT_FILE_NAME} here instead of printing the rules.")
-@click.option("--max-for", callback=_max_for, metavar="DURATION",
+@click.option("--max-for", type=Duration(),
               help="Cap every 'for' and 'keep_firing_for' (e.g. 5s for a quick demo stack).")
 def generate(specs, output_dir, max_for):
     """Generate the Prometheus rule file from SPECS (default: the shipped specs)."""
@@ -69,7 +60,7 @@ def generate(specs, output_dir, max_for):
 
 @rules.command()
 @_SPECS
-@click.option("--max-for", callback=_max_for, metavar="DURATION", help="Check the rules with this cap on 'for'.")
+@click.option("--max-for", type=Duration(), help="Check the rules with this cap on 'for'.")
 def check(specs, max_for):
     """Validate SPECS, generate the rules and run `promtool check rules` on them."""
     ruleset = _load(specs)

@@ -7,10 +7,12 @@ loopback only; a non-loopback host is refused because the demo components have n
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from vigil.common.durations import parse_duration
+from vigil.common.yaml_source import Located, line_at, plain, read_yaml
 
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
 MAX_SIM_NODES = 89  # node targets use port_base+10 … port_base+99
@@ -55,8 +57,16 @@ class Ports(BaseModel):
         return self.base + 9 + index
 
 
+def _seconds(value: Any) -> Any:
+    """A duration written as text (`30s`, `1h30m`, `10`) as seconds; numbers and the rest go to pydantic."""
+    return parse_duration(value) if isinstance(value, str) else value
+
+
+Seconds = Annotated[float, BeforeValidator(_seconds)]
+
+
 class StackSettings(BaseModel):
-    """Everything `vigil up` needs; durations are seconds."""
+    """Everything `vigil up` needs; durations are seconds (the file may also write `30s`, `1h30m`)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -65,14 +75,14 @@ class StackSettings(BaseModel):
     port_base: int = Field(9600, ge=1024, le=65400)
     sim_nodes: int = Field(4, ge=1, le=MAX_SIM_NODES)
     sim_gpus: int = Field(8, ge=1, le=16)
-    scrape_interval: float = Field(2.0, gt=0, le=300)
-    evaluation_interval: float = Field(2.0, gt=0, le=300)
-    exporter_interval: float = Field(1.0, gt=0, le=60)
-    group_wait: float = Field(1.0, ge=0, le=600)
-    group_interval: float = Field(2.0, gt=0, le=3600)
-    repeat_interval: float = Field(4 * 3600.0, gt=0)
-    resend_delay: float = Field(2.0, gt=0, le=300)
-    max_for: float | None = Field(10.0, ge=0, description="cap on every rule's `for` (None: as written)")
+    scrape_interval: Seconds = Field(2.0, gt=0, le=300)
+    evaluation_interval: Seconds = Field(2.0, gt=0, le=300)
+    exporter_interval: Seconds = Field(1.0, gt=0, le=60)
+    group_wait: Seconds = Field(1.0, ge=0, le=600)
+    group_interval: Seconds = Field(2.0, gt=0, le=3600)
+    repeat_interval: Seconds = Field(4 * 3600.0, gt=0)
+    resend_delay: Seconds = Field(2.0, gt=0, le=300)
+    max_for: Seconds | None = Field(10.0, ge=0, description="cap on every rule's `for` (None: as written)")
     aiops: bool = True
     backfill_days: float = Field(14.0, ge=0, le=30)
     node_health: bool = True
@@ -82,7 +92,7 @@ class StackSettings(BaseModel):
     @classmethod
     def _loopback_only(cls, value: str) -> str:
         if value not in LOOPBACK_HOSTS:
-            raise ValueError(f"{value!r} is not a loopback address; the local stack listens on 127.0.0.1 only")
+            raise ValueError(f"{value!r} is not a loopback address; the local stack listens on loopback only")
         return value
 
     @model_validator(mode="after")
@@ -101,28 +111,62 @@ class StackSettings(BaseModel):
 
 
 class SettingsError(Exception):
-    """A configuration mistake the user must fix; the message lists every problem."""
+    """A configuration mistake the user must fix; the message lists every problem (`file:line: ...`)."""
 
 
 def load_settings(config_file: Path | None, overrides: dict[str, Any]) -> StackSettings:
-    """Merge the config file (if any) with command-line overrides (None values are ignored)."""
-    data: dict[str, Any] = {}
+    """Merge the config file (if any) with command-line overrides (None values are ignored).
+
+    The file's settings are the `stack:` mapping (or the whole file when it has no `stack:` key). Every
+    mistake is reported at once, a mistake in the file as `file:line: key: message`.
+    """
+    section: Located | None = None
+    document = None
+    problems: list[tuple[int, str]] = []
     if config_file is not None:
-        try:
-            loaded = yaml.safe_load(config_file.read_text()) or {}
-        except OSError as exc:
-            raise SettingsError(f"{config_file}: cannot read: {exc.strerror}") from None
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"{config_file}:{mark.line + 1}" if mark else str(config_file)
-            raise SettingsError(f"{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
-        if not isinstance(loaded, dict):
-            raise SettingsError(f"{config_file}: expected a mapping of settings at the top level")
-        data.update(loaded.get("stack", loaded))
-    data.update({k: v for k, v in overrides.items() if v is not None})
+        document = read_yaml(config_file, "stack config")
+        if not document.readable:
+            raise SettingsError("\n".join(document.messages()))
+        section, problems = _settings_section(document.root)
+    data = plain(section) if section is not None else {}
+    given = {key: value for key, value in overrides.items() if value is not None}
+    data.update(given)
+    command_line: list[str] = []
     try:
-        return StackSettings(**data)
+        settings = StackSettings(**data)
     except ValidationError as exc:
-        where = f"{config_file}: " if config_file else ""
-        problems = [f"{where}{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors()]
-        raise SettingsError("\n".join(problems)) from None
+        settings = None
+        for error in exc.errors():
+            loc = error["loc"]
+            message = _message(error)
+            if loc and loc[0] in given:
+                command_line.append(f"{_name(loc)}: {message} (from the command line)")
+            elif section is not None:
+                problems.append((line_at(section, loc), f"{_name(loc)}: {message}"))
+            else:
+                command_line.append(f"{_name(loc)}: {message}")
+    if problems or command_line or (document is not None and document.problems):
+        raise SettingsError("\n".join([*(document.messages(problems) if document else []), *command_line]))
+    return settings
+
+
+def _settings_section(root: Located | None) -> tuple[Located | None, list[tuple[int, str]]]:
+    """The mapping of settings in the file (`stack:` or the top level), and what is wrong with its shape."""
+    if root is None:
+        return None, []  # an empty file: the defaults
+    if not root.is_map():
+        return None, [(root.line, "expected a mapping of settings (under `stack:`) at the top level")]
+    section = root.value.get("stack", root)
+    if not section.is_map():
+        return None, [(section.line, "`stack` must be a mapping of settings")]
+    return section, []
+
+
+def _name(loc: tuple) -> str:
+    return ".".join(map(str, loc)) or "settings"
+
+
+def _message(error: dict) -> str:
+    if error["type"] == "extra_forbidden":
+        return f"unknown setting (known: {', '.join(StackSettings.model_fields)})"
+    return error["msg"].removeprefix("Value error, ")

@@ -1,7 +1,8 @@
 """One client for the HTTP APIs of a running stack, found through its run directory.
 
 `vigil drill`, `vigil chaos` and `vigil inbox` all talk to the same three services: Prometheus's
-query API, the notifier (bearer token) and the simulated fleet's chaos API.
+query API (through the shared `vigil.common.prometheus_api` client), the notifier (bearer token) and
+the simulated fleet's chaos API.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import requests
+
+from vigil.common.prometheus_api import PrometheusClient, Sample
 
 from .runstate import read_state, read_token
 
@@ -41,10 +44,9 @@ class StackClient:
         r.raise_for_status()
         return r.json()[key]
 
-    def query(self, promql: str) -> list[dict]:
-        r = requests.get(f"{self.prometheus}/api/v1/query", params={"query": promql}, timeout=5)
-        r.raise_for_status()
-        return r.json()["data"]["result"]
+    def query(self, promql: str) -> list[Sample]:
+        """Instant query; raises `PrometheusUnavailable` saying why Prometheus did not answer."""
+        return PrometheusClient(self.prometheus, timeout=5).query(promql)
 
     def notifications(self, limit: int = RECENT_ROWS) -> list[dict]:
         return self._notifier_get("/api/v1/notifications", "notifications", limit)

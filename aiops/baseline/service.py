@@ -22,6 +22,7 @@ from vigil.aiops.baseline.store import StoreError, load_store, store_path
 from vigil.aiops.baseline.train import TrainSettings, history_from_prometheus, save_result, train
 from vigil.aiops.history.series import HistoryError
 from vigil.aiops.risk import risk_collectors
+from vigil.common.http_server import http_server
 
 log = logging.getLogger("vigil.aiops.baseline")
 RETRY_AFTER_FAILURE_S = 60.0
@@ -136,7 +137,7 @@ def make_http_server(host: str, port: int, registry: CollectorRegistry, service:
         def log_message(self, fmt, *args):
             log.debug("%s " + fmt, self.address_string(), *args)
 
-    server = ThreadingHTTPServer((host, port), Handler)
+    server = http_server(host, port, Handler)
     server.daemon_threads = True
     return server
 

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from vigil.aiops.risk.promapi import PrometheusReader
+from vigil.common.prometheus_api import PrometheusClient
 
 # Alertmanager writes this for alerts that are still firing (field notes, section 2)
 _ZERO_TIME_PREFIX = "0001-01-01"
@@ -99,7 +99,7 @@ def _parse_alert(where: str, alert) -> tuple[tuple[tuple[str, str], ...], float,
     return tuple(sorted((str(k), str(v)) for k, v in labels.items())), start, end
 
 
-def firings_from_prometheus(reader: PrometheusReader, start: float, end: float, max_points: int = 10000) -> list[Firing]:
+def firings_from_prometheus(reader: PrometheusClient, start: float, end: float, max_points: int = 10000) -> list[Firing]:
     """Firings from the `ALERTS{alertstate="firing"}` history between `start` and `end`.
 
     A series' consecutive samples form one firing; a gap longer than 1.5 steps ends it. A firing

@@ -1,4 +1,8 @@
-"""Reading history from Prometheus' HTTP API (`/api/v1/query_range`), chunked for long ranges."""
+"""Reading history from Prometheus' HTTP API (`/api/v1/query_range`), chunked for long ranges.
+
+The requests go through the shared client (`vigil.common.prometheus_api`); this module adds the
+chunking, the merge of chunks per series and the conversion to `Series`.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import numpy as np
 import requests
 
 from vigil.aiops.history.series import HistoryError, Series, looks_like_counter
-from vigil.aiops.prometheus_api import PrometheusUnavailable, api_get
+from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
 
 # Prometheus rejects a range query whose (end - start) / step exceeds 11,000 points per series.
 PROMETHEUS_MAX_POINTS = 11_000
@@ -39,16 +43,8 @@ class PrometheusReader:
     """
 
     def __init__(self, url: str, timeout: float = 30.0, max_points: int = PROMETHEUS_MAX_POINTS):
-        self.url = url.rstrip("/")
-        self.timeout = timeout
+        self.client = PrometheusClient(url, timeout=timeout, session=requests.Session())
         self.max_points = max_points
-        self.session = requests.Session()
-
-    def _get(self, path: str, params: dict) -> dict:
-        try:
-            return api_get(self.url, path, params, self.timeout, self.session)
-        except PrometheusUnavailable as exc:
-            raise HistoryError(str(exc)) from exc
 
     def query_range(
         self,
@@ -65,16 +61,13 @@ class PrometheusReader:
         """
         samples: dict[tuple, tuple[dict[str, str], list[np.ndarray]]] = {}
         for chunk_start, chunk_end in chunk_ranges(start, end, step, self.max_points):
-            data = self._get(
-                "/api/v1/query_range",
-                {"query": query, "start": _fmt(chunk_start), "end": _fmt(chunk_end), "step": _fmt(step)},
-            )
-            if data.get("resultType") != "matrix":
-                raise HistoryError(f"query {query!r} did not return a range vector (got {data.get('resultType')})")
-            for item in data["result"]:
-                metric = item["metric"]
+            try:
+                chunk = self.client.query_range(query, chunk_start, chunk_end, step)
+            except PrometheusUnavailable as exc:
+                raise HistoryError(str(exc)) from exc
+            for metric, points in chunk:
                 key = tuple(sorted(metric.items()))
-                pairs = np.array(item["values"], dtype=np.float64).reshape(-1, 2)
+                pairs = np.array(points, dtype=np.float64).reshape(-1, 2)
                 samples.setdefault(key, (metric, []))[1].append(pairs)
             if on_chunk is not None:
                 on_chunk()
@@ -90,8 +83,3 @@ class PrometheusReader:
     def chunk_count(self, start: float, end: float, step: float) -> int:
         """How many requests `query_range` makes per query for this range."""
         return sum(1 for _ in chunk_ranges(start, end, step, self.max_points))
-
-
-def _fmt(x: float) -> str:
-    """Seconds as Prometheus accepts them, without float noise."""
-    return f"{x:.3f}".rstrip("0").rstrip(".")

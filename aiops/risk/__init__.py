@@ -10,7 +10,7 @@ import logging
 from pathlib import Path
 
 from vigil.aiops.risk.collector import FailureRiskCollector
-from vigil.aiops.risk.promapi import PrometheusReader
+from vigil.common.prometheus_api import PrometheusClient
 
 log = logging.getLogger(__name__)
 
@@ -23,5 +23,5 @@ def risk_collectors(model_dir: Path, prometheus_url: str | None, interval_s: flo
     if not prometheus_url:
         log.info("no Prometheus URL given: failure risk is not exported")
         return []
-    collector = FailureRiskCollector(PrometheusReader(prometheus_url), Path(model_dir), interval_s=interval_s)
+    collector = FailureRiskCollector(PrometheusClient(prometheus_url), Path(model_dir), interval_s=interval_s)
     return [collector.start()]

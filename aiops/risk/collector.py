@@ -17,7 +17,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from vigil.aiops.disk import MODEL_FILE
 from vigil.aiops.risk.gpu_score import score_gpus
 from vigil.aiops.risk.gpu_signals import read_gpu_signals
-from vigil.aiops.risk.promapi import PrometheusReader, PrometheusUnavailable
+from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ class RiskSample:
 class FailureRiskCollector:
     """Exports `vigil_failure_risk{kind,node,gpu|device}` and `vigil_failure_risk_reason{...,reason}`."""
 
-    def __init__(self, reader: PrometheusReader, model_dir: Path, interval_s: float = 60.0, xid_window: str = "7d"):
+    def __init__(self, reader: PrometheusClient, model_dir: Path, interval_s: float = 60.0, xid_window: str = "7d"):
         self._reader = reader
         self._model_dir = Path(model_dir)
         self._interval_s = interval_s

@@ -6,7 +6,7 @@ import pandas as pd
 
 from vigil.aiops.disk.features import COUNTER_ATTRIBUTES, TEMPERATURE_ATTRIBUTE, add_features
 from vigil.aiops.disk.model import DiskModel
-from vigil.aiops.risk.promapi import PrometheusReader
+from vigil.common.prometheus_api import PrometheusClient
 
 DAY_S = 86400.0
 _ATTRIBUTES = "|".join(str(a) for a in COUNTER_ATTRIBUTES + (TEMPERATURE_ATTRIBUTE,))
@@ -16,7 +16,7 @@ SMART_DAILY_QUERY = f'max_over_time(vigil_disk_smart_attribute_raw{{attribute_id
 TEMPERATURE_DAILY_QUERY = "max_over_time(vigil_disk_temperature_celsius[1d])"
 
 
-def read_smart_history(reader: PrometheusReader, now: float, days: int = 15) -> pd.DataFrame:
+def read_smart_history(reader: PrometheusClient, now: float, days: int = 15) -> pd.DataFrame:
     """A table `disk, node, device, day, smart_<id>...` with one row per ATA disk per day seen.
 
     Disks without any SMART attribute series (NVMe) are left out: the model knows ATA attributes only.
@@ -24,7 +24,7 @@ def read_smart_history(reader: PrometheusReader, now: float, days: int = 15) -> 
     start = now - (days - 1) * DAY_S
     records: dict[tuple[str, str, int], dict] = {}
     temperature: dict[tuple[str, str, int], float] = {}
-    for labels, points in reader.query_range(SMART_DAILY_QUERY, start=start, end=now, step_s=DAY_S):
+    for labels, points in reader.query_range(SMART_DAILY_QUERY, start=start, end=now, step=DAY_S):
         node, device, attr = labels.get("node"), labels.get("device"), labels.get("attribute_id")
         if node is None or device is None or attr is None:
             continue
@@ -32,7 +32,7 @@ def read_smart_history(reader: PrometheusReader, now: float, days: int = 15) -> 
             day = int(round((t - now) / DAY_S))  # 0 = today, -1 = yesterday, ...
             row = records.setdefault((node, device, day), {"node": node, "device": device, "day": day})
             row[f"smart_{attr}"] = float(int(value) & 0xFF) if attr == str(TEMPERATURE_ATTRIBUTE) else value
-    for labels, points in reader.query_range(TEMPERATURE_DAILY_QUERY, start=start, end=now, step_s=DAY_S):
+    for labels, points in reader.query_range(TEMPERATURE_DAILY_QUERY, start=start, end=now, step=DAY_S):
         for t, value in points:
             temperature[(labels.get("node"), labels.get("device"), int(round((t - now) / DAY_S)))] = value
     for key, row in records.items():

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
 from vigil.aiops.risk.gpu_score import GpuSignals
-from vigil.aiops.risk.promapi import PrometheusReader
+from vigil.common.prometheus_api import PrometheusClient
 
 # field of GpuSignals -> PromQL giving one value per (node, gpu); `{xid_window}` is filled in
 GPU_QUERIES: dict[str, str] = {
@@ -20,7 +22,7 @@ GPU_QUERIES: dict[str, str] = {
 GPU_INVENTORY_QUERY = "max by (node, gpu) (vigil_gpu_up)"
 
 
-def read_gpu_signals(reader: PrometheusReader, xid_window: str = "7d") -> list[GpuSignals]:
+def read_gpu_signals(reader: PrometheusClient, xid_window: str = "7d") -> list[GpuSignals]:
     """One `GpuSignals` per GPU seen in any of the queries, sorted by (node, gpu)."""
     gpus: dict[tuple[str, str], GpuSignals] = {}
 
@@ -35,7 +37,7 @@ def read_gpu_signals(reader: PrometheusReader, xid_window: str = "7d") -> list[G
     for field_name, promql in GPU_QUERIES.items():
         for labels, value in reader.query(promql.replace("{xid_window}", xid_window)):
             signals = entry(labels)
-            if signals is not None:
+            if signals is not None and not math.isnan(value):  # no sample is better than a NaN one
                 setattr(signals, field_name, value)
     return [gpus[key] for key in sorted(gpus)]
 

@@ -1,0 +1,56 @@
+"""Click parameter types for the shared parsers, so every flag takes the same forms and fails the same way."""
+
+from __future__ import annotations
+
+import click
+
+from .durations import EXAMPLES, format_duration, parse_duration
+from .hostport import HostPort as Address
+from .hostport import parse_host_port
+
+
+class Duration(click.ParamType):
+    """Seconds (float) from `10`, `0.5`, `30s`, `1h30m`, …; `minimum` (seconds) bounds it from below.
+
+    `positive=True` refuses zero as well (an interval or a look-back of nothing makes no sense).
+    """
+
+    name = "duration"
+
+    def __init__(self, minimum: float = 0.0, positive: bool = False):
+        self.minimum = minimum
+        self.positive = positive
+
+    def convert(self, value, param, ctx) -> float:
+        try:
+            seconds = parse_duration(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+        if self.positive and seconds <= 0:
+            self.fail(f"{value!r}: the duration must be above zero ({EXAMPLES})", param, ctx)
+        if seconds < self.minimum:
+            self.fail(f"{value!r} is shorter than the least allowed, {format_duration(self.minimum)}", param, ctx)
+        return seconds
+
+    def get_metavar(self, param, ctx=None) -> str:  # click 8.2 passes the context too
+        return "DURATION"
+
+
+class HostPort(click.ParamType):
+    """A `HostPort(host, port)` from HOST:PORT or [IPv6]:PORT; `:PORT` means `default_host` when one is given."""
+
+    name = "host:port"
+
+    def __init__(self, default_host: str | None = None):
+        self.default_host = default_host
+
+    def convert(self, value, param, ctx) -> Address:
+        if isinstance(value, Address):
+            return value
+        try:
+            return parse_host_port(value, self.default_host)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+    def get_metavar(self, param, ctx=None) -> str:
+        return "HOST:PORT"

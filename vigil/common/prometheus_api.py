@@ -1,0 +1,92 @@
+"""The one client of Prometheus's HTTP API: instant queries, range queries and series, with clear errors.
+
+Plain `requests`, no client library: callers want instant vectors as `(labels, value)`, range matrices
+as `(labels, [(t, v), ...])` and label sets, and one exception, `PrometheusUnavailable`, whose message
+says whether Prometheus could not be reached, did not answer like a Prometheus, or refused the query.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import requests
+
+
+class PrometheusUnavailable(RuntimeError):
+    """Prometheus could not be reached, or answered with an error (the message says which)."""
+
+
+class Sample(NamedTuple):
+    """One series of an instant vector (unpacks as `labels, value`); NaN values are kept."""
+
+    labels: dict[str, str]
+    value: float
+
+
+class RangeSeries(NamedTuple):
+    """One series of a range matrix (unpacks as `labels, points`), points as `(unix time, value)`."""
+
+    labels: dict[str, str]
+    points: list[tuple[float, float]]
+
+
+def format_time(seconds: float) -> str:
+    """Unix seconds as Prometheus accepts them, to the millisecond and without float noise."""
+    return f"{seconds:.3f}".rstrip("0").rstrip(".")
+
+
+class PrometheusClient:
+    """Talks to the Prometheus at `url`; `session` reuses connections across many requests."""
+
+    def __init__(self, url: str, timeout: float = 10.0, session: requests.Session | None = None):
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self.session = session
+
+    def query(self, promql: str, at: float | None = None) -> list[Sample]:
+        """Instant query: one `Sample(labels, value)` per series of the vector `promql` returns."""
+        params = {"query": promql}
+        if at is not None:
+            params["time"] = format_time(at)
+        data = self._get("/api/v1/query", params, promql)
+        if data.get("resultType") != "vector":
+            raise PrometheusUnavailable(f"expected an instant vector from {promql!r}, got {data.get('resultType')}")
+        return [Sample(dict(series["metric"]), float(series["value"][1])) for series in data["result"]]
+
+    def query_range(self, promql: str, start: float, end: float, step: float) -> list[RangeSeries]:
+        """Range query: one `RangeSeries(labels, [(t, v), ...])` per series, between `start` and `end`."""
+        params = {"query": promql, "start": format_time(start), "end": format_time(end), "step": format_time(step)}
+        data = self._get("/api/v1/query_range", params, promql)
+        if data.get("resultType") != "matrix":
+            raise PrometheusUnavailable(f"expected a range matrix from {promql!r}, got {data.get('resultType')}")
+        return [RangeSeries(dict(series["metric"]), [(float(t), float(v)) for t, v in series["values"]])
+                for series in data["result"]]
+
+    def series(self, *selectors: str, start: float | None = None, end: float | None = None) -> list[dict[str, str]]:
+        """The label sets of every series matching any of `selectors` (between `start` and `end` when given)."""
+        if not selectors:
+            raise ValueError("series() needs at least one selector")
+        params: dict = {"match[]": list(selectors)}
+        if start is not None:
+            params["start"] = format_time(start)
+        if end is not None:
+            params["end"] = format_time(end)
+        return [dict(labels) for labels in self._get("/api/v1/series", params, " or ".join(selectors))]
+
+    def _get(self, path: str, params: dict, what: str) -> dict | list:
+        """GET `path`; return the answer's `data`, or raise PrometheusUnavailable saying what went wrong."""
+        try:
+            response = (self.session or requests).get(self.url + path, params=params, timeout=self.timeout)
+        except requests.RequestException as exc:
+            raise PrometheusUnavailable(f"cannot reach Prometheus at {self.url}: {exc.__class__.__name__}: {exc}") from exc
+        try:
+            body = response.json()
+        except ValueError:
+            raise PrometheusUnavailable(f"Prometheus at {self.url} answered HTTP {response.status_code} with a "
+                                        "non-JSON body (is this a Prometheus server?)") from None
+        if response.status_code != 200 or not isinstance(body, dict) or body.get("status") != "success":
+            body = body if isinstance(body, dict) else {}
+            reason = body.get("error") or f"HTTP {response.status_code}"
+            raise PrometheusUnavailable(f"Prometheus at {self.url} refused {what!r}: "
+                                        f"{body.get('errorType', 'error')}: {reason}")
+        return body["data"]
