@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+import os
+import sqlite3
 import subprocess
+from pathlib import Path
 
+import pytest
 import yaml
 
+import vigil.rules as rulegen
+from golden_support import check_golden
 from stack_support import vigil
-from vigil.settings import load_settings
-from vigil.stack_config import RunLayout, write_stack_files
+from vigil.components import GpuBackend, component_specs
+from vigil.settings import SettingsError, load_settings
+from vigil.stack_config import RunLayout, alertmanager_config, dump_config, prometheus_config, write_stack_files
+
+NODES = ["node-1", "node-2", "node-3"]
 
 
 def generate(tmp_path, **overrides):
     settings = load_settings(None, {"run_dir": tmp_path / "run", "sim_nodes": 3, **overrides})
     layout = RunLayout(settings.run_path)
-    write_stack_files(settings, layout, [f"node-{i}" for i in (1, 2, 3)])
+    write_stack_files(settings, layout, NODES)
     return settings, layout
 
 
@@ -57,3 +66,112 @@ def test_bad_oncall_config_is_refused_with_file_and_line_before_anything_starts(
     assert f"{oncall}:5:" in result.stderr and f"{oncall}:8:" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "run" / "state.json").exists()
+
+
+def golden_documents(settings) -> dict[str, dict]:
+    layout = RunLayout(Path("/run/vigil"))  # a fixed run directory: the paths in the configs are stable
+    inhibit = rulegen.alertmanager_inhibit_rules(rulegen.load_specs(rulegen.default_spec_paths()))
+    return {"prometheus.yml": prometheus_config(settings, layout, NODES),
+            "alertmanager.yml": alertmanager_config(settings, layout, inhibit)}
+
+
+@pytest.mark.parametrize("name", ["prometheus.yml", "alertmanager.yml"])
+def test_generated_configs_match_the_golden_files(name):
+    """Default settings, three nodes; refresh with VIGIL_UPDATE_GOLDEN=1 and review `git diff tests/golden/stack`."""
+    settings = load_settings(None, {"sim_nodes": 3})
+    check_golden(f"stack/{name}", dump_config(golden_documents(settings)[name]))
+
+
+def test_the_written_files_are_the_golden_documents(tmp_path):
+    settings, layout = generate(tmp_path)
+    inhibit = rulegen.alertmanager_inhibit_rules(rulegen.load_specs(rulegen.default_spec_paths()))
+    assert layout.prometheus_config.read_text() == dump_config(prometheus_config(settings, layout, NODES))
+    assert layout.alertmanager_config.read_text() == dump_config(alertmanager_config(settings, layout, inhibit))
+
+
+@pytest.mark.parametrize("host, address", [("::1", "[::1]"), ("localhost", "localhost")])
+def test_the_settings_host_is_used_by_every_config_and_component(tmp_path, host, address):
+    settings, layout = generate(tmp_path, host=host)
+    check = subprocess.run(["promtool", "check", "config", str(layout.prometheus_config)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    check = subprocess.run(["amtool", "check-config", str(layout.alertmanager_config)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    prometheus = yaml.safe_load(layout.prometheus_config.read_text())
+    targets = [t for job in prometheus["scrape_configs"] for c in job["static_configs"] for t in c["targets"]]
+    targets += prometheus["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"]
+    assert targets and all(t.startswith(f"{address}:") for t in targets), targets
+    webhook = yaml.safe_load(layout.alertmanager_config.read_text())["receivers"][0]["webhook_configs"][0]["url"]
+    assert webhook == f"http://{address}:{settings.ports.notifier}/api/v1/alerts/alertmanager"
+    binaries = {name: f"/usr/bin/{name}" for name in ("prometheus", "alertmanager", "node-exporter")}
+    specs = component_specs(settings, layout, binaries, GpuBackend("sim", NODES))
+    text = " ".join(" ".join([*spec.argv, spec.url, spec.health_url]) for spec in specs)
+    assert "127.0.0.1" not in text
+    assert f"--web.listen-address={address}:{settings.ports.prometheus}" in text
+    assert f"http://{address}:{settings.ports.notifier}/healthz" in text
+
+
+def test_secrets_and_the_notifier_database_are_owner_only_whatever_the_umask(tmp_path):
+    old = os.umask(0o002)
+    try:
+        _, layout = generate(tmp_path)
+        assert layout.secrets_dir.stat().st_mode & 0o777 == 0o700
+        assert layout.token_file.stat().st_mode & 0o777 == 0o600
+        assert layout.notifier_db.stat().st_mode & 0o777 == 0o600
+        with sqlite3.connect(layout.notifier_db) as db:  # SQLite gives -wal and -shm the database's mode
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("CREATE TABLE t (x)")
+            db.execute("INSERT INTO t VALUES (1)")
+            wal, shm = (layout.notifier_db.with_name(f"notifier.db-{ext}") for ext in ("wal", "shm"))
+            assert wal.stat().st_mode & 0o777 == 0o600 and shm.stat().st_mode & 0o777 == 0o600
+        layout.secrets_dir.chmod(0o755)
+        layout.token_file.chmod(0o644)
+        generate(tmp_path)  # a second start tightens what someone loosened
+        assert layout.secrets_dir.stat().st_mode & 0o777 == 0o700
+        assert layout.token_file.stat().st_mode & 0o777 == 0o600
+        assert sqlite3.connect(layout.notifier_db).execute("SELECT x FROM t").fetchall() == [(1,)]  # kept, not truncated
+    finally:
+        os.umask(old)
+
+
+def test_settings_mistakes_in_the_file_name_file_and_line_all_at_once(tmp_path):
+    config = tmp_path / "vigil.yaml"
+    config.write_text("# my stack\nstack:\n  port_base: 80\n  sim_nodes: 2\n  sim_nodes: 3\n  scrape_intervall: 1\n"
+                      "  group_wait: soon\n")
+    result = vigil("up", "--config", str(config), "--run-dir", str(tmp_path / "run"), "--sim-gpus", "99")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"{config}:3: port_base: Input should be greater than or equal to 1024" in result.stderr
+    assert f"{config}:5: duplicate key 'sim_nodes' (first defined on line 4)" in result.stderr
+    assert f"{config}:6: scrape_intervall: unknown setting (known: run_dir, host, port_base" in result.stderr
+    assert f"{config}:7: group_wait: 'soon' is not a duration" in result.stderr
+    assert "sim_gpus: Input should be less than or equal to 16 (from the command line)" in result.stderr
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("text, line, message", [
+    ("stack: [1, 2]\n", 1, "`stack` must be a mapping of settings"),
+    ("- 1\n", 1, "expected a mapping of settings (under `stack:`) at the top level"),
+    ("stack:\n  sim_nodes: [\n", 3, "invalid YAML"),
+    ("sim_nodes: 2\nhost: 10.0.0.1\n", 2, "host: '10.0.0.1' is not a loopback address"),
+])
+def test_a_broken_settings_file_gets_its_line(tmp_path, text, line, message):
+    config = tmp_path / "vigil.yaml"
+    config.write_text(text)
+    with pytest.raises(SettingsError) as caught:
+        load_settings(config, {})
+    assert str(caught.value).startswith(f"{config}:{line}: {message}")
+
+
+def test_settings_durations_take_the_shared_forms(tmp_path):
+    config = tmp_path / "vigil.yaml"
+    config.write_text("stack:\n  scrape_interval: 10\n  evaluation_interval: 5s\n  repeat_interval: 1h30m\n"
+                      "  max_for: null\n")
+    settings = load_settings(config, {})
+    assert (settings.scrape_interval, settings.evaluation_interval, settings.repeat_interval) == (10, 5, 5400)
+    assert settings.max_for is None
+    assert load_settings(None, {}) == load_settings(_empty(tmp_path), {})  # an empty file means the defaults
+
+
+def _empty(tmp_path: Path) -> Path:
+    path = tmp_path / "empty.yaml"
+    path.write_text("# nothing set yet\n")
+    return path

@@ -88,6 +88,13 @@ def test_started_from_a_directory_with_folders_named_like_vigils_packages(stack:
     assert "was imported instead of vigil" not in logs
 
 
+def test_secrets_and_the_notifier_database_are_owner_only(stack: RunningStack):
+    assert stack.cli("status").returncode == 0  # the notifier is up, so its database and WAL files exist
+    assert (stack.run_dir / "secrets").stat().st_mode & 0o777 == 0o700
+    for name in ("secrets/webhook-token", "notifier.db", "notifier.db-wal", "notifier.db-shm"):
+        assert (stack.run_dir / name).stat().st_mode & 0o777 == 0o600, name
+
+
 def test_each_node_is_its_own_target(stack: RunningStack):
     prom = stack.url("prometheus")
     deadline = time.monotonic() + 20

@@ -8,8 +8,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from vigil.common.durations import format_duration
+from vigil.common.hostport import format_host_port, http_url
+
 from .settings import StackSettings
-from .stack_config import RunLayout, prom_duration
+from .stack_config import RunLayout
 from .supervisor import ComponentSpec
 
 SYSTEM_BINARIES = {
@@ -87,44 +90,47 @@ def node_exporter_flags(systemd_dir: Path = Path("/run/systemd/system")) -> list
 def component_specs(settings: StackSettings, layout: RunLayout, binaries: dict[str, str], backend: GpuBackend) -> list[ComponentSpec]:
     """Components in start order (dependencies first)."""
     p = settings.ports
-    host = "127.0.0.1"
+    host = settings.host
 
     def url(port: int, path: str = "") -> str:
-        return f"http://{host}:{port}{path}"
+        return http_url(host, port, path)
+
+    def listen(port: int) -> str:
+        return format_host_port(host, port)
 
     node_ports = [p.gpu_node(i) for i in range(1, len(backend.node_names) + 1)]
     if backend.kind == "sim":
         gpu_argv = vigil_argv("exporter", "gpu", "--backend", "sim", "--sim-nodes", str(settings.sim_nodes),
-                          "--sim-gpus", str(settings.sim_gpus), "--listen", f"{host}:{node_ports[0]}",
-                          "--control-listen", f"{host}:{p.gpu_control}", "--interval", str(settings.exporter_interval))
+                          "--sim-gpus", str(settings.sim_gpus), "--listen", listen(node_ports[0]),
+                          "--control-listen", listen(p.gpu_control), "--interval", str(settings.exporter_interval))
         gpu = ComponentSpec("gpu-fleet", gpu_argv, url(node_ports[0], "/metrics"), url(p.gpu_control, "/healthz"),
                             ports=[p.gpu_control, *node_ports])
     else:
-        gpu_argv = vigil_argv("exporter", "gpu", "--backend", "nvml", "--listen", f"{host}:{node_ports[0]}",
+        gpu_argv = vigil_argv("exporter", "gpu", "--backend", "nvml", "--listen", listen(node_ports[0]),
                           "--node", backend.node_names[0], "--interval", str(settings.exporter_interval))
         gpu = ComponentSpec("gpu-exporter", gpu_argv, url(node_ports[0], "/metrics"), url(node_ports[0], "/metrics"),
                             ports=node_ports)
     specs = [
-        ComponentSpec("notifier", vigil_argv("notifier", "serve", "--listen", f"{host}:{p.notifier}",
+        ComponentSpec("notifier", vigil_argv("notifier", "serve", "--listen", listen(p.notifier),
                                          "--db", f"sqlite:///{layout.notifier_db}", "--token-file", str(layout.token_file),
                                          "--oncall-config", str(settings.oncall_config or layout.oncall_config),
                                          "--alertmanager-url", url(p.alertmanager)),
                       url(p.notifier), url(p.notifier, "/healthz"), ports=[p.notifier]),
         ComponentSpec("alertmanager", [binaries["alertmanager"], f"--config.file={layout.alertmanager_config}",
-                                       f"--storage.path={layout.alertmanager_data}", f"--web.listen-address={host}:{p.alertmanager}",
+                                       f"--storage.path={layout.alertmanager_data}", f"--web.listen-address={listen(p.alertmanager)}",
                                        "--cluster.listen-address=", f"--web.external-url={url(p.alertmanager)}"],
                       url(p.alertmanager), url(p.alertmanager, "/-/ready"), ports=[p.alertmanager]),
-        ComponentSpec("node-exporter", [binaries["node-exporter"], *node_exporter_flags(), f"--web.listen-address={host}:{p.node_exporter}"],
+        ComponentSpec("node-exporter", [binaries["node-exporter"], *node_exporter_flags(), f"--web.listen-address={listen(p.node_exporter)}"],
                       url(p.node_exporter, "/metrics"), url(p.node_exporter, "/metrics"), ports=[p.node_exporter]),
         gpu,
     ]
     if settings.node_health:
-        specs.append(ComponentSpec("node-health", vigil_argv("exporter", "node", "--listen", f"{host}:{p.node_health}", "--simulate",
+        specs.append(ComponentSpec("node-health", vigil_argv("exporter", "node", "--listen", listen(p.node_health), "--simulate",
                                                          "--node", backend.node_names[0]),
                                    url(p.node_health, "/metrics"), url(p.node_health, "/metrics"), ports=[p.node_health]))
     specs.append(ComponentSpec("prometheus", [binaries["prometheus"], f"--config.file={layout.prometheus_config}",
-                                              f"--storage.tsdb.path={layout.prometheus_data}", f"--web.listen-address={host}:{p.prometheus}",
-                                              f"--rules.alert.resend-delay={prom_duration(settings.resend_delay)}",
+                                              f"--storage.tsdb.path={layout.prometheus_data}", f"--web.listen-address={listen(p.prometheus)}",
+                                              f"--rules.alert.resend-delay={format_duration(settings.resend_delay)}",
                                               "--storage.tsdb.retention.time=30d", "--web.enable-lifecycle",
                                               f"--web.external-url={url(p.prometheus)}"],
                                url(p.prometheus), url(p.prometheus, "/-/ready"), ports=[p.prometheus]))
@@ -135,8 +141,8 @@ def component_specs(settings: StackSettings, layout: RunLayout, binaries: dict[s
                                                                "--model-dir", str(layout.aiops_dir)),
                                    "", "", oneshot=True))
     if settings.aiops:
-        specs.append(ComponentSpec("aiops", vigil_argv("aiops", "serve", "--listen", f"{host}:{p.aiops}", "--model-dir", str(layout.aiops_dir),
+        specs.append(ComponentSpec("aiops", vigil_argv("aiops", "serve", "--listen", listen(p.aiops), "--model-dir", str(layout.aiops_dir),
                                                    "--prometheus-url", url(p.prometheus), "--match", "vigil_gpu_utilization_ratio",
-                                                   "--risk-interval", prom_duration(max(5.0, 5 * settings.scrape_interval))),
+                                                   "--risk-interval", format_duration(max(5.0, 5 * settings.scrape_interval))),
                                    url(p.aiops, "/metrics"), url(p.aiops, "/healthz"), ports=[p.aiops]))
     return specs

@@ -14,6 +14,7 @@ import subprocess
 import time
 
 from vigil.aiops.history.openmetrics import write_openmetrics
+from vigil.common.hostport import format_host_port
 from vigil.exporters.sim.load import gpu_load
 from vigil.exporters.sim.nvml import device_uuid
 
@@ -29,7 +30,7 @@ def simulated_series(settings: StackSettings, node_names: list[str], end: float)
     timestamps = [end - STEP_S * i for i in range(count, 0, -1)]
     series = []
     for index, node in enumerate(node_names, start=1):
-        instance = f"127.0.0.1:{settings.ports.gpu_node(index)}"
+        instance = format_host_port(settings.host, settings.ports.gpu_node(index))  # as the scrape target names it
         for gpu in range(settings.sim_gpus):
             labels = {"node": node, "gpu": str(gpu), "uuid": device_uuid(node, gpu), "job": GPU_JOB, "instance": instance}
             series.append((BACKFILLED_METRIC, labels, timestamps, [gpu_load(node, gpu, t) for t in timestamps]))

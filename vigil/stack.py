@@ -9,6 +9,7 @@ import signal
 import time
 from typing import Callable
 
+from vigil.common.hostport import http_url
 from vigil.oncall.loader import OncallConfigError, load_oncall
 
 from .components import GpuBackend, component_specs, detect_gpu_backend, find_binaries
@@ -98,7 +99,7 @@ def run_stack(settings: StackSettings, gpu_backend: str, say: Callable[[str], No
 
     supervisor = Supervisor(specs, layout.logs_dir)
     state = StackState(supervisor_pid=os.getpid(), port_base=settings.port_base, gpu_backend=backend.kind,
-                       urls={"gpu_control": f"http://127.0.0.1:{settings.ports.gpu_control}"} if backend.kind == "sim" else {})
+                       urls={"gpu_control": http_url(settings.host, settings.ports.gpu_control)} if backend.kind == "sim" else {})
     try:
         say(f"starting {len(specs)} components (logs in {layout.logs_dir}) …")
         supervisor.start()

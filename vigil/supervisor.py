@@ -62,7 +62,7 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     """True if a server could listen on the port now (servers set SO_REUSEADDR, so TIME_WAIT is fine)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
