@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vigil.exporters.sim.faults import FAULTS as SIMULATOR_FAULTS
+
 from .kinds import KINDS, expand
 from .lint import LINT_IDS, lint
 from .located import ErrorLog, Located, SpecError, load_located
@@ -138,6 +140,7 @@ def _load_alert(name: str, node: Located, line: int, file: str, defaults: _Defau
     if "/" not in runbook:  # an anchor in the default runbook page
         runbook = f"{defaults.runbook_base}#{runbook}"
     _read_inhibitions(r, name, pending)
+    drill = r.choice("drill", tuple(SIMULATOR_FAULTS))
     ignored = r.name_list("lint_ignore", pattern=_LINT_ID, what="lint check id") or []
     for check in ignored:
         if check not in LINT_IDS:
@@ -150,7 +153,8 @@ def _load_alert(name: str, node: Located, line: int, file: str, defaults: _Defau
         return None
     return Alert(name=name, expr=expr.strip(), severity=severity, summary=summary.strip(),
                  description=description.strip(), runbook_url=runbook, for_=for_, keep_firing_for=keep,
-                 labels=tuple(sorted({**defaults.labels, **labels}.items())), kind=kind, file=file, line=line)
+                 labels=tuple(sorted({**defaults.labels, **labels}.items())), kind=kind, drill=drill, file=file,
+                 line=line)
 
 
 def _read_inhibitions(r: Reader, name: str, pending: list[_Pending]) -> None:
@@ -177,11 +181,17 @@ def _read_inhibitions(r: Reader, name: str, pending: list[_Pending]) -> None:
 
 def _check_unique(groups: list[Group], errors: ErrorLog) -> None:
     seen: dict[str, Alert] = {}
+    drilled: dict[str, Alert] = {}
     for alert in (a for g in groups for a in g.alerts):
         first = seen.setdefault(alert.name, alert)
         if first is not alert:
             errors.add(alert.file, alert.line,
                        f"duplicate alert name {alert.name!r} (first defined at {first.file}:{first.line})")
+        if alert.drill is not None:
+            other = drilled.setdefault(alert.drill, alert)
+            if other is not alert:
+                errors.add(alert.file, alert.line, f"alert {alert.name}: fault {alert.drill!r} already drills "
+                           f"alert {other.name} ({other.file}:{other.line}); a drill expects one alert")
     group_files: dict[str, str] = {}
     for group in groups:
         first_file = group_files.setdefault(group.name, group.file)

@@ -34,6 +34,7 @@ class Alert:
     keep_firing_for: str | None = None
     labels: tuple[tuple[str, str], ...] = ()  # extra labels (defaults merged in), sorted by name
     kind: str = "expr"
+    drill: str | None = None  # the simulated-fleet fault that makes this alert fire (`vigil drill FAULT`)
     file: str = ""
     line: int = 0
 

@@ -9,7 +9,10 @@ from pathlib import Path
 import click
 import requests
 
-from .drill import FAULTS, Drill, DrillFailed, StageResult
+from vigil.common.click_types import Duration
+from vigil.common.prometheus_api import PrometheusUnavailable
+
+from .drill import Drill, DrillFailed, StageResult, shipped_fault_expectations
 from .runstate import NoStack
 from .stack_client import StackClient, StackRequestError
 
@@ -77,14 +80,19 @@ def list_(run_dir):
 
 
 @click.command()
-@click.argument("fault", metavar="FAULT", type=click.Choice(sorted(FAULTS)))
+@click.argument("fault", metavar="FAULT", type=click.Choice(sorted(shipped_fault_expectations())))
 @click.option("--node", required=True, help="Node name, e.g. node-2.")
 @click.option("--gpu", type=int, default=0, show_default=True)
-@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds allowed per stage.")
+@click.option("--timeout", type=Duration(positive=True), default="120s", show_default=True,
+              help="Time allowed per stage.")
 @click.option("--json", "as_json", is_flag=True, help="Print the stage timings as JSON.")
 @run_dir_option
 def drill(fault, node, gpu, timeout, as_json, run_dir):
-    """Inject FAULT, wait for the page, clear it, wait for the resolution; print each stage's time."""
+    """Inject FAULT, wait for the page, clear it, wait for the resolution; print each stage's time.
+
+    FAULT is a simulator fault that a rule spec names in its `drill:` key; that rule's alert is awaited.
+    """
+    expect = shipped_fault_expectations()[fault]
     apis = _client(run_dir)
     if apis.gpu_control is None:
         raise click.ClickException("this stack exports real GPUs (NVML); drills need the simulated fleet")
@@ -95,8 +103,8 @@ def drill(fault, node, gpu, timeout, as_json, run_dir):
 
     if not as_json:
         where = node if fault == "node-down" else f"{node} GPU {gpu}"
-        click.echo(f"drill: {fault} on {where} (expecting {FAULTS[fault].alertname})")
-    runner = Drill(apis, fault, node, gpu, stage_timeout_s=timeout, report=report)
+        click.echo(f"drill: {fault} on {where} (expecting {expect.alertname})")
+    runner = Drill(apis, expect, node, gpu, stage_timeout_s=timeout, report=report)
     try:
         results = runner.run()
     except DrillFailed as exc:
@@ -104,7 +112,7 @@ def drill(fault, node, gpu, timeout, as_json, run_dir):
             click.echo(json.dumps({"ok": False, "error": str(exc), "stages": [r.__dict__ for r in runner.results]}))
             sys.exit(1)
         raise click.ClickException(f"drill failed: {exc}") from None
-    except requests.RequestException as exc:
+    except (requests.RequestException, PrometheusUnavailable) as exc:
         raise click.ClickException(f"cannot reach the stack: {exc}") from None
     if as_json:
         click.echo(json.dumps({"ok": True, "fault": fault, "node": node, "gpu": gpu, "stages": [r.__dict__ for r in results]}))

@@ -4,6 +4,11 @@ Stages (each timed from the injection): the fault is seen in a scrape → the al
 the notifier receives Alertmanager's notification → the page is delivered; then, after clearing: the
 scrape shows recovery → the alert stops firing → the notifier receives the resolution → the resolved
 page is delivered. Every check asks the real component's API.
+
+Nothing here repeats the rules or the simulator: the alert a fault must raise is the one whose spec
+says `drill: FAULT` (the rules loader checks FAULT against the simulator's fault list); whether a fault
+hits one GPU or a whole node comes from the simulator; and "seen in a scrape" means that the alert's
+own expression returns a series for the node (and GPU) on the data Prometheus scraped.
 """
 
 from __future__ import annotations
@@ -14,26 +19,33 @@ from typing import Callable
 
 import requests
 
+import vigil.rules as rulegen
+from vigil.common.prometheus_api import PrometheusUnavailable
+from vigil.exporters.sim.faults import NODE_FAULTS
+
 from .stack_client import RECENT_ROWS, StackClient, StackRequestError
 
 
 @dataclass(frozen=True)
 class FaultExpectation:
+    """What a drill of `fault` waits for: `alertname` firing, on one GPU or (`per_gpu` False) a node."""
+
+    fault: str
     alertname: str
+    expr: str  # the alert's PromQL: returns a series for the node/GPU while the fault shows in scraped data
     per_gpu: bool
-    symptom: str  # PromQL template that returns a series while the fault is visible in scraped data
 
 
-FAULTS: dict[str, FaultExpectation] = {
-    "xid79": FaultExpectation("GpuFallenOffBus", True, 'vigil_gpu_up{{node="{node}",gpu="{gpu}"}} == 0'),
-    "ecc-dbe": FaultExpectation("GpuUncorrectableEccErrors", True,
-                                'vigil_gpu_ecc_errors_total{{node="{node}",gpu="{gpu}",error_type="uncorrected",counter_type="volatile"}} > 0'),
-    "overheat": FaultExpectation("GpuOverheating", True, 'vigil_gpu_temperature_celsius{{node="{node}",gpu="{gpu}",sensor="gpu"}} >= 90'),
-    "node-down": FaultExpectation("GpuNodeDown", False, 'up{{job="vigil-gpu",node="{node}"}} == 0'),
-    # needs the AIOps service: the page comes from the learned baseline, not a fixed threshold
-    "load-anomaly": FaultExpectation("GpuLoadOutsideBaseline", True,
-                                     'vigil_gpu_utilization_ratio{{node="{node}",gpu="{gpu}"}} < 0.1'),
-}
+def fault_expectations(ruleset: rulegen.RuleSet) -> dict[str, FaultExpectation]:
+    """One expectation per fault that an alert of `ruleset` names in its `drill:` key, by fault name."""
+    drilled = sorted((alert for alert in ruleset.alerts if alert.drill is not None), key=lambda alert: alert.drill)
+    return {alert.drill: FaultExpectation(alert.drill, alert.name, alert.expr, alert.drill not in NODE_FAULTS)
+            for alert in drilled}
+
+
+def shipped_fault_expectations() -> dict[str, FaultExpectation]:
+    """The drills of the shipped rule specs: the rules `vigil up` loads into Prometheus."""
+    return fault_expectations(rulegen.load_specs(rulegen.default_spec_paths()))
 
 
 class DrillFailed(Exception):
@@ -49,7 +61,7 @@ class StageResult:
 @dataclass
 class Drill:
     apis: StackClient
-    fault: str
+    expect: FaultExpectation
     node: str
     gpu: int
     stage_timeout_s: float = 120.0
@@ -63,11 +75,18 @@ class Drill:
         except StackRequestError as exc:
             raise DrillFailed(f"the simulator refused {path}: {exc}") from None
 
-    def _labels_match(self, labels: dict) -> bool:
-        expect = FAULTS[self.fault]
-        if labels.get("alertname") != expect.alertname or labels.get("node") != self.node:
+    def _on_target(self, labels: dict) -> bool:
+        """Whether a series or an alert with `labels` is about the node (and GPU) under drill."""
+        if labels.get("node") != self.node:
             return False
-        return not expect.per_gpu or str(labels.get("gpu")) == str(self.gpu)
+        return not self.expect.per_gpu or str(labels.get("gpu")) == str(self.gpu)
+
+    def _labels_match(self, labels: dict) -> bool:
+        return labels.get("alertname") == self.expect.alertname and self._on_target(labels)
+
+    def _shows(self, promql: str) -> bool:
+        """Whether `promql` returns a series for the node (and GPU) under drill."""
+        return any(self._on_target(labels) for labels, _ in self.apis.query(promql))
 
     def _wait(self, name: str, started: float, check: Callable[[], bool], hint: str) -> None:
         deadline = time.monotonic() + self.stage_timeout_s
@@ -75,7 +94,7 @@ class Drill:
             try:
                 if check():
                     break
-            except requests.RequestException:
+            except (requests.RequestException, PrometheusUnavailable):
                 pass  # a component restarting is not a drill failure until the timeout
             if time.monotonic() > deadline:
                 raise DrillFailed(f"stage '{name}' did not happen within {self.stage_timeout_s:.0f}s ({hint})")
@@ -85,10 +104,9 @@ class Drill:
         self.report(result)
 
     def run(self) -> list[StageResult]:
-        expect = FAULTS[self.fault]
-        symptom = expect.symptom.format(node=self.node, gpu=self.gpu)
-        alert_q = f'ALERTS{{alertname="{expect.alertname}",alertstate="firing",node="{self.node}"' + (
-            f',gpu="{self.gpu}"}}' if expect.per_gpu else "}")
+        symptom = self.expect.expr
+        alert_q = f'ALERTS{{alertname="{self.expect.alertname}",alertstate="firing"}}'
+        where = f'node="{self.node}"' + (f', gpu="{self.gpu}"' if self.expect.per_gpu else "")
         seen_notifications = {n["id"] for n in self.apis.notifications()}
         seen_pages = {p["id"] for p in self.apis.pages(RECENT_ROWS)}
 
@@ -101,20 +119,20 @@ class Drill:
             return any(p["id"] not in seen_pages and p.get("status") == status and self._labels_match(p.get("labels", {}))
                        for p in self.apis.pages(RECENT_ROWS))
 
-        body = {"fault": self.fault, "node": self.node, "gpu": self.gpu}
+        body = {"fault": self.expect.fault, "node": self.node, "gpu": self.gpu}
         cleared = False
         t0 = time.monotonic()
         self._chaos("/chaos/inject", body)
         try:
-            self._wait("injected → seen in a scrape", t0, lambda: bool(self.apis.query(symptom)), f"query {symptom}")
-            self._wait("alert firing in Prometheus", t0, lambda: bool(self.apis.query(alert_q)), f"query {alert_q}")
+            self._wait("injected → seen in a scrape", t0, lambda: self._shows(symptom), f"query {symptom} for {where}")
+            self._wait("alert firing in Prometheus", t0, lambda: self._shows(alert_q), f"query {alert_q} for {where}")
             self._wait("received by the notifier", t0, lambda: new_notification("firing"), "Alertmanager → notifier webhook")
             self._wait("page delivered", t0, lambda: new_page("firing"), "notifier → inbox delivery")
             t1 = time.monotonic()
             self._chaos("/chaos/clear", {"node": self.node})
             cleared = True
-            self._wait("cleared → recovery seen in a scrape", t1, lambda: not self.apis.query(symptom), f"query {symptom}")
-            self._wait("alert resolved in Prometheus", t1, lambda: not self.apis.query(alert_q), f"query {alert_q}")
+            self._wait("cleared → recovery seen in a scrape", t1, lambda: not self._shows(symptom), f"query {symptom} for {where}")
+            self._wait("alert resolved in Prometheus", t1, lambda: not self._shows(alert_q), f"query {alert_q} for {where}")
             self._wait("resolution received by the notifier", t1, lambda: new_notification("resolved"), "Alertmanager → notifier")
             self._wait("resolved page delivered", t1, lambda: new_page("resolved"), "notifier → inbox delivery")
         finally:
