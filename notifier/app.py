@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from vigil.notifier.api import health, inbox, incidents, webhook
 from vigil.notifier.api.auth import require_bearer_token
+from vigil.notifier.api.openapi import document_api
 from vigil.notifier.api.parse import Rejected
 from vigil.notifier.clock import Clock, system_clock
 from vigil.notifier.deliveries import PagePlanner
@@ -68,12 +69,15 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
         return JSONResponse({"error": exc.message}, status_code=exc.status)
 
     @app.exception_handler(Exception)
-    async def internal_error(_request: Request, exc: Exception):
+    async def internal_error(request: Request, exc: Exception):
         log.exception("internal error")
+        route = request.scope.get("route")
+        metrics.server_errors.labels(getattr(route, "path", "unrouted")).inc()
         return JSONResponse({"error": f"internal error: {type(exc).__name__}"}, status_code=500)
 
     for module in (webhook, incidents, inbox, health):
         app.include_router(module.router)
+    document_api(app)
     return app
 
 

@@ -8,7 +8,8 @@ from prometheus_client.core import GaugeMetricFamily
 from vigil.notifier.store import Store
 from vigil.notifier.store.outbox import STATES
 
-REJECT_REASONS = ("unauthorized", "unsupported_media_type", "invalid_json", "invalid_payload")
+REJECT_REASONS = ("unauthorized", "unsupported_media_type", "too_large", "invalid_json", "too_deep",
+                  "invalid_text", "invalid_payload")
 
 
 class NotifierMetrics:
@@ -29,6 +30,9 @@ class NotifierMetrics:
                                  "From webhook received to page delivered, by channel.", ["channel"],
                                  buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900),
                                  registry=self.registry)
+        self.server_errors = Counter("vigil_notifier_http_server_errors",
+                                     "Requests answered with a 5xx (an internal failure, never bad input), by route.",
+                                     ["route"], registry=self.registry)
         self.reconciled = Counter("vigil_notifier_reconciled_alerts",
                                   "Firing alerts found in Alertmanager at start that the store did not know.",
                                   registry=self.registry)

@@ -14,6 +14,22 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 AlertStatus = Literal["firing", "resolved"]
 _DATETIME = TypeAdapter(datetime)
+MAX_TITLE_CHARS = 200  # a page title is an SMS line or a phone's notification, not a document
+
+
+def _rfc3339_in_range(value: str) -> str:
+    """`value` is an RFC 3339 time that exists in UTC (`0001-01-01T00:00:00+01:00` does not)."""
+    moment = _DATETIME.validate_python(value)
+    try:
+        moment.astimezone(timezone.utc)
+    except OverflowError:
+        raise ValueError("time is outside the years 1 to 9999 once converted to UTC") from None
+    return value
+
+
+def shorten(text: str, most: int) -> str:
+    """`text` cut to at most `most` characters, with an ellipsis when cut."""
+    return text if len(text) <= most else text[:most - 1] + "…"
 
 
 class WebhookAlert(BaseModel):
@@ -25,17 +41,16 @@ class WebhookAlert(BaseModel):
     labels: dict[str, str]
     annotations: dict[str, str] = Field(default_factory=dict)
     # times are kept exactly as sent (strings) and checked to be RFC 3339; `starts_at` is the parsed one
-    startsAt: str
+    startsAt: str = Field(json_schema_extra={"format": "date-time"})
     # firing alerts carry 0001-01-01T00:00:00Z; kept as sent (a string) so the identity is exact
-    endsAt: str = "0001-01-01T00:00:00Z"
+    endsAt: str = Field(default="0001-01-01T00:00:00Z", json_schema_extra={"format": "date-time"})
     generatorURL: str = ""
     fingerprint: str = Field(min_length=1)
 
-    @field_validator("startsAt")
+    @field_validator("startsAt", "endsAt")
     @classmethod
     def _rfc3339(cls, value: str) -> str:
-        _DATETIME.validate_python(value)
-        return value
+        return _rfc3339_in_range(value)
 
     @property
     def starts_at(self) -> datetime:
@@ -58,7 +73,7 @@ class WebhookPayload(BaseModel):
 
     version: Literal["4"]
     groupKey: str = Field(min_length=1)
-    truncatedAlerts: int = 0
+    truncatedAlerts: int = Field(default=0, ge=0, le=2**31 - 1)
     status: AlertStatus
     receiver: str
     groupLabels: dict[str, str] = Field(default_factory=dict)
@@ -98,7 +113,7 @@ class WebhookPayload(BaseModel):
                 break  # GPUs of several nodes: their indexes alone would mislead
         summary = self.commonAnnotations.get("summary", "")
         parts = (_listed(names, ", ") or "alert group", *where, f"— {summary}" if summary else "")
-        return " ".join(part for part in parts if part)
+        return shorten(" ".join(part for part in parts if part), MAX_TITLE_CHARS)
 
 
 def _distinct(values) -> list[str]:

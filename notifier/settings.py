@@ -8,12 +8,18 @@ the token in clear there).
 from __future__ import annotations
 
 import ipaddress
+import math
+import stat
+from collections import Counter
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 LOOPBACK_NAMES = {"localhost"}
 MIN_TOKEN_LENGTH = 16
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+MIN_TOKEN_BITS = 64  # estimated from the token's own characters; `secrets.token_urlsafe(32)` has ~190
+TOKEN_HINT = 'generate one with: python3 -c "import secrets; print(secrets.token_urlsafe(32))"'
 
 
 class NotifierSettings(BaseModel):
@@ -39,6 +45,9 @@ class NotifierSettings(BaseModel):
     # throttle: default pages per minute per apprise channel (`max_per_minute` in the on-call config
     # overrides it); the rest wait, never dropped. The local inbox is not throttled.
     max_pages_per_minute: int = Field(default=30, ge=1)
+    # request bodies larger than this are refused with 413 before they are read whole (Alertmanager's
+    # biggest groups are a few hundred KiB; `max_alerts` bounds them on its side)
+    max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1024)
 
     @field_validator("token")
     @classmethod
@@ -47,7 +56,10 @@ class NotifierSettings(BaseModel):
         if not token:
             raise ValueError("the webhook token is empty: refusing to start without authentication")
         if len(token) < MIN_TOKEN_LENGTH:
-            raise ValueError(f"the webhook token is shorter than {MIN_TOKEN_LENGTH} characters")
+            raise ValueError(f"the webhook token is shorter than {MIN_TOKEN_LENGTH} characters; {TOKEN_HINT}")
+        if token_bits(token) < MIN_TOKEN_BITS:
+            raise ValueError(f"the webhook token is too predictable (about {token_bits(token):.0f} bits, "
+                             f"at least {MIN_TOKEN_BITS} needed); {TOKEN_HINT}")
         return token
 
     @field_validator("db_url")
@@ -80,6 +92,22 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def token_bits(token: str) -> float:
+    """An upper estimate of the token's entropy: its length times the Shannon entropy of its characters.
+
+    It catches the weak tokens people type (`aaaaaaaaaaaaaaaa`, `passwordpassword`, `0000111122223333`);
+    it cannot prove a token random, so generate tokens rather than invent them.
+    """
+    counts = Counter(token)
+    per_char = -sum(n / len(token) * math.log2(n / len(token)) for n in counts.values())
+    return per_char * len(token)
+
+
+def others_can_read(path: Path) -> bool:
+    """Whether the file's mode lets its group or anyone else read it."""
+    return bool(path.stat().st_mode & (stat.S_IRGRP | stat.S_IROTH))
 
 
 def read_token_file(path: Path) -> str:

@@ -19,6 +19,7 @@ from vigil.cli import main
 def run_dir(tmp_path) -> Path:
     (tmp_path / "secrets").mkdir()
     (tmp_path / "secrets" / "webhook-token").write_text(TOKEN + "\n")
+    (tmp_path / "secrets" / "webhook-token").chmod(0o600)
     (tmp_path / "oncall.yaml").write_text(INBOX_ONLY)
     return tmp_path
 
@@ -34,6 +35,8 @@ def serve_args(run_dir: Path, port: int, **changes) -> list[str]:
     ({"--token-file": "absent"}, None, "cannot read --token-file"),
     ({}, ("secrets/webhook-token", "\n"), "token file is empty"),
     ({}, ("secrets/webhook-token", "short\n"), "shorter than 16 characters"),
+    ({}, ("secrets/webhook-token", "aaaaaaaaaaaaaaaaaaaaaaaa\n"), "too predictable"),
+    ({}, ("secrets/webhook-token", "passwordpassword\n"), "too predictable"),
     ({}, ("oncall.yaml", "targets:\n  a:\n    channels: [{type: fax}]\n"), "oncall.yaml:3: targets.a.channels.0"),
     ({"--listen": "9095"}, None, "expected HOST:PORT"),
     ({"--db": "mysql://x"}, None, "--db must be sqlite:///PATH or postgresql://"),
@@ -96,6 +99,17 @@ def test_serve_as_the_supervisor_starts_it(run_dir):
     assert served.returncode in (0, -signal.SIGTERM), served.output
     assert "Application shutdown complete" in served.output
     assert "reconcile with" in served.output and "skipped" in served.output  # Alertmanager down: logged, tolerated
+    assert "readable by other users" not in served.output  # the token file is 0600
+
+
+def test_a_token_file_others_can_read_is_served_with_a_loud_warning(run_dir):
+    token_file = run_dir / "secrets" / "webhook-token"
+    token_file.chmod(0o644)  # what a Kubernetes secret volume gives by default: warn, do not refuse
+    port = free_port()
+    with Served(serve_args(run_dir, port), port) as served:
+        pass
+    assert f"WARNING vigil.notifier: --token-file {token_file} is readable by other users (mode 644)" in served.output
+    assert f"chmod 600 {token_file}" in served.output
 
 
 def test_check_oncall_validates_a_file_for_rule_authors(run_dir):

@@ -9,6 +9,7 @@ import click
 from pydantic import ValidationError
 
 from vigil.common.click_types import HostPort
+from vigil.notifier.settings import DEFAULT_MAX_BODY_BYTES
 
 
 def _redact(url: str) -> str:
@@ -47,10 +48,12 @@ def notifier():
               help="URL at which the notifier reaches itself for inbox pages (default: the --listen address).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
               show_default=True)
+@click.option("--max-body-bytes", type=click.IntRange(min=1024), default=DEFAULT_MAX_BODY_BYTES, show_default=True,
+              help="Refuse request bodies larger than this with 413 (Alertmanager: bound it with max_alerts).")
 def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmanager_receiver, public_url,
-          log_level):
+          log_level, max_body_bytes):
     """Serve the notifier API in the foreground."""
-    from vigil.notifier.settings import NotifierSettings, is_loopback, read_token_file
+    from vigil.notifier.settings import NotifierSettings, is_loopback, others_can_read, read_token_file
     from vigil.oncall.loader import OncallConfigError, load_oncall
 
     host, port = listen
@@ -61,7 +64,8 @@ def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmana
     try:
         settings = NotifierSettings(host=host, port=port, db_url=db_url, token=token,
                                     oncall_config=oncall_config, alertmanager_url=alertmanager_url,
-                                    alertmanager_receiver=alertmanager_receiver, public_url=public_url)
+                                    alertmanager_receiver=alertmanager_receiver, public_url=public_url,
+                                    max_body_bytes=max_body_bytes)
     except ValidationError as exc:
         raise click.ClickException("; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: "
                                              f"{e['msg'].removeprefix('Value error, ')}" for e in exc.errors()))
@@ -81,6 +85,11 @@ def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmana
     from vigil.notifier.log_mask import mask_secrets_in_logs, url_password
 
     mask_secrets_in_logs([settings.token, url_password(settings.alertmanager_url), url_password(settings.db_url)])
+    if others_can_read(token_file):
+        logging.getLogger("vigil.notifier").warning(
+            "--token-file %s is readable by other users (mode %o): anyone who reads it can post alerts and "
+            "read incidents; make it owner-only with: chmod 600 %s", token_file, token_file.stat().st_mode & 0o777,
+            token_file)
     if not is_loopback(host):
         logging.getLogger("vigil.notifier").warning(
             "listening on %s over plain HTTP: the bearer token crosses the network in clear; "

@@ -7,12 +7,13 @@ from starlette.concurrency import run_in_threadpool
 
 from vigil.notifier.api.auth import WEBHOOK_PATH
 from vigil.notifier.api.deps import ClockDep, MetricsDep, RouteDep, StoreDep, WorkerDep
+from vigil.notifier.api.openapi import WEBHOOK_BODY
 from vigil.notifier.api.parse import Rejected, webhook_payload
 
 router = APIRouter()
 
 
-@router.post(WEBHOOK_PATH)
+@router.post(WEBHOOK_PATH, openapi_extra=WEBHOOK_BODY)
 async def alertmanager_webhook(request: Request, store: StoreDep, clock: ClockDep, metrics: MetricsDep,
                                route: RouteDep, worker: WorkerDep):
     try:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timezone
 
-from vigil.notifier.models import WebhookPayload
+from vigil.notifier.models import MAX_TITLE_CHARS, WebhookPayload, shorten
 
 MAX_LISTED_ALERTS = 10  # keep SMS and voice pages short; the rest are counted
+MAX_LINE_CHARS = 300  # one alert's line, its summary included
 
 
 @dataclass(frozen=True)
@@ -19,14 +20,14 @@ class PageText:
 def compose_page(payload: WebhookPayload, page_status: str, incident_id: int) -> PageText:
     firing = [alert for alert in payload.alerts if alert.status == "firing"]
     head = f"[{page_status.upper()}" + (f":{len(firing)}]" if page_status == "firing" else "]")
-    title = f"{head} {payload.title()}"
+    title = shorten(f"{head} {payload.title()}", MAX_TITLE_CHARS)
     lines = [f"incident #{incident_id}"]  # the group key is in the incidents API, not in pages
     for alert in payload.alerts[:MAX_LISTED_ALERTS]:
         where = " ".join(f"{key}={alert.labels[key]}" for key in ("node", "gpu") if key in alert.labels)
         summary = alert.annotations.get("summary") or alert.annotations.get("description", "")
         since = alert.starts_at.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         text = f"- {alert.status} {alert.labels.get('alertname', '?')} {where}".rstrip()
-        lines.append(f"{text}{': ' + summary if summary else ''} (since {since})")
+        lines.append(shorten(f"{text}{': ' + summary if summary else ''}", MAX_LINE_CHARS) + f" (since {since})")
     hidden = len(payload.alerts) - MAX_LISTED_ALERTS + payload.truncatedAlerts
     if hidden > 0:
         lines.append(f"… and {hidden} more")

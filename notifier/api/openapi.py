@@ -1,0 +1,63 @@
+"""The OpenAPI document: the webhook and inbox bodies (parsed by hand in `parse.py`, so FastAPI cannot
+see them) and the bearer scheme that every `/api/` route needs. Served at `/openapi.json`."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from vigil.notifier.api.parse import MAX_ROW_ID
+from vigil.notifier.delivery.inbox_sender import PAGE_HEADER
+from vigil.notifier.models import WebhookPayload
+
+_REF = "#/components/schemas/{model}"
+_ERROR = {"type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]}
+_REFUSALS = {
+    "400": "not JSON, or JSON that cannot be stored (lone surrogates, NUL characters, nested too deep)",
+    "401": "missing or wrong bearer token",
+    "413": "body larger than `--max-body-bytes`",
+    "415": "not application/json",
+    "422": "JSON that is not what this route takes; the error names the field",
+}
+
+
+def json_body(schema: dict, description: str) -> dict:
+    """`openapi_extra` for a route whose JSON body is parsed by hand."""
+    return {
+        "requestBody": {"required": True, "description": description,
+                        "content": {"application/json": {"schema": schema}}},
+        "responses": {status: {"description": text, "content": {"application/json": {"schema": _ERROR}}}
+                      for status, text in _REFUSALS.items()},
+    }
+
+
+WEBHOOK_BODY = json_body({"$ref": _REF.format(model="WebhookPayload")},
+                         "Alertmanager's webhook notification, payload version 4; unknown fields are kept.")
+INBOX_BODY = json_body(
+    {"type": "object", "required": ["message"],
+     "properties": {"title": {"type": "string"}, "message": {"type": "string"}, "type": {"type": "string"}}},
+    "An apprise JSON notification (what the inbox channel sends).")
+INBOX_BODY["parameters"] = [{"name": PAGE_HEADER, "in": "header", "required": True,
+                             "description": "the outbox delivery this page belongs to",
+                             "schema": {"type": "integer", "minimum": 1, "maximum": MAX_ROW_ID}}]
+
+
+def document_api(app: FastAPI) -> None:
+    """Make `app.openapi()` include the hand-parsed bodies' schemas and the bearer scheme."""
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            doc = get_openapi(title=app.title, version=app.version, routes=app.routes)
+            schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+            payload = WebhookPayload.model_json_schema(ref_template=_REF)
+            schemas.update(payload.pop("$defs", {}))
+            schemas["WebhookPayload"] = payload
+            doc["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
+            for path, operations in doc["paths"].items():
+                if path.startswith("/api/"):
+                    for operation in operations.values():
+                        operation["security"] = [{"bearer": []}]
+            app.openapi_schema = doc
+        return app.openapi_schema
+
+    app.openapi = openapi
