@@ -60,6 +60,9 @@ DURATION_FLAGS = [
     (("exporter", "gpu"), [], "--dcgm-timeout"),
     (("exporter", "node"), [], "--interval"),
     (("drill",), ["xid79", "--node", "node-1"], "--timeout"),
+    (("up",), [], "--scrape-interval"),
+    (("up",), [], "--timeout"),
+    (("down",), [], "--timeout"),
 ]
 
 

@@ -202,3 +202,11 @@ def _running(pid: int) -> bool:
             return fh.read().split(")")[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_no_log_of_a_stack_that_paged_holds_the_webhook_token(stack: RunningStack):
+    pages = json.loads(stack.cli("inbox", "--json").stdout)["pages"]
+    assert pages, "the drills above paged"
+    token = stack.token()
+    for log in (stack.run_dir / "logs").glob("*.log"):
+        assert token not in log.read_text(errors="replace"), f"{log.name} holds the webhook token"

@@ -14,6 +14,8 @@ from pathlib import Path
 import click
 import requests
 
+from vigil.common.click_types import Duration
+
 from .components import MissingBinaries
 from .detach import DETACHED_CHILD_FLAG, start_detached
 from .runstate import NoStack, pid_alive, read_state
@@ -33,10 +35,12 @@ run_dir_option = click.option("--run-dir", type=click.Path(path_type=Path), defa
 @click.option("--sim-nodes", type=int, help="Simulated GPU nodes.  [default: 4]")
 @click.option("--sim-gpus", type=int, help="GPUs per simulated node.  [default: 8]")
 @click.option("--gpu-backend", type=click.Choice(["auto", "sim", "nvml"]), default="auto", show_default=True)
-@click.option("--scrape-interval", type=float, help="Seconds between scrapes (and rule evaluations).  [default: 2]")
+@click.option("--scrape-interval", type=Duration(positive=True),
+              help="Time between scrapes (and rule evaluations): 2, 2s, 500ms …  [default: 2s]")
 @click.option("--no-aiops", is_flag=True, help="Do not run the AIOps service (skips history backfill).")
 @click.option("--detach", is_flag=True, help="Return once every component is healthy; stop later with `vigil down`.")
-@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds to wait for health.")
+@click.option("--timeout", type=Duration(positive=True), default="120s", show_default=True,
+              help="How long to wait for health (120, 2m …).")
 @click.option(DETACHED_CHILD_FLAG, "detached_child", is_flag=True, hidden=True)  # set by --detach on its child
 def up(run_dir, config_file, port_base, sim_nodes, sim_gpus, gpu_backend, scrape_interval, no_aiops, detach, timeout,
        detached_child):
@@ -67,7 +71,8 @@ def up(run_dir, config_file, port_base, sim_nodes, sim_gpus, gpu_backend, scrape
 
 @click.command()
 @run_dir_option
-@click.option("--timeout", type=float, default=30.0, show_default=True)
+@click.option("--timeout", type=Duration(positive=True), default="30s", show_default=True,
+              help="How long to wait for the stack to stop.")
 def down(run_dir, timeout):
     """Stop a stack started with `vigil up --detach`."""
     try:
