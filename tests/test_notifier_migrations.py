@@ -259,7 +259,10 @@ print(upgrade_database(engine)[0].describe_current(), flush=True)
 
 
 def test_two_notifiers_starting_at_once_migrate_the_database_once(db_url, engines):
-    processes = [subprocess.Popen([sys.executable, "-c", STARTING_NOTIFIER, db_url], stdin=subprocess.PIPE,
+    # the database exists (SQLite: already in WAL mode): this is about the schema upgrade's lock, not about
+    # two connections switching a brand-new SQLite file to WAL at the same instant
+    engines(db_url).connect().close()
+    processes = [subprocess.Popen([sys.executable, "-P", "-c", STARTING_NOTIFIER, db_url], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     try:
         assert [process.stdout.readline() for process in processes] == ["ready\n"] * 2
