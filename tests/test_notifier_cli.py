@@ -100,6 +100,7 @@ def test_serve_as_the_supervisor_starts_it(run_dir):
     assert "Application shutdown complete" in served.output
     assert "reconcile with" in served.output and "skipped" in served.output  # Alertmanager down: logged, tolerated
     assert "readable by other users" not in served.output  # the token file is 0600
+    assert "notifier database schema upgraded from" in served.output  # a new database: created by migration
 
 
 def test_a_token_file_others_can_read_is_served_with_a_loud_warning(run_dir):

@@ -74,17 +74,19 @@ def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmana
     except OncallConfigError as exc:
         raise click.ClickException(f"invalid on-call config:\n{exc}")
 
-    from vigil.notifier.store import Store
-
-    try:  # open (and create) the database now, so a wrong --db is a clear error, not a server traceback
-        Store(settings.db_url).close()
-    except Exception as exc:
-        raise click.ClickException(f"cannot open --db {_redact(settings.db_url)}: {_first_line(exc)}")
-
+    # logging (with the secret mask) first, so the schema upgrade that opening the store runs is logged
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from vigil.notifier.log_mask import mask_secrets_in_logs, url_password
 
     mask_secrets_in_logs([settings.token, url_password(settings.alertmanager_url), url_password(settings.db_url)])
+
+    from vigil.notifier.store import Store
+
+    try:  # open (and upgrade) the database now, so a wrong --db is a clear error, not a server traceback
+        Store(settings.db_url).close()
+    except Exception as exc:
+        raise click.ClickException(f"cannot open --db {_redact(settings.db_url)}: {_first_line(exc)}")
+
     if others_can_read(token_file):
         logging.getLogger("vigil.notifier").warning(
             "--token-file %s is readable by other users (mode %o): anyone who reads it can post alerts and "
