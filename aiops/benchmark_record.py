@@ -3,6 +3,7 @@ delimited by `<!-- section:NAME -->` and `<!-- /section:NAME -->`, is ever repla
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 from datetime import datetime, timezone
@@ -20,6 +21,16 @@ def machine_summary() -> str:
     except OSError:
         pass
     return f"{platform.machine()}, {model}, {os.cpu_count()} cores"
+
+
+def add_record_option(parser) -> None:
+    """`--record`: write the figures into docs/benchmarks.md; without it a benchmark only prints them.
+
+    (`--no-write`, the old way to ask for printing only, is still accepted and changes nothing.)
+    """
+    parser.add_argument("--record", action="store_true",
+                        help="write the figures into docs/benchmarks.md (default: print them only)")
+    parser.add_argument("--no-write", action="store_true", help=argparse.SUPPRESS)
 
 
 def utc_now() -> str:

@@ -27,7 +27,7 @@ from vigil.aiops.baseline.collector import BaselineCollector, BaselineSnapshot
 from vigil.aiops.baseline.models import band
 from vigil.aiops.baseline.train import TrainSettings, train
 from vigil.aiops.history.series import Series
-from vigil.aiops.benchmark_record import machine_summary, utc_now, write_section  # the shared benchmarks.md writer
+from vigil.aiops.benchmark_record import add_record_option, machine_summary, utc_now, write_section  # the shared benchmarks.md writer
 
 STEP = 300.0
 TRAIN_POINTS = 14 * 288
@@ -114,7 +114,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--series", type=int, default=1000)
     parser.add_argument("--prophet-sample", type=int, default=15)
-    parser.add_argument("--no-write", action="store_true", help="print only, leave docs/benchmarks.md alone")
+    add_record_option(parser)
     args = parser.parse_args()
 
     fleet = make_fleet(args.series)
@@ -150,7 +150,7 @@ allocations); the whole benchmark process peaked at {rss_mib:.0f} MiB RSS (Proph
 Target: at least 20x faster than Prophet per series.
 """
     print(text)
-    if not args.no_write:
+    if args.record:
         write_section(DOC, SECTION, text)
 
 

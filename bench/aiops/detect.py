@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from vigil.aiops.nab.corpus import DEFAULT_NAB_DIR, load_corpus  # noqa: E402
-from vigil.aiops.benchmark_record import machine_summary, utc_now, write_section  # noqa: E402
+from vigil.aiops.benchmark_record import add_record_option, machine_summary, utc_now, write_section  # noqa: E402
 
 CONTENDERS = ["vigil", "vigil aiops detect (CLI)", "windowed-gaussian", "pandas-rolling-z", "load-only"]
 
@@ -96,6 +96,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2, help="runs per detector; the fastest counts")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--benchmarks-file", default=str(REPO / "docs" / "benchmarks.md"))
+    add_record_option(parser)
     args = parser.parse_args()
     if args.worker:
         worker(args.worker, args.nab_dir, args.repeat)
@@ -123,7 +124,9 @@ def main() -> None:
         "|---|---|---|---|---|---|",
         *rows,
     ])
-    write_section(Path(args.benchmarks_file), "aiops-detect", body)
+    print(body)
+    if args.record:
+        write_section(Path(args.benchmarks_file), "aiops-detect", body)
 
 
 if __name__ == "__main__":

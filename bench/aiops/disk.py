@@ -27,7 +27,7 @@ from vigil.aiops.disk.model import (  # noqa: E402
     TrainingConfig, evaluate, fit_classifier, label_rows, split_disks, threshold_for_far, train_disk_model,
 )
 from vigil.aiops.disk.simulate import FleetSpec, simulate_fleet  # noqa: E402
-from vigil.aiops.benchmark_record import machine_summary, utc_now, write_section  # noqa: E402
+from vigil.aiops.benchmark_record import add_record_option, machine_summary, utc_now, write_section  # noqa: E402
 
 
 class RuleScorer:
@@ -72,7 +72,7 @@ def main() -> None:
     parser.add_argument("--disks", type=int, default=3000)
     parser.add_argument("--days", type=int, default=120)
     parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
+    add_record_option(parser)
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     runs = [run_seed(args.disks, args.days, s) for s in seeds]
@@ -125,7 +125,7 @@ def main() -> None:
     ]
     text = "\n".join(lines)
     print(text)
-    if not args.no_write:
+    if args.record:
         write_section(REPO / "docs" / "benchmarks.md", "aiops-disk", text)
 
 

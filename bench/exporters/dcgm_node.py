@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 import requests  # noqa: E402
 from prometheus_client import CollectorRegistry, generate_latest  # noqa: E402
 
-from vigil.aiops.benchmark_record import machine_summary, utc_now, write_section  # noqa: E402
+from vigil.aiops.benchmark_record import add_record_option, machine_summary, utc_now, write_section  # noqa: E402
 from vigil.exporters.dcgm import DcgmCollector, parse_page  # noqa: E402
 from vigil.exporters.job_sources.cgroup import CgroupContainerSource  # noqa: E402
 from vigil.exporters.job_sources.slurm import SlurmSource  # noqa: E402
@@ -73,7 +73,9 @@ def fake_proc(root: Path, count: int) -> list[GpuProcess]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scrapes", type=int, default=50)
-    n = parser.parse_args().scrapes
+    add_record_option(parser)
+    args = parser.parse_args()
+    n = args.scrapes
     load_at_start = os.getloadavg()[0]
     rows = []
 
@@ -134,8 +136,9 @@ def main() -> None:
     lines += ["", "When a DCGM refresh is due, a scrape costs about what reading the page directly costs (it waits for"
               " the read, up to `timeout`); the snapshot pays off for scrapes within `max_age` and caps the cost of a"
               " slow exporter at `timeout`. Job attribution and SMART scrapes never run their sources."]
-    write_section(REPO / "docs" / "benchmarks.md", "exporters-dcgm-node", "\n".join(lines))
     print("\n".join(lines))
+    if args.record:
+        write_section(REPO / "docs" / "benchmarks.md", "exporters-dcgm-node", "\n".join(lines))
 
 
 if __name__ == "__main__":

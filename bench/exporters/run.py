@@ -32,7 +32,7 @@ import requests
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from vigil.aiops.benchmark_record import write_section  # noqa: E402
+from vigil.aiops.benchmark_record import add_record_option, write_section  # noqa: E402
 VIGIL = [sys.executable, "-m", "vigil.cli", "exporter", "gpu", "--backend", "sim"]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 SECTION = "exporters"
@@ -233,7 +233,7 @@ def main() -> None:
     parser.add_argument("--fleet-nodes", type=int, default=1250, help="0 skips the fleet run")
     parser.add_argument("--fleet-interval", type=float, default=15.0, help="collection interval of the fleet")
     parser.add_argument("--cycles", type=int, default=200, help="collection cycles for the overhead figure")
-    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
+    add_record_option(parser)
     args = parser.parse_args()
     load = os.getloadavg()[0]
     peer = bench_node_exporter(args.scrapes)
@@ -246,7 +246,7 @@ def main() -> None:
     print("overhead", over, flush=True)
     text = report(single, peer, fleet, args.fleet_nodes, over, args, load)
     print(text)
-    if not args.no_write:
+    if args.record:
         write_section(ROOT / "docs" / "benchmarks.md", SECTION, text)
 
 

@@ -30,7 +30,7 @@ import requests
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from vigil.aiops.benchmark_record import write_section  # noqa: E402
+from vigil.aiops.benchmark_record import add_record_option, write_section  # noqa: E402
 ALERTMANAGER = "/usr/bin/prometheus-alertmanager"
 TOKEN = "bench-token-0123456789abcdef"
 ONCALL = "targets:\n  demo-dri:\n    channels:\n      - type: inbox\ndefault: demo-dri\n"
@@ -156,6 +156,7 @@ def ms(values: list[float], q: float) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=300)
+    add_record_option(parser)
     args = parser.parse_args()
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
@@ -187,8 +188,9 @@ json:// back to the same process, so the two share the cores. Stored notificatio
 the inbox: median {statistics.median(to_page) * 1000:.0f} ms, p99 {ms(to_page, 0.99)} ms over
 {len(to_page)} pages.
 """
-    write_section(ROOT / "docs" / "benchmarks.md", "notifier", text)
     print(text)
+    if args.record:
+        write_section(ROOT / "docs" / "benchmarks.md", "notifier", text)
 
 
 if __name__ == "__main__":
