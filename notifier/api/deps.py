@@ -18,7 +18,8 @@ MAX_LIST = 5000
 
 
 def _from_state(name: str):
-    def dependency(request: Request):
+    # async: FastAPI runs a plain `def` dependency in its thread pool, a thread hop per dependency
+    async def dependency(request: Request):
         return getattr(request.app.state, name)
     return dependency
 
