@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+READ_ONLY = "vigil_read_only"
+
 
 def engine_for(url: str) -> sa.Engine:
     """An engine for `url`; SQLite gets WAL, full sync, a busy timeout and write-locking BEGINs."""
@@ -21,7 +23,14 @@ def engine_for(url: str) -> sa.Engine:
 
     @sa.event.listens_for(engine, "begin")
     def _on_begin(connection):
-        # IMMEDIATE takes the write lock up front: two writers serialize instead of failing mid-way
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # IMMEDIATE takes the write lock up front: two writers serialize instead of failing mid-way.
+        # Reads (`reading`) begin deferred: in WAL they never wait for, nor hold up, a writer.
+        read_only = connection.get_execution_options().get(READ_ONLY, False)
+        connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
     return engine
+
+
+def reading(engine: sa.Engine) -> sa.Connection:
+    """A connection for reads only (`with reading(engine) as conn:`); on SQLite it takes no write lock."""
+    return engine.connect().execution_options(**{READ_ONLY: True})

@@ -7,6 +7,7 @@ import json
 import sqlalchemy as sa
 
 from vigil.notifier.schema import inbox_pages
+from vigil.notifier.store.engine import reading
 from vigil.notifier.store.notifications import Notifications
 from vigil.notifier.store.outbox import Outbox
 from vigil.notifier.timefmt import rfc3339
@@ -39,7 +40,7 @@ class Inbox:
             )).inserted_primary_key[0]
 
     def list_pages(self, limit: int) -> list[dict]:
-        with self._engine.connect() as conn:
+        with reading(self._engine) as conn:
             rows = conn.execute(sa.select(inbox_pages).order_by(inbox_pages.c.id.desc()).limit(limit)).all()
         return [dict(id=r.id, time=rfc3339(r.time), recipient=r.recipient, channel=r.channel, title=r.title,
                      body=r.body, incident_id=r.incident_id, status=r.status, labels=json.loads(r.labels))

@@ -17,6 +17,7 @@ from vigil.notifier.deliveries import PagePlanner
 from vigil.notifier.incidents import IncidentState, decide
 from vigil.notifier.models import WebhookPayload
 from vigil.notifier.schema import incident_alerts, incidents, notifications
+from vigil.notifier.store.engine import reading
 from vigil.notifier.store.outbox import Outbox
 from vigil.notifier.timefmt import rfc3339
 
@@ -119,29 +120,29 @@ class Notifications:
                                        .where(incidents.c.id == incident_id)).scalar_one())
 
     def incident_resolved(self, incident_id: int) -> bool:
-        with self._engine.connect() as conn:
+        with reading(self._engine) as conn:
             return conn.execute(sa.select(incidents.c.status)
                                 .where(incidents.c.id == incident_id)).scalar() == "resolved"
 
     def known_alert_keys(self) -> set[str]:
         """Every alert firing (fingerprint@start) some incident has seen."""
-        with self._engine.connect() as conn:
+        with reading(self._engine) as conn:
             return set(conn.execute(sa.select(incident_alerts.c.alert_key)).scalars())
 
     def firing_count(self) -> int:
-        with self._engine.connect() as conn:
+        with reading(self._engine) as conn:
             return conn.execute(sa.select(sa.func.count()).select_from(incidents)
                                 .where(incidents.c.status == "firing")).scalar_one()
 
     def list_incidents(self, limit: int) -> list[dict]:
-        with self._engine.connect() as conn:
+        with reading(self._engine) as conn:
             rows = conn.execute(sa.select(incidents).order_by(incidents.c.id.desc()).limit(limit)).all()
         return [dict(id=r.id, group_key=r.group_key, status=r.status, opened_at=rfc3339(r.opened_at),
                      resolved_at=rfc3339(r.resolved_at), labels=json.loads(r.labels), title=r.title)
                 for r in reversed(rows)]
 
     def list_notifications(self, limit: int) -> list[dict]:
-        with self._engine.connect() as conn:
+        with reading(self._engine) as conn:
             rows = conn.execute(sa.select(notifications).order_by(notifications.c.id.desc()).limit(limit)).all()
         out = []
         for r in reversed(rows):

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 
 from vigil.notifier.deliveries import Delivery, NewDelivery
 from vigil.notifier.schema import deliveries, delivery_attempts
+from vigil.notifier.store.engine import reading
 
 # pending: waiting (due now, later, or leased by a worker); sent; failed: given up after the last retry;
 # muted / superseded: not sent, on purpose (the mute and dedup stages say why)
@@ -47,7 +48,7 @@ class Outbox:
 
     def newer_page_waiting(self, delivery: Delivery) -> bool:
         """Whether a later page of the same incident and status waits for the same channel."""
-        with self._engine.connect() as conn:
+        with reading(self._engine) as conn:
             return conn.execute(sa.select(deliveries.c.id).where(
                 deliveries.c.incident_id == delivery.incident_id, deliveries.c.target == delivery.target,
                 deliveries.c.channel_index == delivery.channel_index,
@@ -82,12 +83,12 @@ class Outbox:
 
     def states(self) -> dict[str, int]:
         """Deliveries by state."""
-        with self._engine.connect() as conn:
+        with reading(self._engine) as conn:
             rows = conn.execute(sa.select(deliveries.c.state, sa.func.count()).group_by(deliveries.c.state)).all()
         return {state: count for state, count in rows}
 
     def attempts_of(self, delivery_id: int) -> list[dict]:
-        with self._engine.connect() as conn:
+        with reading(self._engine) as conn:
             rows = conn.execute(sa.select(delivery_attempts).where(delivery_attempts.c.delivery_id == delivery_id)
                                 .order_by(delivery_attempts.c.id)).all()
         return [dict(at=r.at, ok=r.ok, error=r.error) for r in rows]
