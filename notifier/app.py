@@ -15,7 +15,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from vigil.notifier.api import health, inbox, incidents, webhook
+from vigil.notifier.api import health, inbox, incidents, maintenance, schedules, webhook
+from vigil.notifier.api import links as link_routes
 from vigil.notifier.api.auth import require_bearer_token
 from vigil.notifier.api.openapi import document_api
 from vigil.notifier.api.parse import Rejected
@@ -24,6 +25,8 @@ from vigil.notifier.deliveries import PagePlanner
 from vigil.notifier.delivery.pipeline import delivery_stages
 from vigil.notifier.delivery.route import RouteStage
 from vigil.notifier.delivery.worker import DeliveryWorker
+from vigil.notifier.engine.escalation import EscalationEngine
+from vigil.notifier.engine.paging import page_links_for
 from vigil.notifier.metrics import NotifierMetrics, StoreCollector
 from vigil.notifier.reconcile import reconcile
 from vigil.notifier.settings import NotifierSettings
@@ -37,18 +40,21 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
                clock: Clock = system_clock) -> FastAPI:
     """The notifier application; the store opens (and the worker starts) when the app starts."""
     metrics = NotifierMetrics()
-    route = RouteStage(oncall)
+    links = page_links_for(settings, oncall)
+    route = RouteStage(oncall, links, metrics)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         store = await run_in_threadpool(Store, settings.db_url)
         worker = DeliveryWorker(store.outbox, delivery_stages(store, oncall, settings, metrics, clock), clock,
                                 settings.poll_interval_s)
-        app.state.store, app.state.worker = store, worker
+        engine = EscalationEngine(store, oncall, clock, metrics, settings.poll_interval_s, links, worker.wake)
+        app.state.store, app.state.worker, app.state.engine = store, worker, engine
         store_collector = StoreCollector(store)
         metrics.registry.register(store_collector)
         if run_worker:
             worker.start()
+            engine.start()
         if settings.alertmanager_url:
             # in the background: /healthz must not wait for an Alertmanager that may be down
             threading.Thread(target=_reconcile_quietly, args=(store, route, settings, metrics, clock, worker),
@@ -56,12 +62,14 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
         try:
             yield
         finally:
+            engine.stop()
             worker.stop()
             metrics.registry.unregister(store_collector)
             store.close()
 
     app = FastAPI(title="vigil notifier", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.settings, app.state.metrics, app.state.clock, app.state.route = settings, metrics, clock, route
+    app.state.oncall = oncall  # the on-call routes (who, calendars) read it
     require_bearer_token(app, settings.token, metrics)
 
     @app.exception_handler(Rejected)
@@ -75,7 +83,7 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
         metrics.server_errors.labels(getattr(route, "path", "unrouted")).inc()
         return JSONResponse({"error": f"internal error: {type(exc).__name__}"}, status_code=500)
 
-    for module in (webhook, incidents, inbox, health):
+    for module in (webhook, incidents, maintenance, link_routes, inbox, schedules, health):
         app.include_router(module.router)
     document_api(app)
     return app

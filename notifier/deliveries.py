@@ -8,6 +8,8 @@ from typing import Callable, Iterable
 from vigil.notifier.incidents import IncidentDecision
 from vigil.notifier.models import WebhookPayload
 
+DIGEST_KEY_PREFIX = "digest:"
+
 
 @dataclass(frozen=True)
 class NewDelivery:
@@ -20,6 +22,9 @@ class NewDelivery:
     body: str
     # not to be sent before this many seconds have passed: the wait of an escalation step (0: at once)
     delay_s: float = 0.0
+    tier: int | None = None  # escalation tier (0-based); None for a legacy route's page
+    contact: str | None = None  # the contact's name in the person's `contacts`
+    page_key: str | None = None  # identity of an escalation page: enqueued once even by two notifiers
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,14 @@ class Delivery:
     page_status: str
     attempts: int
     created_at: float
+    tier: int | None = None
+    contact: str | None = None
+    page_key: str | None = None
+
+    @property
+    def is_digest(self) -> bool:
+        """A storm-control digest standing for several pages (`delivery/storm.py`)."""
+        return (self.page_key or "").startswith(DIGEST_KEY_PREFIX)
 
 
 # (payload, decision, incident_id, incident labels) -> pages to enqueue: the route stage

@@ -10,6 +10,10 @@ One incident per Alertmanager `groupKey` at a time:
 - resolved, incident firing → **resolve** and page "resolved";
 - resolved, the latest incident is already resolved and knows all these alerts → **attach** (an HA
   peer or a late copy: nothing new, no page);
+- firing, the latest incident resolved less than `reopen_within_s` ago (the on-call file's
+  `incidents.reopen_within`; 0, the default, never) → **reopen** it and page: a flapping group stays
+  one incident instead of a new one each time (the engine clears its acknowledgement and restarts its
+  escalation at the first tier);
 - resolved, otherwise → **record** a new incident, opened and resolved at once, and page "resolved":
   something fired that the on-call was never told about (the notifier was down or the firing
   notification was lost), and they should hear about it.
@@ -24,7 +28,7 @@ from typing import Literal
 
 from vigil.notifier.models import WebhookPayload
 
-Action = Literal["open", "update", "resolve", "attach", "record"]
+Action = Literal["open", "update", "resolve", "attach", "record", "reopen"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,7 @@ class IncidentState:
     id: int
     status: Literal["firing", "resolved"]
     known_alert_keys: frozenset[str] = field(default_factory=frozenset)
+    resolved_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -48,13 +53,19 @@ class IncidentDecision:
         return self.action in ("open", "record")
 
 
-def decide(payload: WebhookPayload, latest: IncidentState | None) -> IncidentDecision:
-    """Apply the rules above to `payload`, given the group's latest incident (or None)."""
-    keys = frozenset(alert.firing_key() for alert in payload.alerts)
+def decide(payload: WebhookPayload, latest: IncidentState | None, now: float = 0.0,
+           reopen_within_s: float = 0.0) -> IncidentDecision:
+    """Apply the rules above to `payload`, given the group's latest incident (or None); `now` and
+    `reopen_within_s` only matter for the reopen rule."""
+    keyed = [(alert.firing_key(), alert.status) for alert in payload.alerts]  # each parsed once
+    keys = frozenset(key for key, _ in keyed)
     if payload.status == "firing":
         if latest is not None and latest.status == "firing":
-            new_firings = payload.firing_keys() - latest.known_alert_keys
+            new_firings = {key for key, status in keyed if status == "firing"} - latest.known_alert_keys
             return IncidentDecision("update", bool(new_firings), "firing", keys)
+        if (latest is not None and reopen_within_s > 0 and latest.resolved_at is not None
+                and now - latest.resolved_at <= reopen_within_s):
+            return IncidentDecision("reopen", True, "firing", keys)
         return IncidentDecision("open", True, "firing", keys)
     if latest is not None and latest.status == "firing":
         return IncidentDecision("resolve", True, "resolved", keys)

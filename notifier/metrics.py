@@ -33,13 +33,24 @@ class NotifierMetrics:
         self.server_errors = Counter("vigil_notifier_http_server_errors",
                                      "Requests answered with a 5xx (an internal failure, never bad input), by route.",
                                      ["route"], registry=self.registry)
+        self.escalations = Counter("vigil_notifier_escalations",
+                                   "Escalation tiers paged, by tier (0-based; a repeat counts again).", ["tier"],
+                                   registry=self.registry)
+        self.sla_breaches = Counter("vigil_notifier_sla_breaches",
+                                    "Incidents that missed a response target, by priority and target (ack, resolve).",
+                                    ["priority", "target"], registry=self.registry)
+        self.escalation_delay = Histogram("vigil_notifier_escalation_delay_seconds",
+                                          "From an escalation step's due time to its pages enqueued.",
+                                          buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+                                          registry=self.registry)
         self.reconciled = Counter("vigil_notifier_reconciled_alerts",
                                   "Firing alerts found in Alertmanager at start that the store did not know.",
                                   registry=self.registry)
 
 
 class StoreCollector:
-    """Read at scrape time from the store: the outbox by state and the incidents firing now.
+    """Read at scrape time from the store: the outbox by state, the incidents firing now and the
+    escalations waiting for their next step.
 
     A growing `pending` or any `failed` means pages are not getting through: alert on it.
     """
@@ -55,3 +66,6 @@ class StoreCollector:
             outbox.add_metric([state], states.get(state, 0))
         yield outbox
         yield GaugeMetricFamily("vigil_notifier_incidents_firing", "Incidents currently firing.", value=firing)
+        yield GaugeMetricFamily("vigil_notifier_escalations_pending",
+                                "Incidents whose escalation waits for its next step (a tier, or an ack's expiry).",
+                                value=self._store.escalations.pending_count())

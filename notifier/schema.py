@@ -1,4 +1,9 @@
-"""Table definitions of the notifier database (the statements that use them are in store.py)."""
+"""Table definitions of the notifier database (the statements that use them are in `notifier/store/`).
+
+Constraints added after revision 0001 carry explicit names: SQLite's batch mode can only create (and
+later drop) named ones. Revision 0002 adds the on-call engine's tables and columns (design §3); 0003 the
+indexes the webhook's reads need.
+"""
 
 from __future__ import annotations
 
@@ -15,9 +20,24 @@ incidents = sa.Table(
     sa.Column("resolved_at", sa.Float),
     sa.Column("labels", sa.Text, nullable=False),
     sa.Column("title", sa.Text, nullable=False),
+    # the on-call engine (revision 0002): routing, acknowledgement, SLA; state shown to people is
+    # resolved (status) > acknowledged (acknowledged_at) > triggered
+    sa.Column("priority", sa.String(4)),
+    sa.Column("team", sa.Text),
+    sa.Column("policy", sa.Text),
+    sa.Column("acknowledged_at", sa.Float),
+    sa.Column("acknowledged_by", sa.Text),
+    sa.Column("resolved_by", sa.Text),
+    sa.Column("ack_due_at", sa.Float),
+    sa.Column("resolve_due_at", sa.Float),
+    sa.Column("ack_breached_at", sa.Float),
+    sa.Column("resolve_breached_at", sa.Float),
+    sa.Column("reopened", sa.Integer, nullable=False, server_default="0"),
     # at most one firing incident per group, even with two notifier processes on one database
     sa.Index("one_firing_incident_per_group", "group_key", unique=True,
              sqlite_where=sa.text("status = 'firing'"), postgresql_where=sa.text("status = 'firing'")),
+    # the group's latest incident, read by every webhook post (revision 0003; before it, a table scan)
+    sa.Index("incidents_of_group", "group_key", "id"),
 )
 
 incident_alerts = sa.Table(
@@ -36,14 +56,17 @@ notifications = sa.Table(
     sa.Column("receiver", sa.Text, nullable=False),
     sa.Column("incident_id", sa.Integer, sa.ForeignKey("incidents.id"), nullable=False),
     sa.Column("payload", sa.Text, nullable=False),
+    # an incident's newest notification (what its pages say; revision 0003)
+    sa.Index("notifications_of_incident", "incident_id", "id"),
 )
 
 deliveries = sa.Table(
     "deliveries", metadata,
     sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("notification_id", sa.Integer, sa.ForeignKey("notifications.id"), nullable=False),
+    # null for escalation pages (the engine sends them, not a notification)
+    sa.Column("notification_id", sa.Integer, sa.ForeignKey("notifications.id"), nullable=True),
     sa.Column("incident_id", sa.Integer, sa.ForeignKey("incidents.id"), nullable=False),
-    sa.Column("target", sa.Text, nullable=False),
+    sa.Column("target", sa.Text, nullable=False),  # the person key
     sa.Column("channel_index", sa.Integer, nullable=False),
     sa.Column("channel_type", sa.String(32), nullable=False),
     sa.Column("page_status", sa.String(16), nullable=False),
@@ -55,8 +78,15 @@ deliveries = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("sent_at", sa.Float),
     sa.Column("last_error", sa.Text),
+    sa.Column("tier", sa.Integer),  # 0-based escalation tier; null for legacy pages
+    # one row per (incident, round, tier, repeat, person, contact): two notifiers never enqueue one page twice
+    sa.Column("page_key", sa.Text),
+    sa.Column("contact", sa.Text),  # the contact's name in the person's `contacts`
+    sa.Column("digest_of", sa.Integer),  # this row was folded into digest delivery N
     sa.UniqueConstraint("notification_id", "target", "channel_index"),
     sa.Index("deliveries_due", "state", "next_attempt_at"),
+    sa.Index("deliveries_page_key", "page_key", unique=True),
+    sa.Index("deliveries_of_incident", "incident_id"),
 )
 
 delivery_attempts = sa.Table(
@@ -81,4 +111,50 @@ inbox_pages = sa.Table(
     sa.Column("incident_id", sa.Integer, sa.ForeignKey("incidents.id")),
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("labels", sa.Text, nullable=False),
+    sa.Column("tier", sa.Integer),
+)
+
+escalations = sa.Table(
+    "escalations", metadata,
+    sa.Column("incident_id", sa.Integer, sa.ForeignKey("incidents.id", name="fk_escalations_incident"),
+              primary_key=True),
+    sa.Column("policy", sa.Text, nullable=False),
+    sa.Column("tier", sa.Integer, nullable=False),
+    sa.Column("repeat", sa.Integer, nullable=False),
+    sa.Column("round", sa.Integer, nullable=False),
+    sa.Column("mode", sa.String(16), nullable=False),  # escalate | repage
+    sa.Column("due_at", sa.Float, nullable=False),
+    sa.Index("escalations_due", "due_at"),
+)
+
+incident_events = sa.Table(
+    "incident_events", metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("incident_id", sa.Integer, sa.ForeignKey("incidents.id", name="fk_incident_events_incident"),
+              nullable=False),
+    sa.Column("at", sa.Float, nullable=False),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("actor", sa.Text),
+    sa.Column("detail", sa.Text, nullable=False),  # a JSON object
+    sa.Index("incident_events_of_incident", "incident_id", "id"),
+)
+
+maintenance_windows = sa.Table(
+    "maintenance_windows", metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("matchers", sa.Text, nullable=False),  # JSON object label -> value
+    sa.Column("starts_at", sa.Float, nullable=False),
+    sa.Column("ends_at", sa.Float, nullable=False),
+    sa.Column("reason", sa.Text),
+    sa.Column("created_by", sa.Text),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("ended_at", sa.Float),
+)
+
+link_uses = sa.Table(
+    "link_uses", metadata,
+    sa.Column("nonce", sa.String(64), primary_key=True),
+    sa.Column("used_at", sa.Float, nullable=False),
+    sa.Column("incident_id", sa.Integer, nullable=False),
+    sa.Column("action", sa.String(16), nullable=False),
 )

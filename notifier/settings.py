@@ -42,6 +42,8 @@ class NotifierSettings(BaseModel):
     retry_base_s: float = Field(default=1.0, gt=0)
     retry_max_s: float = Field(default=300.0, gt=0)
     max_attempts: int = Field(default=8, ge=1)
+    # an escalation page that failed this many times goes to the person's next contact instead
+    fallback_after_attempts: int = Field(default=3, ge=1)
     # throttle: default pages per minute per apprise channel (`max_per_minute` in the on-call config
     # overrides it); the rest wait, never dropped. The local inbox is not throttled.
     max_pages_per_minute: int = Field(default=30, ge=1)

@@ -1,17 +1,19 @@
-"""Routing: which target an alert group pages, in which steps, and through which of its channels.
+"""Routing: which route an alert group takes, and the first version's target paging.
 
-Routes are tried in order and the first whose `match` equals the labels wins; `default` catches the
-rest (none: nobody is paged). A route pages a list of **steps**: today exactly one, its `notify`
-target at once. Escalation tiers (primary → senior → manager, each after a wait) plug in here:
-`steps_for` will return one step per tier with its `after_s`, and the notifier's route stage already
-enqueues every step's pages due `after_s` seconds later (its mute stage drops those whose incident
-resolved meanwhile).
+Routes are tried in order and the first whose `match` equals the labels (and whose `match_re`
+patterns fully match them) wins. `matching_route` is shared with `plan.py`, which turns the route
+into a policy and a priority. The rest is the first version's API, which the notifier uses until it
+pages through `plan.py`: a route pages a list of **steps**, exactly one, its `notify` target at
+once, and `default` catches the rest (none: nobody is paged). A matching route that names a
+`policy` instead pages nobody here: only the planning API knows policies.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
+from vigil.oncall.legacy import channel_wants
 from vigil.oncall.model import Channel, OncallConfig, Route
 
 
@@ -34,27 +36,31 @@ class PageRoute:
 
 
 def route_matches(route: Route, labels: dict[str, str]) -> bool:
-    """Whether `labels` carry every `match` entry of `route` with the same value."""
-    return all(labels.get(key) == value for key, value in route.match.items())
+    """Whether `labels` carry every `match` entry of `route` with the same value, and every
+    `match_re` label fully matches its pattern (a missing label is the empty string)."""
+    return (all(labels.get(key) == value for key, value in route.match.items())
+            and all(re.fullmatch(pattern, labels.get(key, "")) for key, pattern in route.match_re.items()))
+
+
+def matching_route(config: OncallConfig, labels: dict[str, str]) -> Route | None:
+    """The first route matching `labels`, if any."""
+    return next((route for route in config.routes if route_matches(route, labels)), None)
 
 
 def target_for(config: OncallConfig, labels: dict[str, str]) -> str | None:
-    """The target key of the first route matching `labels`, else `default` (None: nobody)."""
-    for route in config.routes:
-        if route_matches(route, labels):
-            return route.notify
-    return config.default
+    """The target key of the first route matching `labels`, else `default` (None: nobody).
+
+    A matching route that names a policy, or one whose `notify` is a person rather than a target,
+    gives None: the first version's paging cannot reach them (the planning API does)."""
+    route = matching_route(config, labels)
+    name = config.default if route is None else route.notify
+    return name if name in config.targets else None
 
 
 def steps_for(config: OncallConfig, labels: dict[str, str]) -> list[Step]:
     """The steps that page an incident with `labels`: today one, the route's target, at once."""
     target = target_for(config, labels)
     return [] if target is None else [Step(target)]
-
-
-def channel_wants(channel: Channel, severity: str | None) -> bool:
-    """Whether `channel` should carry a page of `severity` (no filter: every severity)."""
-    return channel.severities is None or severity in channel.severities
 
 
 def route_page(config: OncallConfig, labels: dict[str, str]) -> list[PageRoute]:

@@ -63,6 +63,7 @@ DURATION_FLAGS = [
     (("up",), [], "--scrape-interval"),
     (("up",), [], "--timeout"),
     (("down",), [], "--timeout"),
+    (("maintenance", "add"), ["--match", "node=n"], "--for"),
 ]
 
 
@@ -70,7 +71,8 @@ DURATION_FLAGS = [
 @pytest.mark.parametrize("value, seconds", [("10", 10.0), ("1h30m", 5400.0)])
 def test_every_duration_flag_takes_seconds_and_prometheus_durations(path, args, flag, value, seconds):
     ctx = command(path).make_context(path[-1], [*args, flag, value])  # parses the command line as `vigil` does
-    assert ctx.params[flag.lstrip("-").replace("-", "_")] == seconds
+    name = next(param.name for param in command(path).params if flag in param.opts)
+    assert ctx.params[name] == seconds
 
 
 @pytest.mark.parametrize("path, args, flag", DURATION_FLAGS, ids=[f"{' '.join(p)} {f}" for p, _, f in DURATION_FLAGS])

@@ -85,7 +85,7 @@ def test_a_duplicate_comes_with_the_other_mistakes_of_the_file(tmp_path):
 def test_rule_specs_and_stack_settings_refuse_duplicates_the_same_way(tmp_path):
     spec = tmp_path / "spec.yaml"
     spec.write_text("alerts:\n  A:\n    expr: up == 0\n    severity: info\n    severity: critical\n"
-                    "    summary: s\n    description: d\n")
+                    "    summary: s\n    description: d\n    labels: {team: t}\n    runbook: https://runbooks.example.org/a\n")
     with pytest.raises(rules.SpecError) as caught:
         rules.load_specs([spec])
     assert caught.value.errors == [f"{spec}:5: duplicate key 'severity' (first defined on line 4)"]

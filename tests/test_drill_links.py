@@ -24,7 +24,8 @@ ALERT = """\
 
 def spec(tmp_path, *alerts: tuple[str, str]):
     path = tmp_path / "spec.yaml"
-    path.write_text("alerts:\n" + "".join(ALERT.format(name=name, fault=fault) for name, fault in alerts))
+    path.write_text("alerts:\n" + "".join(ALERT.format(name=name, fault=fault) for name, fault in alerts)
+                    + "defaults: {labels: {team: gpu}, runbook_base: 'https://runbooks.example.org/vigil'}\n")
     return path
 
 

@@ -314,3 +314,22 @@ def test_a_revision_written_by_the_helper_upgrades_an_old_database_without_loss(
     assert as_before(after, before) == before
     assert {(row["test_only_tier_id"], row["test_only_level"]) for row in after["deliveries"]} == {(None, 0)}
     assert schema_differences(engine, next_schema("fk_deliveries_test_only_tier")) == []
+
+
+def test_revision_0002_gives_old_rows_the_engine_columns_and_takes_escalation_pages(db_url, engines):
+    engine = engines(db_url)
+    create_legacy_database(engine)
+    fill(engine, old_rows())
+    upgrade_database(engine)
+    after = snapshot(engine)
+    assert [(i["reopened"], i["priority"], i["acknowledged_at"]) for i in after["incidents"]] == [(0, None, None)] * 2
+    assert {(d["tier"], d["page_key"], d["digest_of"]) for d in after["deliveries"]} == {(None, None, None)}
+    assert after["escalations"] == after["incident_events"] == after["maintenance_windows"] == []
+    escalation_page = dict(notification_id=None, incident_id=2, target="alice", channel_index=0, channel_type="phone",
+                           page_status="firing", title="t", body="b", state="pending", attempts=0,
+                           next_attempt_at=1.0, created_at=1.0, tier=0, page_key="2/0/0/0/alice/0", contact="phone")
+    fill(engine, {"deliveries": [escalation_page]})
+    with pytest.raises(sa.exc.IntegrityError):  # one page per key, whoever enqueues it
+        fill(engine, {"deliveries": [escalation_page]})
+    with pytest.raises(sa.exc.IntegrityError):  # the old key survived the rebuild of `deliveries`
+        fill(engine, {"deliveries": [{**old_rows()["deliveries"][0], "state": "pending"}]})

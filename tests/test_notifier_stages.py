@@ -5,21 +5,26 @@ from __future__ import annotations
 import pytest
 from prometheus_client import generate_latest
 
-from vigil.notifier.deliveries import NewDelivery
+from vigil.notifier.deliveries import Delivery, NewDelivery
+from vigil.notifier.delivery.channels import Channels
+from vigil.notifier.delivery.inbox_sender import LocalInboxSender
 from vigil.notifier.delivery.apprise_sender import AppriseSender
 from vigil.notifier.delivery.dedup import DedupStage
 from vigil.notifier.delivery.mute import MuteStage
+from vigil.notifier.delivery.pipeline import delivery_stages
 from vigil.notifier.delivery.record import RecordStage
 from vigil.notifier.delivery.retry import RetryStage
 from vigil.notifier.delivery.route import RouteStage
 from vigil.notifier.delivery.send import CHANNEL_GONE, SendStage
 from vigil.notifier.delivery.stage import Outcome, Page, run_stages
 from vigil.notifier.delivery.throttle import ThrottleStage
+from vigil.notifier.delivery.worker import DeliveryWorker
 from vigil.notifier.metrics import NotifierMetrics
 from vigil.notifier.models import WebhookPayload
-from vigil.notifier.store import Store
+from vigil.notifier.store import Store, incident_state
 from vigil.oncall.loader import parse_oncall
-from test_notifier_support import INBOX_ONLY, RecordingEndpoint, alert, payload
+from pg_support import db_url, postgres_server  # noqa: F401 (fixtures)
+from test_notifier_support import INBOX_ONLY, RecordingEndpoint, alert, make_settings, payload
 
 T0 = 1_000_000.0
 TWO_CHANNELS = """
@@ -84,17 +89,69 @@ def test_a_page_routed_with_a_wait_stays_in_the_outbox_until_it_is_due(store):
 
 
 # --- mute ------------------------------------------------------------------------------------------
+def never_held(labels, now):
+    return None
+
+
 def test_mute_stops_a_waiting_firing_page_whose_incident_has_resolved(store):
     ingest(store, payload(alert("a")))
-    mute = MuteStage(store.notifications.incident_resolved)
+    mute = MuteStage(store.notifications.incident, never_held, store.outbox.firing_page_fate)
     [firing] = claimed(store)
     assert mute(firing).outcome is None  # the incident still fires: go on
     ingest(store, payload(alert("a", status="resolved")), now=T0 + 5)
     [resolved] = claimed(store, T0 + 5)  # the firing page is leased; it comes back below
+    # the firing page may still go out (its sender may be running): the resolved one waits to know
+    assert mute(resolved).outcome == Outcome("postponed", T0 + 5, due_at=T0 + 7)
     [waiting] = claimed(store, T0 + 30)  # its lease is over, and it is still pending
     assert waiting.delivery.id == firing.delivery.id
     assert mute(waiting).outcome == Outcome("muted", T0 + 30)
+    RecordStage(store.outbox, NotifierMetrics())(mute(waiting))
+    # nobody heard of the firing on this contact: nobody hears of its end (as Alertmanager does)
+    assert mute(resolved).outcome == Outcome("muted", T0 + 5)
+
+
+def test_a_resolved_page_follows_a_firing_page_that_was_sent(store):
+    ingest(store, payload(alert("a")))
+    mute = MuteStage(store.notifications.incident, never_held, store.outbox.firing_page_fate)
+    [firing] = claimed(store)
+    RecordStage(store.outbox, NotifierMetrics())(firing.decided(Outcome("sent", T0)))
+    ingest(store, payload(alert("a", status="resolved")), now=T0 + 5)
+    [resolved] = claimed(store, T0 + 5)
     assert mute(resolved).outcome is None  # the resolved page tells the story
+
+
+def test_a_resolved_page_of_an_incident_that_paged_nobody_still_goes_out(store):
+    """Alertmanager's firing notification never arrived: the on-call learns that something happened."""
+    ingest(store, payload(alert("a", status="resolved")))
+    [resolved] = claimed(store)
+    assert resolved.delivery.page_status == "resolved"
+    assert MuteStage(store.notifications.incident, never_held, store.outbox.firing_page_fate)(resolved).outcome is None
+
+
+def test_mute_stops_the_firing_pages_of_an_acknowledged_incident(store):
+    ingest(store, payload(alert("a")))
+    with store.engine.begin() as conn:
+        incident_state.acknowledge(conn, 1, "alice", T0 + 1)
+    [firing] = claimed(store, T0 + 2)
+    assert MuteStage(store.notifications.incident, never_held, store.outbox.firing_page_fate)(firing).outcome == \
+        Outcome("muted", T0 + 2)
+
+
+def test_mute_holds_pages_in_a_maintenance_window_and_says_so(store):
+    ingest(store, payload(alert("a")))
+    held = {"reason": "maintenance", "window": 7}
+    mute = MuteStage(store.notifications.incident, lambda labels, now: held if labels["node"] == "node-1" else None,
+                     store.outbox.firing_page_fate)
+    [firing] = claimed(store)
+    assert mute(firing).outcome == Outcome("muted", T0, held=held)
+    RecordStage(store.outbox, NotifierMetrics())(mute(firing))
+    ingest(store, payload(alert("a", status="resolved")), now=T0 + 5)
+    [resolved] = claimed(store, T0 + 5)
+    assert mute(resolved).outcome.result == "muted"  # nobody heard of the firing: nobody hears of its end
+    [event] = [e for e in store.timeline.of(1) if e["kind"] == "page_held"]
+    assert event["detail"] == {"delivery": firing.delivery.id, "person": "demo-dri", "contact": "channel-0",
+                               "kind": "inbox", "reason": "maintenance", "window": 7}
+    assert store.outbox.states() == {"muted": 1, "pending": 1}
 
 
 # --- dedup -----------------------------------------------------------------------------------------
@@ -192,11 +249,133 @@ def test_the_stages_run_in_order_and_a_decided_page_passes_the_rest_untouched(st
     ingest(store, payload(alert("a", status="resolved")), now=T0 + 1)
     [firing, resolved] = claimed(store, T0 + 1)
     with RecordingEndpoint() as endpoint:
-        stages = [MuteStage(store.notifications.incident_resolved), DedupStage(store.outbox.newer_page_waiting),
+        stages = [MuteStage(store.notifications.incident, never_held, store.outbox.firing_page_fate), DedupStage(store.outbox.newer_page_waiting),
                   ThrottleStage(lambda d: 10),
                   SendStage(lambda d: AppriseSender(f"json://127.0.0.1:{endpoint.port}/hook"), FakeClock(T0 + 1)),
                   RetryStage(1, 10, 3), RecordStage(store.outbox, NotifierMetrics())]
         assert run_stages(stages, firing).outcome.result == "muted"
-        assert run_stages(stages, resolved).outcome.result == "sent"
-    assert [r["title"].split("]")[0] for r in endpoint.received] == ["[RESOLVED"]
-    assert store.outbox.states() == {"muted": 1, "sent": 1}
+        # the firing page never went out: its resolved page does not either, and no stage after mute ran
+        assert run_stages(stages, resolved).outcome.result == "muted"
+    assert endpoint.received == []
+    assert store.outbox.states() == {"muted": 2}
+
+
+# --- the whole pipeline for people's contacts: attempts on the timeline, fallback, storm -------------
+PEOPLE = """
+people:
+  alice:
+    contacts:
+      phone: {{url: "json://127.0.0.1:{phone}/phone"}}
+      sms: {{url: "json://127.0.0.1:{sms}/sms"}}
+policies:
+  main:
+    tiers:
+      - notify: [{{person: alice}}]
+        escalate_after: 5m
+default_policy: main
+storm: {{max_pages_per_minute: 2}}
+"""
+
+
+class Pipeline:
+    """The notifier's real delivery stages and worker on `db_url`, driven by a hand-moved clock."""
+
+    def __init__(self, db_url, tmp_path, phone_port, sms_port):
+        self.store = Store(db_url)
+        self.clock = FakeClock()
+        oncall = parse_oncall(PEOPLE.format(phone=phone_port, sms=sms_port))
+        settings = make_settings(tmp_path, db_url=db_url, retry_base_s=1.0, fallback_after_attempts=3)
+        self.worker = DeliveryWorker(self.store.outbox, delivery_stages(self.store, oncall, settings,
+                                                                        NotifierMetrics(), self.clock),
+                                     self.clock, poll_interval_s=1)
+
+    def page_alice(self, group: str, contact="phone", index=0) -> int:
+        """An incident of its own, and its tier-1 page to alice's `contact`, as the escalation engine enqueues it."""
+        incident_id = ingest(self.store, payload(alert(group), group_key=group), now=self.clock.now,
+                             route=lambda *args: []).incident_id
+        with self.store.engine.begin() as conn:
+            self.store.outbox.enqueue(conn, None, incident_id, "firing", [NewDelivery(
+                "alice", index, "other", f"[FIRING:1] {group}", "body", tier=0, contact=contact,
+                page_key=f"{incident_id}/0/0/0/alice/{contact}")], self.clock.now)
+        return incident_id
+
+    def run_at(self, at: float) -> int:
+        self.clock.now = at
+        return self.worker.run_once()
+
+
+@pytest.fixture
+def endpoints():
+    with RecordingEndpoint(failures=10**6) as phone, RecordingEndpoint() as sms:
+        yield phone, sms
+
+
+@pytest.fixture
+def pipeline(db_url, tmp_path, endpoints):
+    phone, sms = endpoints
+    built = Pipeline(db_url, tmp_path, phone.port, sms.port)
+    yield built
+    built.store.close()
+
+
+def test_a_contact_failing_three_times_hands_the_page_to_the_next_and_the_timeline_shows_each_attempt(
+        pipeline, endpoints):
+    phone, sms = endpoints
+    incident = pipeline.page_alice("g1")
+    for at in (T0, T0 + 1, T0 + 3):  # backoff 1 s, then 2 s
+        assert pipeline.run_at(at) == 1
+    assert pipeline.run_at(T0 + 3) == 1  # the SMS, due at once
+    assert [r["title"] for r in sms.received] == ["[FIRING:1] g1"]
+    events = [(e["kind"], e["detail"].get("contact"), e["detail"].get("ok")) for e in pipeline.store.timeline.of(incident)
+              if e["kind"].startswith("page_")]
+    assert events == [("page_attempt", "phone", False)] * 3 + [("page_fallback", "sms", None),
+                                                               ("page_attempt", "sms", True)]
+    fallback = next(e for e in pipeline.store.timeline.of(incident) if e["kind"] == "page_fallback")
+    assert fallback["detail"]["failed_contact"] == "phone" and fallback["detail"]["attempts"] == 3
+    assert [(p["contact"], p["state"], len(p["attempts"])) for p in pipeline.store.outbox.pages_of(incident)] == [
+        ("phone", "failed", 3), ("sms", "sent", 1)]
+    assert pipeline.run_at(T0 + 1000) == 0  # the phone is not tried again
+
+
+def test_the_last_contact_keeps_its_ordinary_retries(pipeline, endpoints):
+    phone, sms = endpoints
+    sms.failures = 4
+    incident = pipeline.page_alice("g1", contact="sms", index=1)
+    for at in (T0, T0 + 1, T0 + 3, T0 + 7, T0 + 15):
+        assert pipeline.run_at(at) == 1
+    assert [(p["contact"], p["state"]) for p in pipeline.store.outbox.pages_of(incident)] == [("sms", "sent")]
+
+
+def test_past_the_storm_limit_the_waiting_pages_become_one_digest_and_none_is_lost(pipeline, endpoints):
+    phone, sms = endpoints
+    incidents = [pipeline.page_alice(f"g{n}", contact="sms", index=1) for n in range(5)]
+    assert pipeline.run_at(T0) == 2  # two pages a minute to alice's SMS; the three others are folded
+    assert len(sms.received) == 2
+    assert pipeline.run_at(T0 + 59) == 0  # the digest waits for the minute window
+    assert pipeline.run_at(T0 + 60) == 1
+    digest = sms.received[-1]
+    assert digest["title"].startswith("[DIGEST:3] 3 pages for 3 incident(s)")
+    assert "stands for 3 pages" in digest["message"]
+    pages = [page for incident in incidents for page in pipeline.store.outbox.pages_of(incident)]
+    folded = [page for page in pages if page["state"] == "digested"]
+    [digest_row] = {page["digest_of"] for page in folded}
+    assert sorted(p["state"] for p in pages) == ["digested"] * 3 + ["sent"] * 3  # two pages and the digest
+    assert [p["state"] for p in pages if p["id"] == digest_row] == ["sent"]
+    folded_incidents = {incident for incident in incidents
+                        if any(p["state"] == "digested" for p in pipeline.store.outbox.pages_of(incident))}
+    assert len(folded_incidents) == 3 and all(f"#{i} firing" in digest["message"] for i in folded_incidents)
+    digested_events = [e for i in incidents for e in pipeline.store.timeline.of(i) if e["kind"] == "page_digested"]
+    assert len(digested_events) == 3 and {e["detail"]["digest"] for e in digested_events} == {digest_row}
+
+
+def test_only_people_fall_back_first_version_targets_paged_every_channel_at_once(tmp_path):
+    inbox = LocalInboxSender(None, lambda: T0)  # choosing the next contact sends nothing
+    people = Channels(parse_oncall(PEOPLE.format(phone=9, sms=9)), inbox, 30)
+    legacy = Channels(parse_oncall(TWO_CHANNELS), inbox, 30)
+
+    def page_to(target, index, kind):
+        return Delivery(1, 1, target, index, kind, "t", "b", "firing", 2, T0, tier=0)
+    following = people.next_contact(page_to("alice", 0, "other"))
+    assert (following.contact_index, following.contact, following.kind) == (1, "sms", "other")
+    assert people.next_contact(page_to("alice", 1, "other")) is None  # the last contact
+    assert legacy.next_contact(page_to("sre", 0, "inbox")) is None

@@ -104,3 +104,30 @@ def test_the_webhook_api_runs_on_either_database(db_url, tmp_path):
         [incident] = client.get("/api/v1/incidents", headers=AUTH).json()["incidents"]
         assert incident["status"] == "resolved"
         assert len(client.get("/api/v1/notifications", headers=AUTH).json()["notifications"]) == 2
+
+
+def test_the_timeline_records_on_the_callers_transaction_or_its_own(store):
+    incident = ingest(store, payload(alert("a"))).incident_id
+    store.timeline.record(None, incident, 1001.0, "note", "alice", text="looking")
+    try:
+        with store.engine.begin() as conn:
+            store.timeline.record(conn, incident, 1002.0, "acknowledged", "bob")
+            raise RuntimeError("rolled back")
+    except RuntimeError:
+        pass
+    with store.engine.begin() as conn:
+        store.timeline.record(conn, incident, 1003.0, "escalated", "carol", to_tier=1)
+    events = [e for e in store.timeline.of(incident) if e["kind"] in ("note", "acknowledged", "escalated")]
+    assert events == [
+        dict(at="1970-01-01T00:16:41.000Z", kind="note", actor="alice", detail={"text": "looking"}),
+        dict(at="1970-01-01T00:16:43.000Z", kind="escalated", actor="carol", detail={"to_tier": 1})]
+    with pytest.raises(ValueError, match="unknown timeline event kind"):
+        store.timeline.record(None, incident, 1004.0, "exploded")
+
+
+def test_several_ingests_share_one_transaction(store):
+    bodies = [payload(alert(name), group_key=name) for name in ("g1", "g2")]
+    with store.engine.begin() as conn:
+        results = [store.notifications.ingest_in(conn, WebhookPayload.model_validate(b), 1000.0, page_everyone)
+                   for b in bodies]
+    assert [r.incident_id for r in results] == [1, 2] and store.outbox.states() == {"pending": 2}

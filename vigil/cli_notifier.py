@@ -50,8 +50,10 @@ def notifier():
               show_default=True)
 @click.option("--max-body-bytes", type=click.IntRange(min=1024), default=DEFAULT_MAX_BODY_BYTES, show_default=True,
               help="Refuse request bodies larger than this with 413 (Alertmanager: bound it with max_alerts).")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Server processes on the one port and database (use the machine's cores; see docs/benchmarks.md).")
 def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmanager_receiver, public_url,
-          log_level, max_body_bytes):
+          log_level, max_body_bytes, workers):
     """Serve the notifier API in the foreground."""
     from vigil.notifier.settings import NotifierSettings, is_loopback, others_can_read, read_token_file
     from vigil.oncall.loader import OncallConfigError, load_oncall
@@ -101,6 +103,13 @@ def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmana
 
     from vigil.notifier.app import create_app
 
+    if workers > 1:  # each process builds its own app (and store, worker) from what the parent parsed
+        from vigil.notifier.serve_workers import FACTORY, export_args
+
+        export_args(settings, token_file, log_level)
+        uvicorn.run(FACTORY, factory=True, workers=workers, host=host, port=port, log_level=log_level,
+                    access_log=False, log_config=None)
+        return
     # log_config=None: uvicorn logs through the root handlers above, and so through the secret mask
     uvicorn.run(create_app(settings, oncall), host=host, port=port, log_level=log_level, access_log=False,
                 log_config=None)
@@ -116,9 +125,20 @@ def check_oncall(path):
         config = load_oncall(path)
     except OncallConfigError as exc:
         raise click.ClickException(f"invalid on-call config:\n{exc}")
+    click.echo(f"{path}: ok: " + ", ".join(_oncall_summary(config)))
+
+
+def _oncall_summary(config) -> list[str]:
+    """What the file defines, in counts: the second version's people and policies, or the first's targets."""
+    if config.people or not config.targets:
+        contacts = sum(len(person.contacts) for person in config.people.values())
+        default = config.default_policy or "(none: alerts no route matches page nobody)"
+        return [f"{len(config.people)} person(s)", f"{contacts} contact(s)", f"{len(config.teams)} team(s)",
+                f"{len(config.schedules)} schedule(s)", f"{len(config.policies)} {'policy' if len(config.policies) == 1 else 'policies'}",
+                f"{len(config.routes)} route(s)", f"default policy {default}"]
     channels = sum(len(target.channels) for target in config.targets.values())
-    click.echo(f"{path}: ok: {len(config.targets)} target(s), {channels} channel(s), {len(config.routes)} route(s), "
-               f"default {config.default or '(none: unrouted alerts page nobody)'}")
+    return [f"{len(config.targets)} target(s)", f"{channels} channel(s)", f"{len(config.routes)} route(s)",
+            f"default {config.default or '(none: unrouted alerts page nobody)'}"]
 
 
 @notifier.command()

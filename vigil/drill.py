@@ -56,6 +56,7 @@ class DrillFailed(Exception):
 class StageResult:
     name: str
     seconds: float
+    detail: str = ""  # who was paged through which channel and tier, who acknowledged
 
 
 @dataclass
@@ -66,6 +67,8 @@ class Drill:
     gpu: int
     stage_timeout_s: float = 120.0
     poll_s: float = 0.25
+    # acknowledge the page as its recipient would; False: wait for the next tier to be paged first
+    acknowledge: bool = True
     report: Callable[[StageResult], None] = lambda _r: None
     results: list[StageResult] = field(default_factory=list)
 
@@ -88,20 +91,24 @@ class Drill:
         """Whether `promql` returns a series for the node (and GPU) under drill."""
         return any(self._on_target(labels) for labels, _ in self.apis.query(promql))
 
-    def _wait(self, name: str, started: float, check: Callable[[], bool], hint: str) -> None:
+    def _wait(self, name: str, started: float, check: Callable[[], object], hint: str,
+              describe: Callable[[object], str] = lambda _found: "") -> object:
+        """Poll `check` until it returns something truthy; record the stage and return what it found."""
         deadline = time.monotonic() + self.stage_timeout_s
         while True:
             try:
-                if check():
+                found = check()
+                if found:
                     break
             except (requests.RequestException, PrometheusUnavailable):
                 pass  # a component restarting is not a drill failure until the timeout
             if time.monotonic() > deadline:
                 raise DrillFailed(f"stage '{name}' did not happen within {self.stage_timeout_s:.0f}s ({hint})")
             time.sleep(self.poll_s)
-        result = StageResult(name, time.monotonic() - started)
+        result = StageResult(name, time.monotonic() - started, describe(found))
         self.results.append(result)
         self.report(result)
+        return found
 
     def run(self) -> list[StageResult]:
         symptom = self.expect.expr
@@ -115,9 +122,16 @@ class Drill:
                        and any(self._labels_match(a["labels"]) and a["status"] == status for a in n["alerts"])
                        for n in self.apis.notifications())
 
-        def new_page(status: str) -> bool:
-            return any(p["id"] not in seen_pages and p.get("status") == status and self._labels_match(p.get("labels", {}))
-                       for p in self.apis.pages(RECENT_ROWS))
+        def new_page(status: str, tier_from: int = 0, incident: int | None = None) -> dict | None:
+            """The first new page of `status` about the drilled alert (of tier index `tier_from` or later)."""
+            return next((p for p in self.apis.pages(RECENT_ROWS)
+                         if p["id"] not in seen_pages and p.get("status") == status
+                         and self._labels_match(p.get("labels", {})) and (p.get("tier") or 0) >= tier_from
+                         and (incident is None or p.get("incident_id") == incident)), None)
+
+        def describe_page(page: dict) -> str:
+            tier = f" (tier {page['tier'] + 1})" if isinstance(page.get("tier"), int) else ""
+            return f"incident #{page.get('incident_id')} to {page.get('recipient')} via {page.get('channel')}{tier}"
 
         body = {"fault": self.expect.fault, "node": self.node, "gpu": self.gpu}
         cleared = False
@@ -127,14 +141,24 @@ class Drill:
             self._wait("injected → seen in a scrape", t0, lambda: self._shows(symptom), f"query {symptom} for {where}")
             self._wait("alert firing in Prometheus", t0, lambda: self._shows(alert_q), f"query {alert_q} for {where}")
             self._wait("received by the notifier", t0, lambda: new_notification("firing"), "Alertmanager → notifier webhook")
-            self._wait("page delivered", t0, lambda: new_page("firing"), "notifier → inbox delivery")
+            page = self._wait("page delivered", t0, lambda: new_page("firing"), "notifier → inbox delivery",
+                              describe_page)
+            if not self.acknowledge:
+                after = (page.get("tier") or 0) + 1  # the next tier's index; people count tiers from 1
+                page = self._wait(f"nobody acknowledged: tier {after + 1} paged", t0,
+                                  lambda: new_page("firing", after, page["incident_id"]),
+                                  f"the escalation to tier {after + 1} (the policy's wait after tier {after})",
+                                  describe_page)
+            self._acknowledge(page, t0)
             t1 = time.monotonic()
             self._chaos("/chaos/clear", {"node": self.node})
             cleared = True
             self._wait("cleared → recovery seen in a scrape", t1, lambda: not self._shows(symptom), f"query {symptom} for {where}")
             self._wait("alert resolved in Prometheus", t1, lambda: not self._shows(alert_q), f"query {alert_q} for {where}")
             self._wait("resolution received by the notifier", t1, lambda: new_notification("resolved"), "Alertmanager → notifier")
-            self._wait("resolved page delivered", t1, lambda: new_page("resolved"), "notifier → inbox delivery")
+            incident = page["incident_id"]
+            self._wait("resolved page delivered", t1, lambda: new_page("resolved", incident=incident),
+                       "notifier → inbox delivery", describe_page)
         finally:
             if not cleared:
                 try:
@@ -142,3 +166,15 @@ class Drill:
                 except (DrillFailed, requests.RequestException):
                     pass
         return self.results
+
+    def _acknowledge(self, page: dict, started: float) -> None:
+        """Acknowledge the paged incident as the person who got the page (escalation stops)."""
+        who = page.get("recipient") or "drill"
+        try:
+            self.apis.incident_action(page["incident_id"], "ack", who)
+        except StackRequestError as exc:
+            raise DrillFailed(f"acknowledging incident #{page['incident_id']} was refused: {exc}") from None
+        result = StageResult("acknowledged", time.monotonic() - started,
+                             f"incident #{page['incident_id']} by {who}")
+        self.results.append(result)
+        self.report(result)

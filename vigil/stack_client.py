@@ -44,6 +44,15 @@ class StackClient:
         r.raise_for_status()
         return r.json()[key]
 
+    def _notifier(self, method: str, path: str, params: dict | None = None, body: dict | None = None) -> dict:
+        """Call the notifier's API; a refusal (4xx) raises StackRequestError with the notifier's reason."""
+        r = requests.request(method, f"{self.notifier}{path}", params=params, json=body,
+                             headers={"Authorization": f"Bearer {self.token}"}, timeout=5)
+        if 400 <= r.status_code < 500:
+            raise StackRequestError(_reason(r))
+        r.raise_for_status()
+        return r.json()
+
     def query(self, promql: str) -> list[Sample]:
         """Instant query; raises `PrometheusUnavailable` saying why Prometheus did not answer."""
         return PrometheusClient(self.prometheus, timeout=5).query(promql)
@@ -55,15 +64,41 @@ class StackClient:
         """Pages delivered to the local inbox, oldest first (the newest `limit`)."""
         return self._notifier_get("/api/v1/inbox", "pages", limit)
 
+    def incidents(self, limit: int = 500, **filters: str | None) -> list[dict]:
+        """Incidents, oldest first (the newest `limit`), filtered by state, priority, team."""
+        params = {"limit": limit, **{key: value for key, value in filters.items() if value is not None}}
+        return self._notifier("GET", "/api/v1/incidents", params=params)["incidents"]
+
+    def incident(self, incident_id: int) -> dict:
+        """One incident with its alerts, timeline and pages."""
+        return self._notifier("GET", f"/api/v1/incidents/{incident_id}")
+
+    def incident_action(self, incident_id: int, action: str, by: str, **more: str) -> dict:
+        """`ack`, `resolve`, `escalate` or `notes` (with `text`) on incident `incident_id` as `by`."""
+        return self._notifier("POST", f"/api/v1/incidents/{incident_id}/{action}", body={"by": by, **more})
+
+    def maintenance(self, include_past: bool = False) -> list[dict]:
+        return self._notifier("GET", "/api/v1/maintenance", params={"all": str(include_past).lower()})["windows"]
+
+    def add_maintenance(self, window: dict) -> dict:
+        return self._notifier("POST", "/api/v1/maintenance", body=window)
+
+    def end_maintenance(self, window_id: int) -> dict:
+        return self._notifier("POST", f"/api/v1/maintenance/{window_id}/end")
+
     def chaos(self, method: str, path: str, body: dict | None = None) -> dict:
         """Call the simulated fleet's chaos API (`GET /chaos`, `POST /chaos/inject`, `POST /chaos/clear`)."""
         if self.gpu_control is None:
             raise StackRequestError("this stack exports real GPUs (NVML); faults can be injected only into the simulated fleet")
         r = requests.request(method, f"{self.gpu_control}{path}", json=body, timeout=5)
         if r.status_code >= 400:
-            try:
-                reason = r.json().get("error", r.text)
-            except ValueError:
-                reason = r.text
-            raise StackRequestError(reason)
+            raise StackRequestError(_reason(r))
         return r.json()
+
+
+def _reason(response: requests.Response) -> str:
+    """The `error` a stack service gave for refusing a request, else its body."""
+    try:
+        return response.json().get("error", response.text)
+    except (ValueError, AttributeError):
+        return response.text

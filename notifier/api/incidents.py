@@ -1,18 +1,95 @@
-"""`GET /api/v1/incidents` and `GET /api/v1/notifications`, oldest first (the newest `limit`)."""
+"""Incidents that people work, and the notifications behind them:
+
+- `GET /api/v1/incidents?state=&priority=&team=&limit=`: the newest `limit`, oldest first;
+- `GET /api/v1/incidents/{id}`: the incident, its alerts (as the latest notification lists them), its
+  timeline and its pages (each with its send attempts);
+- `POST /api/v1/incidents/{id}/ack|resolve|escalate` (`{"by": NAME}`) and `…/notes`
+  (`{"by": NAME, "text": …}`): 404 for an unknown incident, 409 for what cannot happen now (acknowledge
+  a resolved incident …), 422 for a bad body;
+- `GET /api/v1/notifications`.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Path, Query, Request
 from starlette.concurrency import run_in_threadpool
 
-from vigil.notifier.api.deps import ListLimit, StoreDep
+from vigil.notifier.api.deps import ClockDep, ListLimit, StoreDep
+from vigil.notifier.api.openapi import ACTOR_BODY, ACTOR_REFUSALS, NOTE_BODY
+from vigil.notifier.api.parse import MAX_ROW_ID, Rejected, actor_body, note_body
+from vigil.notifier.engine import actions
+from vigil.notifier.store import Store
+from vigil.notifier.store.engine import reading
+from vigil.notifier.store.notifications import latest_payload
 
 router = APIRouter()
+IncidentId = Annotated[int, Path(ge=1, le=MAX_ROW_ID)]
+State = Literal["triggered", "acknowledged", "resolved"]
+Priority = Annotated[str, Query(pattern=r"^P[1-5]$")]
+Team = Annotated[str, Query(min_length=1, max_length=200)]
+ACTIONS = {"ack": actions.acknowledge, "resolve": actions.resolve, "escalate": actions.escalate_now}
 
 
 @router.get("/api/v1/incidents")
-async def list_incidents(store: StoreDep, limit: ListLimit = 500):
-    return {"incidents": await run_in_threadpool(store.notifications.list_incidents, limit)}
+async def list_incidents(store: StoreDep, limit: ListLimit = 500, state: State | None = None,
+                         priority: Priority | None = None, team: Team | None = None):
+    return {"incidents": await run_in_threadpool(store.notifications.list_incidents, limit, state, priority, team)}
+
+
+@router.get("/api/v1/incidents/{incident_id}", responses={"404": ACTOR_REFUSALS["404"]})
+async def show_incident(store: StoreDep, incident_id: IncidentId):
+    found = await run_in_threadpool(incident_detail, store, incident_id)
+    if found is None:
+        raise Rejected(404, "not_found", f"no incident {incident_id}")
+    return found
+
+
+def incident_detail(store: Store, incident_id: int) -> dict | None:
+    """The incident with its `alerts`, `timeline` and `pages`; None if there is no such incident."""
+    incident = store.notifications.incident(incident_id)
+    if incident is None:
+        return None
+    with reading(store.engine) as conn:
+        payload = latest_payload(conn, incident_id)
+    alerts = [] if payload is None else [
+        dict(status=a.status, labels=a.labels, summary=a.annotations.get("summary", ""), startsAt=a.startsAt,
+             endsAt=a.endsAt, fingerprint=a.fingerprint) for a in payload.alerts]
+    return {**incident, "alerts": alerts, "timeline": store.timeline.of(incident_id),
+            "pages": store.outbox.pages_of(incident_id)}
+
+
+def _actor_route(verb: str, action) -> None:
+    async def act(request: Request, store: StoreDep, clock: ClockDep, incident_id: IncidentId):
+        body = await actor_body(request)
+        return await _run(action, store, incident_id, body.by, clock())
+
+    router.add_api_route(f"/api/v1/incidents/{{incident_id}}/{verb}", act, methods=["POST"], name=f"{verb}_incident",
+                         openapi_extra=ACTOR_BODY, summary=f"{verb.capitalize()} the incident")
+
+
+for _verb, _action in ACTIONS.items():
+    _actor_route(_verb, _action)
+
+
+@router.post("/api/v1/incidents/{incident_id}/notes", openapi_extra=NOTE_BODY)
+async def add_note(request: Request, store: StoreDep, clock: ClockDep, incident_id: IncidentId):
+    body = await note_body(request)
+
+    def note(store: Store, incident_id: int, by: str, now: float) -> dict:
+        return actions.add_note(store, incident_id, by, body.text, now)
+    return await _run(note, store, incident_id, body.by, clock())
+
+
+async def _run(action, store: Store, incident_id: int, by: str, now: float) -> dict:
+    """Run `action(store, incident_id, by, now)`; its refusals become 404 / 409 with the reason."""
+    try:
+        return await run_in_threadpool(action, store, incident_id, by, now)
+    except actions.IncidentNotFound as exc:
+        raise Rejected(404, "not_found", str(exc)) from None
+    except actions.TransitionRefused as exc:
+        raise Rejected(409, "conflict", exc.reason) from None
 
 
 @router.get("/api/v1/notifications")

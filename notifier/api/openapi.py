@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from vigil.notifier.api.parse import MAX_ROW_ID
+from vigil.notifier.api.parse import MAX_ROW_ID, ActorBody, MaintenanceBody, NoteBody
 from vigil.notifier.delivery.inbox_sender import PAGE_HEADER
 from vigil.notifier.models import WebhookPayload
 
@@ -40,6 +40,35 @@ INBOX_BODY = json_body(
 INBOX_BODY["parameters"] = [{"name": PAGE_HEADER, "in": "header", "required": True,
                              "description": "the outbox delivery this page belongs to",
                              "schema": {"type": "integer", "minimum": 1, "maximum": MAX_ROW_ID}}]
+
+# the incident and maintenance routes: bodies as their pydantic models describe them, and the refusals
+ACTOR_REFUSALS = {
+    "404": {"description": "no such incident (or maintenance window)", "content": {"application/json": {"schema": _ERROR}}},
+    "409": {"description": "impossible now (acknowledging a resolved incident, ending a window that is over)",
+            "content": {"application/json": {"schema": _ERROR}}},
+}
+
+
+def model_body(model, description: str) -> dict:
+    """`openapi_extra` for a hand-parsed body described by a pydantic `model`, with 404 and 409."""
+    extra = json_body(model.model_json_schema(by_alias=True), description)
+    extra["responses"].update(ACTOR_REFUSALS)
+    return extra
+
+
+ACTOR_BODY = model_body(ActorBody, "Who does it (shown on the incident's timeline).")
+NOTE_BODY = model_body(NoteBody, "A note on the incident's timeline.")
+MAINTENANCE_BODY = model_body(MaintenanceBody, "A maintenance window: pages of matching incidents are held "
+                                               "(recorded, not sent) while it lasts.")
+HTML_PAGE = {"content": {"text/html": {"schema": {"type": "string"}}}}
+LINK_RESPONSES = {
+    "200": {"description": "a small page: the incident, and a button that acts (or the result)", **HTML_PAGE},
+    "400": {"description": "an `open` link was posted: it only shows the incident", **HTML_PAGE},
+    "403": {"description": "forged or altered link", **HTML_PAGE},
+    "404": {"description": "the incident is gone", **HTML_PAGE},
+    "409": {"description": "the link was used already, or the action is impossible now", **HTML_PAGE},
+    "410": {"description": "the link has expired", **HTML_PAGE},
+}
 
 
 def document_api(app: FastAPI) -> None:

@@ -1,4 +1,5 @@
-"""Parsing of request bodies, in one place: the Alertmanager webhook and pages arriving in the inbox.
+"""Parsing of request bodies, in one place: the Alertmanager webhook, pages arriving in the inbox, and
+what people send to work incidents (acknowledge, resolve, escalate, notes) and maintenance windows.
 
 A body that will never be accepted raises `Rejected` (a 4xx with a reason, never a 5xx: Alertmanager
 would retry a 5xx forever); `reason` is the label counted in `vigil_notifier_webhook_rejected_total`.
@@ -7,10 +8,12 @@ would retry a 5xx forever); `reason` is the label counted in `vigil_notifier_web
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 from fastapi import Request
-from pydantic import ValidationError
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
+from vigil.common.durations import parse_duration
 from vigil.common.json_body import BodyRejected, decode_json_body
 from vigil.notifier.delivery.inbox_sender import PAGE_HEADER
 from vigil.notifier.models import WebhookPayload
@@ -35,11 +38,7 @@ class PageArrival:
 
 async def webhook_payload(request: Request) -> WebhookPayload:
     """The Alertmanager notification in `request` (version 4), validated."""
-    body = await _json_body(request)
-    try:
-        return WebhookPayload.model_validate(body)
-    except ValidationError as exc:
-        raise Rejected(422, "invalid_payload", _describe(exc)) from None
+    return _model(WebhookPayload, await _json_body(request))
 
 
 async def page_arrival(request: Request) -> PageArrival:
@@ -54,6 +53,94 @@ async def page_arrival(request: Request) -> PageArrival:
     if not isinstance(message, str):
         raise Rejected(422, "invalid_payload", "expected an apprise JSON object with `title` and `message`")
     return PageArrival(delivery_id, str(body.get("title") or ""), message)
+
+
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+LabelName = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+LabelValue = Annotated[str, StringConstraints(max_length=1000)]
+MAX_WINDOW_S = 366 * 86400.0  # a maintenance window longer than a year is a mistake
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ActorBody(_Body):
+    """`POST /api/v1/incidents/{id}/ack|resolve|escalate`: who does it."""
+
+    by: Name
+
+
+class NoteBody(_Body):
+    """`POST /api/v1/incidents/{id}/notes`."""
+
+    by: Name
+    text: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=10_000)]
+
+
+class MaintenanceBody(_Body):
+    """`POST /api/v1/maintenance`: hold pages of alerts whose labels equal every `match` entry, from
+    `starts_at` (default: now) until `ends_at`, or for the duration `for` (`2h`, `90m`, seconds)."""
+
+    match: dict[LabelName, LabelValue] = Field(min_length=1, max_length=50)
+    starts_at: AwareDatetime | None = None
+    ends_at: AwareDatetime | None = None
+    for_: str | float | None = Field(default=None, alias="for")
+    reason: Annotated[str, StringConstraints(max_length=1000)] | None = None
+    by: Name
+
+    @field_validator("for_")
+    @classmethod
+    def _duration(cls, value):
+        if value is None:
+            return None
+        seconds = parse_duration(value)  # ValueError names the accepted forms
+        if not 0 < seconds <= MAX_WINDOW_S:
+            raise ValueError("must be above zero and at most a year")
+        return seconds
+
+
+@dataclass(frozen=True)
+class NewWindow:
+    matchers: dict[str, str]
+    starts_at: float
+    ends_at: float
+    reason: str | None
+    by: str
+
+
+async def actor_body(request: Request) -> ActorBody:
+    return _model(ActorBody, await _json_body(request))
+
+
+async def note_body(request: Request) -> NoteBody:
+    return _model(NoteBody, await _json_body(request))
+
+
+async def maintenance_body(request: Request, now: float) -> NewWindow:
+    """The window asked for, its times checked against `now`: it must end after it starts, in the future."""
+    body = _model(MaintenanceBody, await _json_body(request))
+    if (body.ends_at is None) == (body.for_ is None):
+        raise Rejected(422, "invalid_payload", "give exactly one of `ends_at` (a time) and `for` (a duration)")
+    try:
+        starts = body.starts_at.timestamp() if body.starts_at is not None else now
+        ends = body.ends_at.timestamp() if body.ends_at is not None else starts + body.for_
+    except (OverflowError, ValueError, OSError):
+        raise Rejected(422, "invalid_payload", "a time is outside the years 1 to 9999 once converted to UTC") from None
+    if ends <= now:
+        raise Rejected(422, "invalid_payload", "the window would be over already: `ends_at` is in the past")
+    if ends <= starts:
+        raise Rejected(422, "invalid_payload", "`ends_at` must be after `starts_at`")
+    if ends - starts > MAX_WINDOW_S:
+        raise Rejected(422, "invalid_payload", "a maintenance window lasts at most a year")
+    return NewWindow(dict(body.match), starts, ends, body.reason, body.by)
+
+
+def _model(model: type[BaseModel], body):
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise Rejected(422, "invalid_payload", _describe(exc)) from None
 
 
 async def _json_body(request: Request):

@@ -1,4 +1,5 @@
-"""What a page says: a title line and a short body listing the group's alerts."""
+"""What a page says: a title line and a short body listing the group's alerts; escalation pages add
+who handled the incident and the one-click links (acknowledge / resolve / open)."""
 
 from __future__ import annotations
 
@@ -32,3 +33,21 @@ def compose_page(payload: WebhookPayload, page_status: str, incident_id: int) ->
     if hidden > 0:
         lines.append(f"… and {hidden} more")
     return PageText(title, "\n".join(lines))
+
+
+LINK_LABELS = ("acknowledge", "resolve", "open")  # the order of `vigil.notifier.links.page_links`
+
+
+def compose_incident_page(payload: WebhookPayload | None, page_status: str, incident_id: int, fallback_title: str,
+                          links: list[str] = (), note: str | None = None) -> PageText:
+    """The page of incident `incident_id` from its latest notification `payload` (None: the incident's
+    own `fallback_title` only), with an optional `note` line (who resolved it…) and the signed links."""
+    if payload is None:
+        text = PageText(shorten(f"[{page_status.upper()}] {fallback_title}", MAX_TITLE_CHARS), f"incident #{incident_id}")
+    else:
+        text = compose_page(payload, page_status, incident_id)
+    lines = [text.body]
+    if note:
+        lines.append(note)
+    lines += [f"{label}: {url}" for label, url in zip(LINK_LABELS, links)]
+    return PageText(text.title, "\n".join(lines))

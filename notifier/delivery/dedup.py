@@ -24,7 +24,7 @@ class DedupStage:
         self._newer_page_waiting = newer_page_waiting
 
     def __call__(self, page: Page) -> Page:
-        if page.outcome is not None or page.delivery.page_status != "firing":
+        if page.outcome is not None or page.delivery.page_status != "firing" or page.delivery.is_digest:
             return page
         if self._newer_page_waiting(page.delivery):
             return page.decided(Outcome("superseded", page.now))

@@ -1,37 +1,29 @@
-"""The local inbox channel: apprise's JSON service posting to this notifier's own `POST /api/v1/inbox`.
+"""The local inbox channel: the inbox is this notifier's own database, so the page is written there
+directly (`Inbox.record_arrivals`: the row `POST /api/v1/inbox` would record), without a trip through
+apprise and a second HTTP request into the same process, in the transaction that records the send
+attempt (`SendResult.write`): it arrives once, exactly when it is recorded sent.
 
-The page travels like any other apprise notification; the delivery id rides along in an
-`X-Vigil-Page` header so the inbox can join what arrived with the incident it belongs to. The bearer
-token is set on the service object after apprise has parsed its URL, never written into the URL:
-apprise writes the URLs it loads into its debug log.
+`POST /api/v1/inbox` stays for pages posted from outside (apprise's JSON service, say), the delivery id
+in the `X-Vigil-Page` header so the inbox can join what arrived with the incident it belongs to.
 """
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
-import apprise
-from apprise.plugins.base import NotifyBase
-
+from vigil.notifier.clock import Clock
 from vigil.notifier.deliveries import Delivery
-from vigil.notifier.delivery.apprise_sender import AppriseSender
-from vigil.notifier.delivery.base import SendResult
+from vigil.notifier.delivery.base import OwnWrite, SendResult
+from vigil.notifier.store.inbox import Inbox
 
 INBOX_PATH = "/api/v1/inbox"
 PAGE_HEADER = "X-Vigil-Page"
 
 
-class InboxSender:
-    def __init__(self, notifier_url: str, token: str):
-        parts = urlsplit(notifier_url)
-        self._url = f"{'jsons' if parts.scheme == 'https' else 'json'}://{parts.netloc}{INBOX_PATH}"
-        self._token = token
+class LocalInboxSender:
+    """The page lands in this notifier's own inbox, in the database, at once."""
 
-    def service_for(self, delivery_id: int) -> NotifyBase:
-        """The apprise JSON service that posts delivery `delivery_id` to the inbox."""
-        service = apprise.Apprise.instantiate(f"{self._url}?+{PAGE_HEADER}={delivery_id}")
-        service.headers["Authorization"] = f"Bearer {self._token}"
-        return service
+    def __init__(self, inbox: Inbox, clock: Clock):
+        self._inbox = inbox
+        self._clock = clock
 
     def send(self, delivery: Delivery) -> SendResult:
-        return AppriseSender(self.service_for(delivery.id)).send(delivery)
+        return SendResult(True, write=OwnWrite(self._inbox.record_arrivals, (delivery, self._clock())))

@@ -1,27 +1,64 @@
-"""Mute stage: a firing page whose incident has resolved while it waited is not sent.
+"""Mute stage: a page that must not go out now ends `muted`, without a send attempt.
 
-A firing page can wait in the outbox: held back by the throttle, between retries, or (with
-escalation tiers) until its step is due. If the incident resolves meanwhile, paging "FIRING" now
-would be stale; the incident's resolved page tells the on-call what happened. Such a delivery ends
-`muted` (not `failed`: nothing went wrong) without a send attempt. Resolved pages are never muted.
+- A firing page whose incident has resolved while it waited (throttled, between retries, or until its
+  escalation step was due): paging "FIRING" now would be stale; the resolved page tells the story.
+- A firing page whose incident has been acknowledged: someone is on it (a re-page after
+  `repage_acknowledged_after` is a new page, enqueued once the acknowledgement has expired).
+- A resolved page to a contact whose firing pages of the incident were never sent (the SMS a minute
+  after the call, muted by the acknowledgement; a phone that failed and fell back to SMS): nobody
+  heard of the firing there, so nobody hears of its end there. While such a firing page still waits,
+  the resolved one is postponed (re-checked every few seconds) until the firing one's fate is known.
+  A resolved page for an incident that paged nobody while it fired (Alertmanager's firing
+  notification never arrived) still goes out: the on-call learns that something happened.
+- Any page of an incident whose labels match an active maintenance window (made through the API/CLI,
+  or written in the on-call file): recorded on the incident's timeline as `page_held`, not sent. Its
+  resolved page is held too, unless the person had been sent the firing one before the window began.
+
+Resolved pages are otherwise never muted. A storm-control digest stands for pages of several incidents
+and is never muted here (its pages were checked before they were folded).
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Mapping
 
+from vigil.notifier.deliveries import Delivery
 from vigil.notifier.delivery.stage import Outcome, Page
+
+# incident id -> {"state": triggered|acknowledged|resolved, "labels": {...}} (None: no such incident)
+IncidentOf = Callable[[int], Mapping | None]
+# (labels, now) -> the `page_held` detail of the window holding them, or None
+WindowFor = Callable[[dict, float], dict | None]
+# delivery -> what became of the incident's firing pages to the same person and contact (Outbox.firing_page_fate)
+FiringFate = Callable[[Delivery], tuple[str, float | None]]
+RECHECK_S = 2.0  # a resolved page waiting on a firing one looks again at least this often
 
 
 class MuteStage:
     name = "mute"
 
-    def __init__(self, incident_resolved: Callable[[int], bool]):
-        self._incident_resolved = incident_resolved
+    def __init__(self, incident_of: IncidentOf, window_for: WindowFor, firing_fate: FiringFate):
+        self._incident_of = incident_of
+        self._window_for = window_for
+        self._firing_fate = firing_fate
 
     def __call__(self, page: Page) -> Page:
-        if page.outcome is not None or page.delivery.page_status != "firing":
+        delivery = page.delivery
+        if page.outcome is not None or delivery.is_digest:
             return page
-        if self._incident_resolved(page.delivery.incident_id):
+        incident = self._incident_of(delivery.incident_id)
+        if incident is None:
+            return page
+        firing = delivery.page_status == "firing"
+        if firing and incident["state"] in ("resolved", "acknowledged"):
             return page.decided(Outcome("muted", page.now))
+        fate = None if firing else self._firing_fate(delivery)
+        if fate is not None and fate[0] == "pending":
+            wait = min(max(fate[1] - page.now, 0.5), RECHECK_S)
+            return page.decided(Outcome("postponed", page.now, due_at=page.now + wait))
+        if fate is not None and fate[0] == "unsent":
+            return page.decided(Outcome("muted", page.now))
+        held = self._window_for(incident["labels"], page.now)
+        if held is not None and (firing or fate[0] != "sent"):
+            return page.decided(Outcome("muted", page.now, held=held))
         return page

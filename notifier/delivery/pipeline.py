@@ -1,40 +1,80 @@
 """The delivery pipeline, stage by stage, in the spirit of Alertmanager's notify pipeline, with a
 durable outbox between routing and sending:
 
-    webhook ─▶ route ─▶ outbox ─▶ mute ─▶ dedup ─▶ throttle ─▶ send ─▶ retry ─▶ record
-               (in the ingest       (the worker, for each claimed delivery; `stage.py` is
-               transaction)          the interface, one module per stage)
+    webhook / escalation ─▶ outbox ─▶ mute ─▶ dedup ─▶ storm ─▶ throttle ─▶ send ─▶ retry ─▶ fallback ─▶ record
+    (pages enqueued in            (the worker, for each claimed delivery; `stage.py` is the
+     their own transaction)        interface, one module per stage)
 
-Escalation tiers plug into the route stage (`route.py`, fed by `vigil.oncall.routing`).
+Who is paged, and when, is decided before the outbox (the route stage for first-version routes, the
+escalation engine for policies); every stage after it works on one claimed page at a time.
 """
 
 from __future__ import annotations
 
+import json
+from functools import partial
+
 from vigil.notifier.clock import Clock
 from vigil.notifier.delivery.channels import Channels
 from vigil.notifier.delivery.dedup import DedupStage
-from vigil.notifier.delivery.inbox_sender import InboxSender
+from vigil.notifier.delivery.fallback import FallbackStage
+from vigil.notifier.delivery.inbox_sender import LocalInboxSender
 from vigil.notifier.delivery.mute import MuteStage
 from vigil.notifier.delivery.record import RecordStage
 from vigil.notifier.delivery.retry import RetryStage
 from vigil.notifier.delivery.send import SendStage
 from vigil.notifier.delivery.stage import Stage
+from vigil.notifier.delivery.storm import StormStage, digest_text
 from vigil.notifier.delivery.throttle import ThrottleStage
+from vigil.notifier.delivery.worker import LEASE_S
 from vigil.notifier.metrics import NotifierMetrics
 from vigil.notifier.settings import NotifierSettings
-from vigil.notifier.store import Store
+from vigil.notifier.store import Store, incident_state
+from vigil.notifier.store.engine import reading
+from vigil.notifier.store.maintenance import Maintenance
 from vigil.oncall.model import OncallConfig
+from vigil.oncall.plan import config_maintenance
 
 
 def delivery_stages(store: Store, oncall: OncallConfig, settings: NotifierSettings, metrics: NotifierMetrics,
                     clock: Clock) -> list[Stage]:
     """The stages a claimed delivery passes, in order."""
-    channels = Channels(oncall, InboxSender(settings.own_url, settings.token), settings.max_pages_per_minute)
+    channels = Channels(oncall, LocalInboxSender(store.inbox, clock), settings.max_pages_per_minute)
+    outbox = store.outbox
     return [
-        MuteStage(store.notifications.incident_resolved),
-        DedupStage(store.outbox.newer_page_waiting),
+        MuteStage(partial(incident_for_mute, store), MaintenanceHold(Maintenance(store.engine), oncall),
+                  outbox.firing_page_fate),
+        DedupStage(outbox.newer_page_waiting),
+        StormStage(channels.storm_limit, lambda delivery, claimed_at, due_at, passed: outbox.fold_into_digest(
+            delivery, claimed_at, LEASE_S, due_at, digest_text, passed)),
         ThrottleStage(channels.per_minute),
         SendStage(channels.sender_for, clock),
         RetryStage(settings.retry_base_s, settings.retry_max_s, settings.max_attempts),
-        RecordStage(store.outbox, metrics),
+        FallbackStage(settings.fallback_after_attempts, channels.next_contact),
+        RecordStage(outbox, metrics),
     ]
+
+
+class MaintenanceHold:
+    """(labels, now) -> the `page_held` detail of the maintenance window holding such pages, or None:
+    the windows made through the API/CLI first, then those of the on-call file."""
+
+    def __init__(self, maintenance: Maintenance, oncall: OncallConfig):
+        self._maintenance = maintenance
+        self._oncall = oncall
+
+    def __call__(self, labels: dict, now: float) -> dict | None:
+        window = self._maintenance.active_for(labels, now)
+        if window is not None:
+            return dict(reason="maintenance", window=window.id, why=window.reason, by=window.created_by)
+        configured = config_maintenance(self._oncall, labels, now)
+        if configured is not None:
+            return dict(reason="maintenance", window="on-call file", why=configured.reason)
+        return None
+
+
+def incident_for_mute(store: Store, incident_id: int) -> dict | None:
+    """What the mute stage needs of an incident (state, labels): one row, read without a write lock."""
+    with reading(store.engine) as conn:
+        row = incident_state.row(conn, incident_id)
+    return None if row is None else {"state": incident_state.state_of(row), "labels": json.loads(row.labels)}

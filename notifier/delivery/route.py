@@ -1,38 +1,20 @@
-"""Route stage: fan a notification that pages out into outbox rows, one per step and channel.
+"""Route stage: who is paged for a stored notification, decided in the webhook's transaction.
 
-It runs inside the webhook's transaction (the store calls it), so the pages are enqueued atomically
-with their notification; every later stage runs in the worker on one claimed row at a time. Who is
-paged is decided by `vigil.oncall.routing` from the incident's labels, as a list of **steps**. Today
-a route has one step (its target, at once). **Escalation tiers plug in here**: a step with `after_s`
-is enqueued due that many seconds later, and the mute stage drops it if the incident has resolved by
-then; the on-call engine adds the steps (and acknowledgement) to the routing, not to this pipeline.
+The route stage is the on-call engine's intake (`vigil.notifier.engine.intake.EngineIntake`): it routes
+the incident to an escalation policy (`vigil.oncall.plan.route_incident`), pages the policy's first tier
+in the same transaction (each person through their contact plan: the right contact at the right hour),
+and leaves the next step to the escalation loop (`notifier/engine/escalation.py`). A first-version
+on-call file (`targets:` and `notify:` routes) becomes a one-tier policy, so it pages as before: every
+channel of the target that wants the alert's severity, at once. Every later stage runs in the worker on
+one claimed outbox row at a time.
 """
 
 from __future__ import annotations
 
-from vigil.notifier.deliveries import NewDelivery
-from vigil.notifier.delivery.compose import compose_page
-from vigil.notifier.incidents import IncidentDecision
-from vigil.notifier.models import WebhookPayload
-from vigil.oncall.model import OncallConfig
-from vigil.oncall.routing import route_page
+from vigil.notifier.engine.intake import EngineIntake
 
 
-class RouteStage:
-    """A `PagePlanner`: (payload, decision, incident id, incident labels) -> pages to enqueue."""
+class RouteStage(EngineIntake):
+    """The `IncidentPlanner` the store's ingest calls: `RouteStage(oncall, links=…, metrics=…)`."""
 
     name = "route"
-
-    def __init__(self, oncall: OncallConfig):
-        self._oncall = oncall
-
-    def __call__(self, payload: WebhookPayload, decision: IncidentDecision, incident_id: int,
-                 labels: dict) -> list[NewDelivery]:
-        routes = route_page(self._oncall, labels)
-        if not routes:
-            return []
-        text = compose_page(payload, decision.page_status, incident_id)
-        # a resolved page goes out at once to every step: it ends what the firing page started
-        return [NewDelivery(route.target, route.channel_index, route.channel_type, text.title, text.body,
-                            delay_s=route.after_s if decision.page_status == "firing" else 0.0)
-                for route in routes]

@@ -32,9 +32,9 @@ class SendStage:
             return page.decided(Outcome("failed", started, error=CHANNEL_GONE, retryable=False))
         try:
             result = sender.send(page.delivery)
-            ok, error = result.ok, result.error
+            ok, error, write = result.ok, result.error, result.write
         except Exception as exc:
-            ok, error = False, f"{type(exc).__name__}: {exc}"
+            ok, error, write = False, f"{type(exc).__name__}: {exc}", None
         done = self._clock()
         return page.decided(Outcome("sent" if ok else "failed", done, error=None if ok else error,
-                                    duration_s=max(0.0, done - started)))
+                                    duration_s=max(0.0, done - started), write=write if ok else None))

@@ -1,7 +1,7 @@
 """The one interface of the delivery stages: a stage takes a page and returns it, perhaps decided.
 
 A `Page` is one claimed outbox delivery on its way out. Each stage returns it unchanged, or with an
-`Outcome` (sent, failed, retry, muted, superseded, postponed). Stages that decide whether to send
+`Outcome` (sent, failed, retry, muted, superseded, digested, postponed). Stages that decide whether to send
 (mute, dedup, throttle, send) pass an already decided page on untouched; retry looks only at a failed
 send; record stores whatever was decided. So a new stage is one class with a `name` and `__call__`,
 put in its place in `pipeline.py`.
@@ -14,7 +14,7 @@ from typing import Literal, Protocol, Sequence
 
 from vigil.notifier.deliveries import Delivery
 
-Result = Literal["sent", "failed", "retry", "muted", "superseded", "postponed"]
+Result = Literal["sent", "failed", "retry", "muted", "superseded", "digested", "postponed"]
 ATTEMPTED: frozenset[Result] = frozenset({"sent", "failed", "retry"})  # a send was tried
 
 
@@ -26,6 +26,9 @@ class Outcome:
     duration_s: float = 0.0  # how long the send took
     due_at: float | None = None  # retry / postponed: when the delivery is due again
     retryable: bool = True  # failed: False when a retry cannot help (the channel left the config)
+    held: dict | None = None  # muted on purpose (a maintenance window): the `page_held` event's detail
+    fallback: object | None = None  # failed: the person's next contact (a `ContactRef`) gets the page
+    write: object | None = None  # sent: the send's `OwnWrite`, done when recording it
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,10 @@
 
 - `notifications.py`: notifications and incidents (the webhook's ingest transaction);
 - `outbox.py`: deliveries waiting to be sent and their send attempts;
-- `inbox.py`: pages that arrived in the local inbox.
+- `inbox.py`: pages that arrived in the local inbox;
+- `timeline.py`: the incident timeline (`incident_events`);
+- `escalations.py`: pending escalations (the on-call engine's clock-driven steps);
+- `incident_state.py`: the engine's incident columns (routing, acknowledgement, SLA).
 
 SQLAlchemy Core, so one set of statements serves SQLite (default, WAL, synchronous=FULL: a commit is
 on disk before the webhook is answered) and PostgreSQL (`postgresql://…`, driver psycopg 3).
@@ -13,9 +16,11 @@ from __future__ import annotations
 
 from vigil.notifier.migrate import upgrade_database
 from vigil.notifier.store.engine import engine_for
+from vigil.notifier.store.escalations import Escalations
 from vigil.notifier.store.inbox import Inbox
 from vigil.notifier.store.notifications import RECONCILED_PREFIX, IngestResult, Notifications
 from vigil.notifier.store.outbox import Outbox
+from vigil.notifier.store.timeline import Timeline
 
 __all__ = ["RECONCILED_PREFIX", "IngestResult", "Store", "engine_for"]
 
@@ -29,6 +34,8 @@ class Store:
         self.outbox = Outbox(self.engine)
         self.notifications = Notifications(self.engine, self.outbox)
         self.inbox = Inbox(self.engine, self.outbox, self.notifications)
+        self.timeline = Timeline(self.engine)
+        self.escalations = Escalations(self.engine)
 
     def close(self) -> None:
         self.engine.dispose()

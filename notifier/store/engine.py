@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+
 import sqlalchemy as sa
 
 READ_ONLY = "vigil_read_only"
+_GATE = "vigil_write_gate"
+GATE_WAIT_S = 30.0  # as long as SQLite's busy timeout; past it, the BEGIN waits in SQLite as without the gate
 
 
 def engine_for(url: str) -> sa.Engine:
@@ -21,13 +25,33 @@ def engine_for(url: str) -> sa.Engine:
         for pragma in ("journal_mode=WAL", "synchronous=FULL", "foreign_keys=ON", "busy_timeout=30000"):
             dbapi_connection.execute(f"PRAGMA {pragma}")
 
+    # This process's writers queue here, each woken the moment the one before it ends. Without it they
+    # queue in SQLite's busy handler, which sleeps up to 100 ms between looks at the lock: a writer that
+    # writes back to back (the webhook's group commit) takes the lock again and again in between, and
+    # the outbox worker's BEGIN waited up to seconds.
+    gate = threading.Lock()
+
     @sa.event.listens_for(engine, "begin")
     def _on_begin(connection):
         # IMMEDIATE takes the write lock up front: two writers serialize instead of failing mid-way.
         # Reads (`reading`) begin deferred: in WAL they never wait for, nor hold up, a writer.
-        read_only = connection.get_execution_options().get(READ_ONLY, False)
-        connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+        if connection.get_execution_options().get(READ_ONLY, False):
+            connection.exec_driver_sql("BEGIN")
+            return
+        connection.info[_GATE] = gate.acquire(timeout=GATE_WAIT_S)
+        try:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        except BaseException:
+            _open_gate(connection)
+            raise
 
+    def _open_gate(connection, *_args):
+        if connection.info.pop(_GATE, False):
+            gate.release()
+
+    # (just before the COMMIT / ROLLBACK runs: the next writer's BEGIN finds the lock free a moment later)
+    sa.event.listen(engine, "commit", _open_gate)
+    sa.event.listen(engine, "rollback", _open_gate)
     return engine
 
 

@@ -1,7 +1,10 @@
-"""Notifications and incidents: all SQL on `notifications`, `incidents` and `incident_alerts`.
+"""Notifications and incidents: all SQL on `notifications`, `incidents` and `incident_alerts`
+(the engine's incident columns: `incident_state.py`).
 
 `ingest` is the webhook's one transaction: store the notification once (dedup), apply its incident
-decision (`notifier/incidents.py`) and enqueue its pages in the outbox, all or nothing.
+decision (`notifier/incidents.py`) and hand it to the planner, all or nothing. The planner is either
+the on-call engine (an `IncidentPlanner`: it routes the incident, opens or ends its escalation and
+enqueues pages on the same connection) or a plain `PagePlanner` returning the pages to enqueue.
 """
 
 from __future__ import annotations
@@ -9,19 +12,48 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from vigil.notifier.deliveries import PagePlanner
-from vigil.notifier.incidents import IncidentState, decide
+from vigil.notifier.incidents import IncidentDecision, IncidentState, decide
 from vigil.notifier.models import WebhookPayload
 from vigil.notifier.schema import incident_alerts, incidents, notifications
+from vigil.notifier.store import incident_state
 from vigil.notifier.store.engine import reading
 from vigil.notifier.store.outbox import Outbox
+from vigil.notifier.store.prepared import Prepared
 from vigil.notifier.timefmt import rfc3339
 
 RECONCILED_PREFIX = "reconciled:"
+
+# the ingest's statements, made once (`prepared.py`: compiled once per dialect, run on the DBAPI cursor)
+_SEEN = Prepared(sa.select(notifications.c.id, notifications.c.incident_id)
+                 .where(notifications.c.dedup_key == sa.bindparam("dedup_key")))
+_INCIDENT_STATE = (incidents.c.id, incidents.c.status, incidents.c.resolved_at)
+_LATEST = Prepared(sa.select(*_INCIDENT_STATE).where(incidents.c.group_key == sa.bindparam("group_key"))
+                   .order_by(incidents.c.id.desc()).limit(1))
+_INCIDENT = Prepared(sa.select(*_INCIDENT_STATE).where(incidents.c.id == sa.bindparam("id")))
+_ALERT_KEYS = Prepared(sa.select(incident_alerts.c.alert_key)
+                       .where(incident_alerts.c.incident_id == sa.bindparam("incident_id")))
+# is any incident opened by reconciliation still firing? Keyed by "is SQLite": there the prefix is a range
+# on the firing incidents' unique index (exact: SQLite compares TEXT bytewise); PostgreSQL's collation
+# may not order it so, and LIKE stays exact
+_ANY_RECONCILED = {
+    sqlite: Prepared(sa.select(incidents.c.id).where(
+        incidents.c.status == "firing",
+        sa.and_(incidents.c.group_key >= RECONCILED_PREFIX,
+                incidents.c.group_key < RECONCILED_PREFIX[:-1] + chr(ord(RECONCILED_PREFIX[-1]) + 1))
+        if sqlite else incidents.c.group_key.startswith(RECONCILED_PREFIX)).limit(1))
+    for sqlite in (True, False)
+}
+_NEW_INCIDENT = Prepared(incidents.insert().returning(incidents.c.id),
+                         ["group_key", "status", "opened_at", "resolved_at", "resolved_by", "labels", "title"])
+_NEW_ALERT_KEYS = Prepared(incident_alerts.insert(), ["incident_id", "alert_key"])
+_NEW_NOTIFICATION = Prepared(notifications.insert().returning(notifications.c.id),
+                             ["dedup_key", "received_at", "group_key", "status", "receiver", "incident_id", "payload"])
 
 
 @dataclass(frozen=True)
@@ -30,6 +62,29 @@ class IngestResult:
     incident_id: int
     duplicate: bool
     deliveries: int = 0
+
+
+@dataclass(frozen=True)
+class IngestEvent:
+    """A stored (not duplicate) notification and what it did to its incident, on the ingest's `conn`."""
+
+    conn: sa.Connection
+    payload: WebhookPayload
+    decision: IncidentDecision
+    incident_id: int
+    notification_id: int
+    now: float
+    title: str  # `payload.title()`, made once
+
+
+@runtime_checkable
+class IncidentPlanner(Protocol):
+    """The on-call engine's side of an ingest (`vigil.notifier.delivery.route.RouteStage`)."""
+
+    reopen_within_s: float  # a group firing again this soon after its incident resolved reopens it
+
+    def on_ingest(self, event: IngestEvent) -> int:
+        """Route, escalate, enqueue on `event.conn`; returns how many pages were enqueued."""
 
 
 class Notifications:
@@ -44,7 +99,7 @@ class Notifications:
             for attempt in range(3):
                 try:
                     with self._engine.begin() as conn:
-                        return self._ingest(conn, payload, now, plan)
+                        return self.ingest_in(conn, payload, now, plan)
                 except IntegrityError:
                     # another process stored the same notification or opened the incident first:
                     # run again and find its rows
@@ -52,58 +107,55 @@ class Notifications:
                         raise
         raise AssertionError("unreachable")
 
-    def _ingest(self, conn, payload: WebhookPayload, now: float, plan: PagePlanner) -> IngestResult:
+    def ingest_in(self, conn: sa.Connection, payload: WebhookPayload, now: float, plan: PagePlanner) -> IngestResult:
+        """`ingest`'s work on the caller's transaction `conn` (several ingests may share one); an
+        IntegrityError (an HA peer got there first) must roll that transaction back and run it again."""
         key = payload.dedup_key()
-        seen = conn.execute(
-            sa.select(notifications.c.id, notifications.c.incident_id).where(notifications.c.dedup_key == key)
-        ).first()
+        seen = _SEEN.first(conn, {"dedup_key": key})
         if seen is not None:
-            return IngestResult(seen.id, seen.incident_id, duplicate=True)
+            return IngestResult(seen[0], seen[1], duplicate=True)
         latest = self._latest_incident(conn, payload)
-        decision = decide(payload, latest)
+        engine = _engine_of(plan)
+        decision = decide(payload, latest, now, engine.reopen_within_s if engine else 0.0)
+        title = payload.title()
         if decision.creates_incident:
-            incident_id = conn.execute(incidents.insert().values(
+            resolved = decision.page_status == "resolved"
+            incident_id = _NEW_INCIDENT.first(conn, dict(
                 group_key=payload.groupKey, status=decision.page_status, opened_at=_opened_at(payload, now),
-                resolved_at=now if decision.page_status == "resolved" else None,
-                labels=json.dumps(payload.commonLabels, sort_keys=True), title=payload.title(),
-            )).inserted_primary_key[0]
+                resolved_at=now if resolved else None, resolved_by="alertmanager" if resolved else None,
+                labels=json.dumps(payload.commonLabels, sort_keys=True), title=title))[0]
         else:
             incident_id = latest.id
             if decision.action == "resolve":
-                conn.execute(incidents.update().where(incidents.c.id == incident_id)
-                             .values(status="resolved", resolved_at=now))
+                incident_state.resolve(conn, incident_id, "alertmanager", now)
+            elif decision.action == "reopen":
+                incident_state.reopen(conn, incident_id)
         known = frozenset() if decision.creates_incident else latest.known_alert_keys
-        new_keys = decision.alert_keys - known
-        if new_keys:
-            conn.execute(incident_alerts.insert(), [{"incident_id": incident_id, "alert_key": k} for k in new_keys])
-        notification_id = conn.execute(notifications.insert().values(
+        _NEW_ALERT_KEYS.many(conn, [{"incident_id": incident_id, "alert_key": k} for k in decision.alert_keys - known])
+        notification_id = _NEW_NOTIFICATION.first(conn, dict(
             dedup_key=key, received_at=now, group_key=payload.groupKey, status=payload.status,
-            receiver=payload.receiver, incident_id=incident_id, payload=payload.model_dump_json(),
-        )).inserted_primary_key[0]
+            receiver=payload.receiver, incident_id=incident_id, payload=payload.model_dump_json()))[0]
         enqueued = 0
-        if decision.page:
+        if engine is not None:
+            enqueued = engine.on_ingest(IngestEvent(conn, payload, decision, incident_id, notification_id, now, title))
+        elif decision.page:
             pages = list(plan(payload, decision, incident_id, self.incident_labels(conn, incident_id)))
             enqueued = self._outbox.enqueue(conn, notification_id, incident_id, decision.page_status, pages, now)
         return IngestResult(notification_id, incident_id, duplicate=False, deliveries=enqueued)
 
     def _latest_incident(self, conn, payload: WebhookPayload) -> IncidentState | None:
-        row = conn.execute(sa.select(incidents.c.id, incidents.c.status)
-                           .where(incidents.c.group_key == payload.groupKey)
-                           .order_by(incidents.c.id.desc()).limit(1)).first()
-        if row is None or row.status == "resolved":
+        row = _LATEST.first(conn, {"group_key": payload.groupKey})
+        if (row is None or row[1] == "resolved") and _ANY_RECONCILED[conn.dialect.name == "sqlite"].first(conn):
             # an incident opened by reconciliation (no groupKey known then) is adopted by the first
-            # notification that shares one of its alerts
+            # notification that shares one of its alerts (the join only runs while such an incident is firing)
             adopted = self._reconciled_sharing(conn, payload)
             if adopted is not None:
-                conn.execute(incidents.update().where(incidents.c.id == adopted)
-                             .values(group_key=payload.groupKey))
-                row = conn.execute(sa.select(incidents.c.id, incidents.c.status)
-                                   .where(incidents.c.id == adopted)).first()
+                incident_state.update(conn, adopted, group_key=payload.groupKey)
+                row = _INCIDENT.first(conn, {"id": adopted})
         if row is None:
             return None
-        keys = conn.execute(sa.select(incident_alerts.c.alert_key)
-                            .where(incident_alerts.c.incident_id == row.id)).scalars()
-        return IncidentState(row.id, row.status, frozenset(keys))
+        keys = _ALERT_KEYS.rows(conn, {"incident_id": row[0]})
+        return IncidentState(row[0], row[1], frozenset(k for (k,) in keys), row[2])
 
     def _reconciled_sharing(self, conn, payload: WebhookPayload) -> int | None:
         keys = [alert.firing_key() for alert in payload.alerts]
@@ -134,12 +186,28 @@ class Notifications:
             return conn.execute(sa.select(sa.func.count()).select_from(incidents)
                                 .where(incidents.c.status == "firing")).scalar_one()
 
-    def list_incidents(self, limit: int) -> list[dict]:
+    def incident(self, incident_id: int) -> dict | None:
+        """The incident as people see it (state, priority, SLA, tier …; `incident_state.as_dict`), or None."""
         with reading(self._engine) as conn:
-            rows = conn.execute(sa.select(incidents).order_by(incidents.c.id.desc()).limit(limit)).all()
-        return [dict(id=r.id, group_key=r.group_key, status=r.status, opened_at=rfc3339(r.opened_at),
-                     resolved_at=rfc3339(r.resolved_at), labels=json.loads(r.labels), title=r.title)
-                for r in reversed(rows)]
+            found = incident_state.row(conn, incident_id)
+            if found is None:
+                return None
+            return incident_state.as_dict(found, incident_state.last_paged_tiers(conn, [incident_id]).get(incident_id))
+
+    def list_incidents(self, limit: int, state: str | None = None, priority: str | None = None,
+                       team: str | None = None) -> list[dict]:
+        """The newest `limit` incidents matching the filters, oldest first."""
+        query = sa.select(incidents)
+        if state is not None:
+            query = query.where(incident_state.state_filter(state))
+        if priority is not None:
+            query = query.where(incidents.c.priority == priority)
+        if team is not None:
+            query = query.where(incidents.c.team == team)
+        with reading(self._engine) as conn:
+            rows = conn.execute(query.order_by(incidents.c.id.desc()).limit(limit)).all()
+            tiers = incident_state.last_paged_tiers(conn, [r.id for r in rows])
+        return [incident_state.as_dict(r, tiers.get(r.id)) for r in reversed(rows)]
 
     def list_notifications(self, limit: int) -> list[dict]:
         with reading(self._engine) as conn:
@@ -151,6 +219,19 @@ class Notifications:
             out.append(dict(id=r.id, received_at=rfc3339(r.received_at), group_key=r.group_key, status=r.status,
                             incident_id=r.incident_id, alerts=alerts))
         return out
+
+
+def latest_payload(conn: sa.Connection, incident_id: int) -> WebhookPayload | None:
+    """The newest notification of the incident (what its pages say), read on `conn`."""
+    text = conn.execute(sa.select(notifications.c.payload).where(notifications.c.incident_id == incident_id)
+                        .order_by(notifications.c.id.desc()).limit(1)).scalar()
+    return None if text is None else WebhookPayload.model_validate_json(text)
+
+
+def _engine_of(plan: PagePlanner) -> IncidentPlanner | None:
+    """`plan` if it is the on-call engine (what `isinstance(plan, IncidentPlanner)` says, without the
+    runtime protocol check's cost on every post)."""
+    return plan if callable(getattr(plan, "on_ingest", None)) and hasattr(plan, "reopen_within_s") else None
 
 
 def _opened_at(payload: WebhookPayload, now: float) -> float:

@@ -54,3 +54,14 @@ class HostPort(click.ParamType):
 
     def get_metavar(self, param, ctx=None) -> str:
         return "HOST:PORT"
+
+
+def label_pairs(ctx, param, values: tuple[str, ...]) -> dict[str, str]:
+    """A click callback: repeated LABEL=VALUE options as a dict (`--match node=node-7 --match gpu=3`)."""
+    pairs = {}
+    for value in values:
+        key, sep, label_value = value.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{value!r} is not LABEL=VALUE", ctx=ctx, param=param)
+        pairs[key] = label_value
+    return pairs

@@ -9,6 +9,7 @@ in text, and the non-standard `NaN`/`Infinity`. Each is refused here with a reas
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 MAX_DEPTH = 32  # an Alertmanager notification nests 3 levels (body → alerts → alert → labels)
@@ -38,8 +39,27 @@ def decode_json_body(raw: bytes, max_depth: int = MAX_DEPTH) -> Any:
         raise BodyRejected("invalid_json", f"body is not valid JSON: {exc}") from None
     except RecursionError:
         raise BodyRejected("too_deep", f"JSON nested deeper than {max_depth} levels") from None
-    check_plain_json(value, max_depth)
+    if _SUSPECT_ESCAPE.search(text) is not None or not _shallow(value, max_depth):
+        check_plain_json(value, max_depth)  # names what is wrong, and where
     return value
+
+
+# a NUL or a lone surrogate in the decoded value can only come from a `\u` escape (json.loads refuses raw
+# control characters, and the UTF-8 decoder encoded surrogates); without one, only the depth needs a look
+_SUSPECT_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+
+
+def _shallow(value: Any, max_depth: int) -> bool:
+    """No container of `value` nested deeper than `max_depth` (the cheap walk: containers only)."""
+    level, depth = ([value] if isinstance(value, (dict, list)) else []), 1
+    while level:
+        nested = [c for item in level for c in (item.values() if isinstance(item, dict) else item)
+                  if isinstance(c, (dict, list))]
+        if nested and depth >= max_depth:
+            return False
+        level = nested
+        depth += 1
+    return True
 
 
 def check_plain_json(value: Any, max_depth: int = MAX_DEPTH) -> None:

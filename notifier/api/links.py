@@ -1,0 +1,86 @@
+"""The one-click links of pages, `GET /l/{token}` and `POST /l/{token}`: outside `/api/`, no bearer
+token (the signature is the credential, `vigil.notifier.links`); answers are small HTML pages for a
+phone's browser.
+
+GET never acts, so a mail scanner or a link preview that fetches the URL changes nothing: it shows the
+incident and, for an acknowledge or resolve link, a button that POSTs. The POST acts once (the link's
+nonce goes into `link_uses`). Refusals say why in a sentence: forged 403, expired 410, used already or
+impossible now 409, an `open` link posted 400, the incident gone 404.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import HTMLResponse
+from starlette.concurrency import run_in_threadpool
+
+from vigil.notifier.api.deps import ClockDep, SettingsDep, StoreDep
+from vigil.notifier.api.link_pages import action_page, done_page, incident_page, refusal_page
+from vigil.notifier.api.openapi import LINK_RESPONSES
+from vigil.notifier.engine import actions
+from vigil.notifier.links import LINK_PATH, Link, LinkRefused, link_key, verify
+from vigil.notifier.store.link_uses import LinkUses
+from vigil.notifier.timefmt import rfc3339
+
+router = APIRouter()
+LINK_ACTOR = "one-click link"
+_DO = {"ack": actions.acknowledge, "resolve": actions.resolve}
+
+
+@router.get(LINK_PATH + "{token}", response_class=HTMLResponse, responses=LINK_RESPONSES)
+async def show_link(token: str, store: StoreDep, settings: SettingsDep, clock: ClockDep):
+    now = clock()
+    link = _verified(settings.token, token, now)
+    if isinstance(link, HTMLResponse):
+        return link
+    incident = await run_in_threadpool(store.notifications.incident, link.incident_id)
+    if incident is None:
+        return refusal_page(404, f"Incident #{link.incident_id} does not exist (any more) on this notifier.")
+    if link.action == "open":
+        timeline = await run_in_threadpool(store.timeline.of, link.incident_id)
+        return incident_page(incident, timeline)
+    used_at = await run_in_threadpool(LinkUses(store.engine).used_at, link.nonce)
+    if used_at is not None:
+        return refusal_page(409, _used_sentence(used_at), incident)
+    return action_page(incident, link.action)
+
+
+@router.post(LINK_PATH + "{token}", response_class=HTMLResponse, responses=LINK_RESPONSES)
+async def use_link(token: str, store: StoreDep, settings: SettingsDep, clock: ClockDep):
+    now = clock()
+    link = _verified(settings.token, token, now)
+    if isinstance(link, HTMLResponse):
+        return link
+    if link.action == "open":
+        return refusal_page(400, "This link only shows the incident; it cannot change it.")
+    return await run_in_threadpool(_act_once, store, link, now)
+
+
+def _verified(webhook_token: str, token: str, now: float) -> Link | HTMLResponse:
+    """The link in `token`, or the page refusing it (forged, expired)."""
+    try:
+        return verify(link_key(webhook_token), token, now)
+    except LinkRefused as refused:
+        return refusal_page(refused.status, str(refused))
+
+
+def _act_once(store, link: Link, now: float) -> HTMLResponse:
+    uses = LinkUses(store.engine)
+    if not uses.claim(link.nonce, link.incident_id, link.action, now):
+        return refusal_page(409, _used_sentence(uses.used_at(link.nonce)), store.notifications.incident(link.incident_id))
+    try:
+        incident = _DO[link.action](store, link.incident_id, LINK_ACTOR, now)
+    except actions.IncidentNotFound:
+        uses.release(link.nonce)
+        return refusal_page(404, f"Incident #{link.incident_id} does not exist (any more) on this notifier.")
+    except actions.TransitionRefused as refused:
+        uses.release(link.nonce)  # nothing happened: the link may still serve later (after a re-page)
+        return refusal_page(409, f"Nothing was done: {refused.reason}.", store.notifications.incident(link.incident_id))
+    except BaseException:
+        uses.release(link.nonce)
+        raise
+    return done_page(incident, link.action)
+
+
+def _used_sentence(used_at: float | None) -> str:
+    return f"This link has already been used (at {rfc3339(used_at)}); each link acts only once."

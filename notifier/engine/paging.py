@@ -1,0 +1,82 @@
+"""Pages of the on-call engine, enqueued in the caller's transaction: a tier's people by their contact
+plans (`vigil.oncall.plan.contact_plan`), or every (person, contact) already paged (updates, resolved).
+
+Each page has a `page_key` naming the step it belongs to, so the same page is never enqueued twice,
+whichever notifier gets there. The text comes from the incident's latest notification (`compose.py`),
+with the signed one-click links (`vigil.notifier.links`) on firing pages.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Callable
+
+import sqlalchemy as sa
+
+from vigil.notifier.deliveries import NewDelivery
+from vigil.notifier.delivery.compose import PageText, compose_incident_page
+from vigil.notifier.store.escalations import Escalation, PagedContact
+from vigil.notifier.store.notifications import latest_payload
+from vigil.notifier.store.outbox import Outbox
+from vigil.notifier.store.timeline import Timeline
+from vigil.oncall.model import OncallConfig
+from vigil.oncall.plan import contact_plan
+
+# (incident id, now) -> the acknowledge, resolve and open URLs of a page (none: pages without links)
+LinkMaker = Callable[[int, float], list[str]]
+
+
+def page_links_for(settings, oncall: OncallConfig) -> LinkMaker | None:
+    """The signed links of the notifier's pages (`vigil.notifier.links`), valid `incidents.link_ttl`."""
+    try:
+        from vigil.notifier.links import page_links
+    except ImportError:  # a notifier without one-click links: pages without them
+        return None
+    ttl = float(oncall.incidents.link_ttl)
+    return lambda incident_id, now: page_links(settings, incident_id, now, ttl)
+
+
+def page_text(conn: sa.Connection, incident, page_status: str, now: float, links: LinkMaker | None = None,
+              note: str | None = None) -> PageText:
+    """What a page of `incident` (its row) says now."""
+    urls = links(incident.id, now) if links is not None and page_status == "firing" else []
+    return compose_incident_page(latest_payload(conn, incident.id), page_status, incident.id, incident.title,
+                                 urls, note)
+
+
+def page_people(conn: sa.Connection, oncall: OncallConfig, incident, escalation: Escalation, people: list[str],
+                now: float, links: LinkMaker | None = None, page_status: str = "firing") -> int:
+    """Enqueue tier `escalation.tier`'s pages to `people`, each by their contact plan; returns how many
+    pages were added."""
+    text = page_text(conn, incident, page_status, now, links)
+    severity = json.loads(incident.labels).get("severity")
+    step = f"{incident.id}:{escalation.round}:{escalation.tier}:{escalation.repeat}:{escalation.due_at!r}"
+    if page_status != "firing":
+        step += f":{page_status}"
+    pages = [NewDelivery(person, plan.contact_index, plan.kind, text.title, text.body,
+                         delay_s=max(0.0, plan.due_at - now), tier=escalation.tier, contact=plan.contact,
+                         page_key=f"{step}:{person}:{plan.contact_index}")
+             for person in people
+             for plan in contact_plan(oncall, person, incident.priority or oncall.default_priority, severity, now)]
+    return _enqueue(conn, incident.id, page_status, pages, now)
+
+
+def page_contacts(conn: sa.Connection, incident, contacts: list[PagedContact], page_status: str, now: float,
+                  step: str, links: LinkMaker | None = None, note: str | None = None) -> int:
+    """Enqueue a page, due now, to each of `contacts` (people already paged); `step` names the occasion
+    in the page keys (`resolved:alertmanager:N`, `update:N` …)."""
+    if not contacts:
+        return 0
+    text = page_text(conn, incident, page_status, now, links, note)
+    pages = [NewDelivery(c.person, c.contact_index, c.kind, text.title, text.body, tier=c.tier, contact=c.contact,
+                         page_key=f"{incident.id}:{step}:{c.person}:{c.contact_index}") for c in contacts]
+    return _enqueue(conn, incident.id, page_status, pages, now)
+
+
+def _enqueue(conn: sa.Connection, incident_id: int, page_status: str, pages: list[NewDelivery], now: float) -> int:
+    added = Outbox(conn.engine).enqueue(conn, None, incident_id, page_status, pages, now)
+    timeline = Timeline(conn.engine)
+    for page in pages:
+        timeline.record(conn, incident_id, now, "page_queued", person=page.target, contact=page.contact,
+                        kind=page.channel_type, tier=page.tier, status=page_status, due_in_s=page.delay_s)
+    return added

@@ -1,0 +1,50 @@
+"""Response targets (per priority: time to acknowledge, time to resolve) and their breaches.
+
+On each engine pass, a firing incident past its `ack_due_at` and still unacknowledged, or past its
+`resolve_due_at`, is marked breached (`ack_breached_at` / `resolve_breached_at`, once), gets an
+`sla_breach` event, counts in `vigil_notifier_sla_breaches_total{priority,target}`, and its escalation
+moves to the next tier, due now, instead of waiting out the tier's `escalate_after`. An acknowledged
+incident that misses its resolve target is recorded and counted; its re-page timer stays in charge.
+"""
+
+from __future__ import annotations
+
+from vigil.notifier.engine.actions import move_to_next_tier
+from vigil.notifier.metrics import NotifierMetrics
+from vigil.notifier.store import Store, incident_state
+from vigil.notifier.store.engine import reading
+from vigil.notifier.timefmt import rfc3339
+
+TARGETS = ("ack", "resolve")
+BATCH = 100
+
+
+def check(store: Store, now: float, metrics: NotifierMetrics | None = None) -> int:
+    """Mark every incident whose target passed by `now`; returns how many breaches were recorded."""
+    found = 0
+    for which in TARGETS:
+        with reading(store.engine) as conn:
+            overdue = incident_state.overdue(conn, which, now, BATCH)
+        for incident_id in overdue:
+            with store.engine.begin() as conn:
+                found += _breach(conn, store, incident_id, which, now, metrics)
+    if found:
+        store.escalations.changed()
+    return found
+
+
+def _breach(conn, store: Store, incident_id: int, which: str, now: float, metrics: NotifierMetrics | None) -> int:
+    incident = incident_state.row(conn, incident_id, lock=True)
+    due = getattr(incident, f"{which}_due_at") if incident is not None else None
+    if (incident is None or incident.status != "firing" or due is None or due > now
+            or getattr(incident, f"{which}_breached_at") is not None
+            or (which == "ack" and incident.acknowledged_at is not None)):
+        return 0  # handled meanwhile (another notifier, an ack)
+    incident_state.update(conn, incident_id, **{f"{which}_breached_at": now})
+    store.timeline.record(conn, incident_id, now, "sla_breach", which=which, priority=incident.priority,
+                          due_at=rfc3339(due))
+    if metrics is not None:
+        metrics.sla_breaches.labels(incident.priority or "none", which).inc()
+    if incident.acknowledged_at is None:
+        move_to_next_tier(conn, store, incident, now)
+    return 1

@@ -1,0 +1,63 @@
+"""The incident timeline: all SQL on `incident_events`, one row per thing that happened to an incident.
+
+Kinds (design §3): opened, alert_added, reopened, routed, tier_paged, tier_empty, page_queued,
+page_attempt, page_fallback, page_held, page_digested, acknowledged, ack_expired, escalated, sla_breach,
+note, resolved, policy_exhausted. `detail` is a JSON object whose keys depend on the kind.
+"""
+
+from __future__ import annotations
+
+import json
+
+import sqlalchemy as sa
+
+from vigil.notifier.schema import incident_events
+from vigil.notifier.store.engine import reading
+from vigil.notifier.store.prepared import Prepared
+from vigil.notifier.timefmt import rfc3339
+
+KINDS = frozenset({
+    "opened", "alert_added", "reopened", "routed", "tier_paged", "tier_empty", "page_queued", "page_attempt",
+    "page_fallback", "page_held", "page_digested", "acknowledged", "ack_expired", "escalated", "sla_breach",
+    "note", "resolved", "policy_exhausted",
+})
+
+
+_INSERT = Prepared(incident_events.insert(), ["incident_id", "at", "kind", "actor", "detail"])
+
+
+class Timeline:
+    def __init__(self, engine: sa.Engine):
+        self._engine = engine
+
+    def record(self, conn: sa.Connection | None, incident_id: int, at: float, kind: str, /, actor: str | None = None,
+               **detail) -> None:
+        """Add one event; on `conn` (the caller's transaction) or, with None, in a transaction of its own.
+
+        The first four are positional, so `detail` may have a `kind` of its own (a contact's kind).
+        """
+        row = event(incident_id, at, kind, actor, **detail)
+        if conn is not None:
+            _INSERT.execute(conn, row)
+            return
+        with self._engine.begin() as own:
+            _INSERT.execute(own, row)
+
+    def record_all(self, conn: sa.Connection, events: list[dict]) -> None:
+        """Add `events` (made by `event`, oldest first) on `conn` in one statement."""
+        _INSERT.many(conn, events)
+
+    def of(self, incident_id: int) -> list[dict]:
+        """The incident's events, oldest first: {at (RFC 3339), kind, actor, detail}."""
+        with reading(self._engine) as conn:
+            rows = conn.execute(sa.select(incident_events).where(incident_events.c.incident_id == incident_id)
+                                .order_by(incident_events.c.at, incident_events.c.id)).all()
+        return [dict(at=rfc3339(r.at), kind=r.kind, actor=r.actor, detail=json.loads(r.detail)) for r in rows]
+
+
+def event(incident_id: int, at: float, kind: str, /, actor: str | None = None, **detail) -> dict:
+    """One timeline row, for `Timeline.record_all`."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown timeline event kind {kind!r}")
+    return dict(incident_id=incident_id, at=at, kind=kind, actor=actor,
+                detail=json.dumps(detail, sort_keys=True, default=str))

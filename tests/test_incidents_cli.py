@@ -1,0 +1,167 @@
+"""`vigil incidents …` and `vigil maintenance …` as a user runs them against a running notifier, found
+through the run directory the way `vigil inbox` finds it (a run dir whose supervisor holds its lock)."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+
+import pytest
+import requests
+from click.testing import CliRunner
+
+from vigil.cli import main
+from vigil.runstate import ComponentState, StackState
+from vigil.stack_config import RunLayout
+from test_notifier_support import AUTH, TOKEN, NotifierServer, alert, free_port, make_settings, payload, wait_for
+
+ONCALL = """
+people:
+  alice:
+    contacts:
+      phone: {inbox: true, kind: phone}
+teams:
+  gpu: {policy: main, members: [alice]}
+policies:
+  main:
+    tiers:
+      - {notify: [{person: alice}], escalate_after: 5m}
+default_policy: main
+"""
+
+
+@pytest.fixture
+def stack(tmp_path):
+    """A notifier served for real, and a run directory that points at it, as `vigil up` leaves one."""
+    layout = RunLayout(tmp_path / "run")
+    layout.secrets_dir.mkdir(parents=True)
+    layout.token_file.write_text(TOKEN + "\n")
+    with NotifierServer(make_settings(tmp_path, port=free_port()), ONCALL) as server:
+        StackState(supervisor_pid=os.getpid(), port_base=9600, gpu_backend="sim", ready=True,
+                   components={"notifier": ComponentState(server.url, server.url + "/healthz"),
+                               "prometheus": ComponentState("http://127.0.0.1:9", "http://127.0.0.1:9/-/ready")},
+                   ).write(layout)
+        with open(layout.lock_file, "a+") as lock:  # the supervisor's lock: the stack is running
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            server.run_dir = layout.root
+            yield server
+
+
+def vigil(stack, *args: str):
+    result = CliRunner().invoke(main, [*args, "--run-dir", str(stack.run_dir)],
+                                env={"USER": "tester", "LOGNAME": "tester"})
+    assert "Traceback" not in result.output
+    return result
+
+
+def page_alice(stack, fingerprint="a", node="node-1") -> int:
+    body = payload(alert(fingerprint, node=node), group_key=f"g-{fingerprint}")
+    answer = requests.post(stack.url + "/api/v1/alerts/alertmanager", json=body, headers=AUTH, timeout=5)
+    answer.raise_for_status()
+    return answer.json()["incident_id"]
+
+
+def test_list_show_ack_note_resolve(stack):
+    incident = page_alice(stack)
+    listed = vigil(stack, "incidents", "list")
+    assert listed.exit_code == 0, listed.output
+    assert f"#{incident}" in listed.output and "triggered" in listed.output and "GpuLost" in listed.output
+    assert [i["id"] for i in json.loads(vigil(stack, "incidents", "list", "--json").output)["incidents"]] == [incident]
+    assert vigil(stack, "incidents", "list", "--state", "resolved").output == "no incidents\n"
+
+    acked = vigil(stack, "incidents", "ack", str(incident))
+    assert acked.exit_code == 0 and f"#{incident} acknowledged by tester: now acknowledged" in acked.output
+    again = vigil(stack, "incidents", "ack", str(incident), "--by", "bob")
+    assert again.exit_code == 1 and "already acknowledged by tester" in again.output
+    assert vigil(stack, "incidents", "note", str(incident), "reseated the GPU", "--by", "alice").exit_code == 0
+    resolved = vigil(stack, "incidents", "resolve", str(incident), "--by", "alice")
+    assert resolved.exit_code == 0 and "now resolved" in resolved.output
+    refused = vigil(stack, "incidents", "escalate", str(incident))
+    assert refused.exit_code == 1 and "is resolved: nothing to escalate" in refused.output
+
+    shown = vigil(stack, "incidents", "show", str(incident))
+    assert shown.exit_code == 0
+    lines = shown.output.splitlines()
+    assert lines[0].startswith(f"#{incident} GpuLost") and "state resolved, priority P1, team gpu" in lines[1]
+    timeline = lines[lines.index("timeline:") + 1:]
+    assert any("acknowledged" in line and "tester" in line for line in timeline)
+    assert any(" note " in line and "alice" in line and line.endswith("reseated the GPU") for line in timeline)
+    assert any("resolved" in line and "alice" in line for line in timeline)
+    detail = json.loads(vigil(stack, "incidents", "show", str(incident), "--json").output)
+    assert detail["resolved_by"] == "alice"
+
+
+def test_show_reads_each_page_attempt(stack):
+    incident = page_alice(stack)
+    wait_for(lambda: any(e["kind"] == "page_attempt" for e in
+                         requests.get(f"{stack.url}/api/v1/incidents/{incident}", headers=AUTH, timeout=5).json()["timeline"]))
+    shown = vigil(stack, "incidents", "show", str(incident)).output
+    assert "firing page to alice via phone, attempt 1: sent" in shown
+    assert "firing page to alice via phone (tier 1)" in shown and "tier 1 (tier 1): alice" in shown
+    [page] = requests.get(f"{stack.url}/api/v1/inbox", headers=AUTH, timeout=5).json()["pages"]
+    assert page["recipient"] == "alice" and page["channel"] == "phone"  # an inbox contact shows as its kind
+
+
+def test_unknown_incidents_and_bad_arguments_are_one_line_errors(stack):
+    missing = vigil(stack, "incidents", "show", "999")
+    assert missing.exit_code == 1 and "Error: no incident 999" in missing.output
+    assert vigil(stack, "incidents", "ack", "0").exit_code == 2
+    assert vigil(stack, "incidents", "list", "--priority", "P9").exit_code == 2
+
+
+def test_no_running_stack_is_a_clear_error(tmp_path):
+    result = CliRunner().invoke(main, ["incidents", "list", "--run-dir", str(tmp_path)])
+    assert result.exit_code == 1 and "no vigil stack is running" in result.output
+
+
+def test_maintenance_add_list_end(stack):
+    added = vigil(stack, "maintenance", "add", "--match", "node=node-7", "--match", "alertname=GpuLost", "--for", "2h",
+                  "--reason", "firmware")
+    assert added.exit_code == 0, added.output
+    assert added.output.startswith("maintenance window #1: ") and "(active now)" in added.output
+    planned = vigil(stack, "maintenance", "add", "--match", "rack=r1", "--from", "2100-01-01T00:00",
+                    "--until", "2100-01-01T04:00Z")
+    assert planned.exit_code == 0 and "2100-01-01 00:00:00 → 2100-01-01 04:00:00 UTC (not begun)" in planned.output
+    listed = vigil(stack, "maintenance", "list").output.splitlines()
+    assert len(listed) == 2 and "ACTIVE" in listed[0] and "alertname=GpuLost node=node-7" in listed[0]
+    assert "by tester: firmware" in listed[0]
+    assert len(json.loads(vigil(stack, "maintenance", "list", "--json").output)["windows"]) == 2
+
+    held = page_alice(stack, "b", node="node-7")
+    wait_for(lambda: any(e["kind"] == "page_held" for e in
+                         requests.get(f"{stack.url}/api/v1/incidents/{held}", headers=AUTH, timeout=5).json()["timeline"]))
+    assert "held: maintenance window 1 (firmware)" in vigil(stack, "incidents", "show", str(held)).output
+
+    ended = vigil(stack, "maintenance", "end", "1")
+    assert ended.exit_code == 0 and "maintenance window #1 ended at" in ended.output
+    over = vigil(stack, "maintenance", "end", "1")
+    assert over.exit_code == 1 and "over already" in over.output
+    assert len(vigil(stack, "maintenance", "list").output.splitlines()) == 1
+    assert len(vigil(stack, "maintenance", "list", "--all").output.splitlines()) == 2
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--match", "node=node-7"], "exactly one of --for DURATION and --until TIME"),
+    (["--match", "node=node-7", "--for", "1h", "--until", "2100-01-01T00:00Z"], "exactly one of"),
+    (["--match", "node", "--for", "1h"], "'node' is not LABEL=VALUE"),
+    (["--match", "node=n", "--for", "soon"], "'soon' is not a duration"),
+    (["--match", "node=n", "--until", "tomorrow"], "'tomorrow' is not a time"),
+    (["--match", "node=n", "--until", "2001-01-01T00:00Z"], "`ends_at` is in the past"),
+])
+def test_bad_windows_are_refused_without_a_traceback(stack, args, message):
+    result = vigil(stack, "maintenance", "add", *args)
+    assert result.exit_code != 0 and message in result.output
+
+
+def test_the_acknowledge_link_in_a_page_works_from_a_phone(stack):
+    incident = page_alice(stack)
+    [page] = wait_for(lambda: requests.get(f"{stack.url}/api/v1/inbox", headers=AUTH, timeout=5).json()["pages"])
+    urls = [word for word in page["body"].split() if "/l/" in word]
+    assert len(urls) == 3 and all(url.startswith(stack.url + "/l/") for url in urls)
+    ack_url = urls[0]
+    assert "Acknowledge incident" in requests.get(ack_url, timeout=5).text  # no token: the link is the credential
+    assert requests.post(ack_url, timeout=5).status_code == 200
+    listed = vigil(stack, "incidents", "list").output
+    assert f"#{incident}" in listed and "acknowledged by one-click link" in listed
+    assert requests.post(ack_url, timeout=5).status_code == 409

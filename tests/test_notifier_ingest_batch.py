@@ -1,0 +1,118 @@
+"""Group commit (notifier/store/ingest_batch.py): concurrent webhook posts stored in shared transactions,
+each answered only once committed, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import sqlalchemy as sa
+
+from vigil.notifier.deliveries import NewDelivery
+from vigil.notifier.models import WebhookPayload
+from vigil.notifier.store import Store
+from vigil.notifier.store.ingest_batch import GroupCommit
+from pg_support import db_url, postgres_server  # noqa: F401 (fixtures)
+from test_notifier_support import alert, payload
+
+
+@pytest.fixture
+def store(db_url):
+    opened = Store(db_url)
+    yield opened
+    opened.close()
+
+
+class HeldPlanner:
+    """Pages everyone; the first call waits until `release` is set, so the posts pile up behind it."""
+
+    def __init__(self, fail_node: str | None = None):
+        self.release = threading.Event()
+        self.fail_node = fail_node
+        self._first = True
+
+    def __call__(self, payload, decision, incident_id, labels):
+        if self._first:
+            self._first = False
+            assert self.release.wait(10)
+        if payload.alerts[0].labels.get("node") == self.fail_node:
+            raise RuntimeError("planner broke")
+        return [NewDelivery("demo-dri", 0, "inbox", f"#{incident_id}", "body")]
+
+
+def body(name: str) -> WebhookPayload:
+    return WebhookPayload.model_validate(payload(alert(name, node=f"node-{name}")))
+
+
+def commits(engine: sa.Engine) -> list[int]:
+    counted = [0]
+    sa.event.listen(engine, "commit", lambda _conn: counted.__setitem__(0, counted[0] + 1))
+    return counted
+
+
+def stored_ids(store: Store) -> set[int]:
+    return {n["id"] for n in store.notifications.list_notifications(100)}
+
+
+def test_concurrent_posts_share_transactions_and_each_answer_waits_for_the_commit(store, db_url):
+    group, planner, counted = GroupCommit(store.engine, store.notifications), HeldPlanner(), commits(store.engine)
+    seen_at_answer: dict[int, bool] = {}
+    all_checked = threading.Event()
+    observer = Store(db_url)  # another connection pool: sees only what is committed
+
+    def check(future):
+        result = future.result()
+        seen_at_answer[result.notification_id] = result.notification_id in stored_ids(observer)
+        if len(seen_at_answer) == 21:
+            all_checked.set()
+
+    futures = [group.submit(body("first"), 1000.0, planner)]
+    futures[0].add_done_callback(check)
+    for i in range(20):
+        futures.append(group.submit(body(f"a{i}"), 1000.0, planner))
+        futures[-1].add_done_callback(check)
+    planner.release.set()
+    results = [f.result(10) for f in futures]
+    assert all_checked.wait(10)
+    observer.close()
+    assert len({r.notification_id for r in results}) == 21 and not any(r.duplicate for r in results)
+    assert all(seen_at_answer.values()) and len(seen_at_answer) == 21
+    assert counted[0] <= 3  # the first post alone, then the 20 waiting behind it together
+    assert store.outbox.states() == {"pending": 21}
+
+
+def test_a_duplicate_inside_one_batch_is_stored_once(store):
+    group, planner = GroupCommit(store.engine, store.notifications), HeldPlanner()
+    first = group.submit(body("first"), 1000.0, planner)
+    twins = [group.submit(body("twin"), 1000.0, planner) for _ in range(3)]
+    planner.release.set()
+    first.result(10)
+    results = [f.result(10) for f in twins]
+    assert sorted(r.duplicate for r in results) == [False, True, True]
+    assert len({r.notification_id for r in results}) == 1
+    assert len(store.notifications.list_notifications(100)) == 2
+
+
+def test_a_failing_member_is_refused_alone_and_the_others_are_stored(store):
+    group, planner = GroupCommit(store.engine, store.notifications), HeldPlanner(fail_node="node-bad")
+    first = group.submit(body("first"), 1000.0, planner)
+    good = [group.submit(body(f"g{i}"), 1000.0, planner) for i in range(2)]
+    bad = group.submit(body("bad"), 1000.0, planner)
+    good.append(group.submit(body("g2"), 1000.0, planner))
+    planner.release.set()
+    with pytest.raises(RuntimeError, match="planner broke"):
+        bad.result(10)
+    ids = {f.result(10).notification_id for f in [first, *good]}
+    assert ids == stored_ids(store) and len(ids) == 4
+    assert store.outbox.states() == {"pending": 4}  # the bad member's rows were rolled back with it
+
+
+def test_the_committer_thread_ends_when_idle(store):
+    group = GroupCommit(store.engine, store.notifications, linger_s=0.05)
+    planner = HeldPlanner()
+    planner.release.set()
+    group.ingest(body("a"), 1000.0, planner)
+    for thread in threading.enumerate():
+        if thread.name == "vigil-notifier-group-commit":
+            thread.join(5)
+    assert not any(t.name == "vigil-notifier-group-commit" for t in threading.enumerate())

@@ -1,0 +1,71 @@
+"""Signed one-click links on their own: genuine ones verify, forged, tampered and expired ones do not."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from vigil.notifier.links import LINK_PATH, Link, LinkRefused, link_key, page_links, sign, verify
+from test_notifier_support import TOKEN, make_settings
+
+T0 = 1_800_000_000.0
+KEY = link_key(TOKEN)
+
+
+def refusal(key: bytes, token: str, now: float = T0) -> LinkRefused:
+    with pytest.raises(LinkRefused) as refused:
+        verify(key, token, now)
+    return refused.value
+
+
+def test_a_genuine_link_says_which_incident_and_action_until_it_expires():
+    token = sign(KEY, 42, "ack", T0 + 600, nonce="n-1")
+    assert verify(KEY, token, T0) == Link(42, "ack", T0 + 600, "n-1")
+    assert verify(KEY, token, T0 + 599).action == "ack"
+    expired = refusal(KEY, token, T0 + 600)
+    assert expired.status == 410 and "expired" in str(expired)
+
+
+def test_each_link_has_its_own_nonce():
+    assert verify(KEY, sign(KEY, 1, "ack", T0 + 1), T0).nonce != verify(KEY, sign(KEY, 1, "ack", T0 + 1), T0).nonce
+
+
+def test_a_link_signed_with_another_key_is_forged():
+    other = sign(link_key("another-token-0123456789abcdef"), 42, "resolve", T0 + 600)
+    forged = refusal(KEY, other)
+    assert forged.status == 403 and "signature does not match" in str(forged)
+
+
+def test_changing_the_incident_or_the_action_breaks_the_signature():
+    payload, _, signature = sign(KEY, 42, "open", T0 + 600).partition(".")
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    for change in ({"a": "resolve"}, {"i": 43}, {"e": int(T0 + 10**6)}):
+        altered = base64.urlsafe_b64encode(json.dumps({**claims, **change}).encode()).decode().rstrip("=")
+        assert refusal(KEY, f"{altered}.{signature}").status == 403
+
+
+@pytest.mark.parametrize("token", ["", "nodot", ".", "abc.", ".abc", "a.b.c", "é.é", "x" * 600 + ".y",
+                                   "eyJ9.!!!!", "%%%.%%%"])
+def test_garbage_is_refused_as_forged_never_an_exception(token):
+    assert refusal(KEY, token).status == 403
+
+
+def test_a_signed_token_with_an_unknown_action_is_refused():
+    with pytest.raises(ValueError, match="unknown link action"):
+        sign(KEY, 1, "delete", T0 + 1)
+    payload = base64.urlsafe_b64encode(b'{"a":"delete","e":1900000000,"i":1,"n":"x"}').decode().rstrip("=")
+    signature = sign(KEY, 1, "ack", T0).partition(".")[2]  # even with a valid-looking signature part
+    assert refusal(KEY, f"{payload}.{signature}").status == 403
+
+
+def test_page_links_are_the_three_actions_under_the_public_url(tmp_path):
+    settings = make_settings(tmp_path, public_url="https://vigil.example.com/")
+    urls = page_links(settings, 7, T0, ttl_s=3600)
+    prefix = "https://vigil.example.com" + LINK_PATH
+    assert all(url.startswith(prefix) for url in urls)
+    links = [verify(KEY, url.removeprefix(prefix), T0) for url in urls]
+    assert [(link.incident_id, link.action, link.expires_at) for link in links] == [
+        (7, "ack", T0 + 3600), (7, "resolve", T0 + 3600), (7, "open", T0 + 3600)]
+    assert TOKEN not in "".join(urls)  # the webhook token never travels in a page

@@ -1,0 +1,167 @@
+"""`vigil incidents list|show|ack|resolve|note|escalate`: work the incidents of the running stack's
+notifier (found through `--run-dir`, like `vigil inbox`), the same as its REST API does.
+
+`--by` says who acts (default: $USER); it is shown on the incident's timeline.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+from pathlib import Path
+from typing import Callable, TypeVar
+
+import click
+import requests
+
+from .cli_stack import run_dir_option
+from .runstate import NoStack
+from .stack_client import StackClient, StackRequestError
+
+T = TypeVar("T")
+STATES = ("triggered", "acknowledged", "resolved")
+PRIORITIES = ("P1", "P2", "P3", "P4", "P5")
+
+
+def call_notifier(run_dir: Path, call: Callable[[StackClient], T]) -> T:
+    """`call(client)` on the running stack's notifier; its refusals and absence as a one-line error."""
+    try:
+        return call(StackClient.from_run_dir(run_dir))
+    except NoStack as exc:
+        raise click.ClickException(str(exc)) from None
+    except StackRequestError as exc:
+        raise click.ClickException(str(exc)) from None
+    except requests.RequestException as exc:
+        raise click.ClickException(f"cannot reach the notifier: {exc}") from None
+
+
+def default_actor() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no $USER and no passwd entry (a bare container)
+        return "cli"
+
+
+by_option = click.option("--by", default=default_actor, show_default="$USER", help="Who does it (on the timeline).")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+
+
+def printed_plainly(key: str, rows: list[dict], as_json: bool) -> bool:
+    """Print `rows` as JSON (`{key: rows}`) or say there are none; False: the caller prints them."""
+    if as_json:
+        click.echo(json.dumps({key: rows}, indent=2))
+    elif not rows:
+        click.echo(f"no {key}")
+    return as_json or not rows
+
+
+def when(rfc3339: str | None) -> str:
+    """`2026-11-23T14:00:01.000Z` as `2026-11-23 14:00:01` (UTC), or `-`."""
+    return rfc3339[:19].replace("T", " ") if rfc3339 else "-"
+
+
+@click.group()
+def incidents():
+    """Incidents of the running stack: list, show (with the timeline), acknowledge, resolve, note, escalate."""
+
+
+@incidents.command("list")
+@run_dir_option
+@click.option("--state", type=click.Choice(STATES), help="Only incidents in this state.")
+@click.option("--priority", type=click.Choice(PRIORITIES), help="Only incidents of this priority.")
+@click.option("--team", help="Only incidents of this team.")
+@click.option("--limit", type=click.IntRange(1, 5000), default=500, show_default=True, help="The newest this many.")
+@json_option
+def list_incidents(run_dir, state, priority, team, limit, as_json):
+    """List incidents, oldest first."""
+    found = call_notifier(run_dir, lambda c: c.incidents(limit, state=state, priority=priority, team=team))
+    if printed_plainly("incidents", found, as_json):
+        return
+    for incident in found:
+        by = f" by {incident['acknowledged_by']}" if incident.get("state") == "acknowledged" else ""
+        click.echo(f"#{incident['id']:<5} {incident.get('state', incident['status']) + by:<24} "
+                   f"{incident.get('priority') or '-':<3} {incident.get('team') or '-':<12} "
+                   f"{when(incident.get('opened_at'))}  {incident['title']}")
+
+
+@incidents.command()
+@run_dir_option
+@click.argument("incident_id", type=click.IntRange(min=1))
+@json_option
+def show(run_dir, incident_id, as_json):
+    """Show an incident: its state, SLA, alerts, pages and timeline (time, what happened, who)."""
+    incident = call_notifier(run_dir, lambda c: c.incident(incident_id))
+    if as_json:
+        click.echo(json.dumps(incident, indent=2))
+        return
+    for line in describe_incident(incident):
+        click.echo(line)
+
+
+def describe_incident(incident: dict) -> list[str]:
+    sla = incident.get("sla") or {}
+    due = [f"{target} due {when(incident.get(f'{target}_due_at'))} ({sla.get(target)})"
+           for target in ("ack", "resolve") if incident.get(f"{target}_due_at")]
+    lines = [f"#{incident['id']} {incident['title']}",
+             f"  state {incident.get('state')}, priority {incident.get('priority') or '-'}, team "
+             f"{incident.get('team') or '-'}, policy {incident.get('policy') or '-'}",
+             "  " + ", ".join([f"opened {when(incident.get('opened_at'))}", *due])]
+    lines += ["alerts:"] + [f"  {a['status']:<8} " + " ".join(f"{k}={v}" for k, v in sorted(a["labels"].items()))
+                            for a in incident.get("alerts", [])]
+    lines.append("timeline:")
+    for event in incident.get("timeline", []):
+        lines.append(f"  {when(event['at'])}  {event['kind']:<16} {event.get('actor') or '':<14} {what(event)}".rstrip())
+    return lines
+
+
+def what(event: dict) -> str:
+    """One line saying what a timeline event means."""
+    d, kind = event.get("detail") or {}, event["kind"]
+    to = f"{d.get('person')} via {d.get('contact') or d.get('kind')}"
+    tier = f"tier {d['tier'] + 1}" if isinstance(d.get("tier"), int) else "no tier"
+    if kind == "page_queued":
+        wait = d.get("due_in_s") or 0
+        return f"{d.get('status', 'firing')} page to {to} ({tier})" + (f", due in {wait:.0f} s" if wait else "")
+    if kind == "tier_paged":
+        return f"{tier} ({d.get('tier_name')}): {', '.join(d.get('people') or [])}"
+    if kind == "page_attempt":
+        result = "sent" if d.get("ok") else f"FAILED: {d.get('error')}"
+        return f"{d.get('status', 'page')} page to {to}, attempt {d.get('attempt')}: {result}"
+    if kind == "page_fallback":
+        return f"{d.get('person')}: {d.get('failed_contact')} failed {d.get('attempts')} times, trying {d.get('contact')}"
+    if kind == "page_held":
+        return f"page to {to} held: {d.get('reason')} window {d.get('window')}" + (f" ({d['why']})" if d.get("why") else "")
+    if kind == "page_digested":
+        return f"page to {to} folded into digest page {d.get('digest')} ({d.get('pages')} pages)"
+    if kind == "note":
+        return str(d.get("text", ""))
+    return ", ".join(f"{key}={value}" for key, value in d.items() if value is not None)
+
+
+def _action(verb: str, action: str, done: str, help_text: str):
+    @incidents.command(verb)
+    @run_dir_option
+    @click.argument("incident_id", type=click.IntRange(min=1))
+    @by_option
+    def command(run_dir, incident_id, by):
+        incident = call_notifier(run_dir, lambda c: c.incident_action(incident_id, action, by))
+        click.echo(f"#{incident['id']} {done} by {by}: now {incident.get('state')}")
+    command.help = help_text
+    return command
+
+
+ack = _action("ack", "ack", "acknowledged",
+              "Acknowledge an incident: paging stops (until the policy's re-page time, if it has one).")
+resolve = _action("resolve", "resolve", "resolved", "Resolve an incident by hand; whoever was paged hears of it.")
+escalate = _action("escalate", "escalate", "escalated to the next tier", "Page the next tier of the policy now.")
+
+
+@incidents.command()
+@run_dir_option
+@click.argument("incident_id", type=click.IntRange(min=1))
+@click.argument("text")
+@by_option
+def note(run_dir, incident_id, text, by):
+    """Add a note to an incident's timeline."""
+    call_notifier(run_dir, lambda c: c.incident_action(incident_id, "notes", by, text=text))
+    click.echo(f"#{incident_id}: note added by {by}")
