@@ -9,9 +9,12 @@ from __future__ import annotations
 import re
 from types import MappingProxyType
 
+from vigil.common.durations import parse_prometheus_duration
+
 from .located import Located
-from .promql import label_list, selector
+from .promql import format_number, label_list, selector
 from .reader import Reader
+from .xid_catalog import hardware_suspect_xids, with_action_label, xid_regex
 
 BASELINE_UPPER = "vigil_baseline_upper"
 BASELINE_LOWER = "vigil_baseline_lower"
@@ -115,6 +118,77 @@ def _baseline(r: Reader) -> str | None:
     return f"({below}) or ({above})"
 
 
+def _seconds(r: Reader, key: str) -> str | None:
+    """A required duration key as a number of seconds in PromQL text (for `time()` and `predict_linear`)."""
+    value = r.duration(key, required=True)
+    return None if value is None else format_number(parse_prometheus_duration(value))
+
+
+def _fill_prediction(r: Reader) -> str | None:
+    """A capacity gauge (`metric`, e.g. free bytes) predicted to reach 0 within `horizon` from `window` of history.
+
+    With `size` and `free_below`: only while `metric / size` is already below `free_below`, so a young,
+    nearly empty volume that is being filled fast does not page; the alert's value is then that fraction.
+    """
+    metric, labels = r.metric("metric"), r.string_map("selector")
+    window, horizon = r.duration("window", required=True), _seconds(r, "horizon")
+    size, free_below = r.metric("size", required=False), r.number("free_below")
+    if (size is None) != (free_below is None):
+        r.error("size" if size is not None else "free_below", f"{r.what}: 'size' and 'free_below' go together")
+        return None
+    if None in (metric, labels, window, horizon):
+        return None
+    series = selector(metric, labels)
+    predicted = f"predict_linear({series}[{window}], {horizon}) < 0"
+    if size is None:
+        return predicted
+    fraction = f"{series} / ({selector(size, labels)} > 0) < {free_below}"
+    return f"({fraction}) and ({predicted})"
+
+
+def _grows(r: Reader) -> str | None:
+    """A gauge that only grows when something degrades (SMART raw counts) is higher than `window` ago.
+
+    Two samples per series, not a range: cheap over every disk of a fleet. A series without a sample
+    `window` ago (a new disk) does not fire.
+    """
+    series, window = _series(r), r.duration("window", required=True)
+    if None in (series, window):
+        return None
+    return f"{series} > {series} offset {window}"
+
+
+def _stale(r: Reader) -> str | None:
+    """A Unix-time gauge (`metric`: last success, heartbeat) older than `max_age`."""
+    series, max_age = _series(r), _seconds(r, "max_age")
+    if None in (series, max_age):
+        return None
+    return f"time() - {series} > {max_age}"
+
+
+def _xid_events(r: Reader) -> str | None:
+    """`counter_increase` of an XID counter, with the catalogue's `action` label (`rules.xid_catalog`)."""
+    expr = _counter_increase(r)
+    return None if expr is None else with_action_label(expr)
+
+
+def _xid_recurring(r: Reader) -> str | None:
+    """XIDs that point at the hardware (`rules.xid_catalog`) on one GPU in at least `occasions` separate
+    `window`s within `over`: a reset or reboot did not cure it.
+
+    A window counts when the counter rose in it or its series appeared (after a reboot the exporter
+    starts again and the counter comes back with the next event, so `increase()` over `over` alone
+    would miss the repeats)."""
+    metric, labels = r.metric("metric"), r.string_map("selector")
+    window, over = r.duration("window", required=True), r.duration("over", required=True)
+    occasions = r.number("occasions", required=True)
+    if None in (metric, labels, window, over, occasions):
+        return None
+    series = selector(metric, {**labels, "xid": "=~" + xid_regex(hardware_suspect_xids())})
+    events = f"sum by (node, gpu, uuid) (({series} unless {series} offset {window}) or increase({series}[{window}])) > 0"
+    return f"count_over_time(({events})[{over}:{window}]) >= {occasions}"
+
+
 KINDS = MappingProxyType({
     "expr": _expr,
     "threshold": _threshold,
@@ -123,6 +197,11 @@ KINDS = MappingProxyType({
     "up": _up,
     "ratio": _ratio,
     "baseline": _baseline,
+    "fill_prediction": _fill_prediction,
+    "grows": _grows,
+    "stale": _stale,
+    "xid_events": _xid_events,
+    "xid_recurring": _xid_recurring,
 })
 
 

@@ -13,16 +13,19 @@ from pathlib import Path
 
 from vigil.exporters.sim.faults import FAULTS as SIMULATOR_FAULTS
 
+from vigil.common.durations import parse_prometheus_duration
+
 from .kinds import KINDS, expand
-from .lint import LINT_IDS, lint
+from .lint_alert import ALL_LINT_IDS, DEFAULT_SCRAPE_INTERVAL, AlertLint, LintContext, lint_alert, lint_inhibition
 from .located import ErrorLog, Located, SpecError, load_located
 from .model import ALL_OTHER_ALERTS, SEVERITIES, Alert, Group, Inhibition, RuleSet
-from .promql import ALERT_NAME
+from .promql import ALERT_NAME, METRIC_NAME
 from .reader import Reader
 
 DEFAULT_RUNBOOK_BASE = "docs/runbooks.md"
 _RESERVED_LABELS = ("alertname", "severity")
 _LINT_ID = re.compile(r"^[a-z-]+$")
+_PROMQL_KEYS = ("expr", "numerator", "denominator")  # keys whose value is PromQL as the author wrote it
 
 
 @dataclass
@@ -45,6 +48,7 @@ class _Pending:
 def load_specs(paths: list[Path]) -> RuleSet:
     """Load and validate spec files; raise `SpecError` listing every problem found."""
     errors = ErrorLog()
+    lint_ctx = LintContext()
     groups: list[Group] = []
     pending: list[_Pending] = []
     if not paths:
@@ -52,17 +56,18 @@ def load_specs(paths: list[Path]) -> RuleSet:
     for path in paths:
         root = load_located(Path(path), errors)
         if root is not None:
-            group = _load_file(Path(path), root, errors, pending)
+            group = _load_file(Path(path), root, errors, pending, lint_ctx)
             if group is not None:
                 groups.append(group)
     _check_unique(groups, errors)
-    inhibitions = _resolve_inhibitions(groups, pending, errors)
+    inhibitions = _resolve_inhibitions(groups, pending, errors, lint_ctx)
     if errors:
         raise SpecError(errors.messages)
     return RuleSet(groups=tuple(groups), inhibitions=inhibitions)
 
 
-def _load_file(path: Path, root: Located, errors: ErrorLog, pending: list[_Pending]) -> Group | None:
+def _load_file(path: Path, root: Located, errors: ErrorLog, pending: list[_Pending],
+               lint_ctx: LintContext) -> Group | None:
     file = str(path)
     if not root.is_map():
         errors.add(file, root.line, "a spec file must be a mapping with an 'alerts' key")
@@ -71,6 +76,9 @@ def _load_file(path: Path, root: Located, errors: ErrorLog, pending: list[_Pendi
     name = top.text("group") or path.stem
     interval = top.duration("interval")
     defaults = _load_defaults(top, file, errors)
+    lint_ctx.scrape_interval_s = parse_prometheus_duration(top.duration("scrape_interval") or DEFAULT_SCRAPE_INTERVAL)
+    lint_ctx.external = _external_metrics(top)
+    lint_ctx.target_labels = frozenset(top.name_list("target_labels") or ())
     alerts_node = top.raw("alerts", required=True)
     top.unknown_keys()
     if alerts_node is None:
@@ -80,10 +88,33 @@ def _load_file(path: Path, root: Located, errors: ErrorLog, pending: list[_Pendi
         return None
     alerts = []
     for alert_name, node in alerts_node.value.items():
-        alert = _load_alert(alert_name, node, alerts_node.key_lines[alert_name], file, defaults, errors, pending)
+        alert = _load_alert(alert_name, node, alerts_node.key_lines[alert_name], file, defaults, errors, pending,
+                            lint_ctx)
         if alert is not None:
             alerts.append(alert)
     return Group(name=name, alerts=tuple(alerts), interval=interval, file=file)
+
+
+def _external_metrics(top: Reader) -> dict[str, frozenset[str] | None]:
+    """`external_metrics`: metrics no catalogued exporter provides, as {name: [labels]} or a list of names
+    (labels not known, so not checked)."""
+    item = top.raw("external_metrics")
+    if item is None:
+        return {}
+    names = top.name_list("external_metrics", pattern=METRIC_NAME, what="metric name", item=item) \
+        if not item.is_map() else None
+    if names is not None:
+        return {name: None for name in names}
+    if not item.is_map():
+        return {}
+    declared: dict[str, frozenset[str] | None] = {}
+    for name, labels in item.value.items():
+        if not METRIC_NAME.match(name):
+            top.errors.add(top.file, item.key_lines[name], f"spec: external metric {name!r} is not a valid metric name")
+            continue
+        listed = None if labels.value is None else top.name_list("external_metrics", item=labels)
+        declared[name] = None if listed is None else frozenset(listed) | {"job", "instance"}
+    return declared
 
 
 def _load_defaults(top: Reader, file: str, errors: ErrorLog) -> _Defaults:
@@ -111,7 +142,7 @@ def _extra_labels(r: Reader) -> dict[str, str] | None:
 
 
 def _load_alert(name: str, node: Located, line: int, file: str, defaults: _Defaults, errors: ErrorLog,
-                pending: list[_Pending]) -> Alert | None:
+                pending: list[_Pending], lint_ctx: LintContext) -> Alert | None:
     if not ALERT_NAME.match(name):
         errors.add(file, line, f"alert name {name!r} must start with a letter and hold only letters, digits, _")
     if not node.is_map():
@@ -143,12 +174,17 @@ def _load_alert(name: str, node: Located, line: int, file: str, defaults: _Defau
     drill = r.choice("drill", tuple(SIMULATOR_FAULTS))
     ignored = r.name_list("lint_ignore", pattern=_LINT_ID, what="lint check id") or []
     for check in ignored:
-        if check not in LINT_IDS:
-            r.error("lint_ignore", f"alert {name}: unknown lint check {check!r} (known: {', '.join(LINT_IDS)})")
+        if check not in ALL_LINT_IDS:
+            r.error("lint_ignore", f"alert {name}: unknown lint check {check!r} (known: {', '.join(ALL_LINT_IDS)})")
     r.unknown_keys()
-    for check, message in lint(expr, for_) if expr is not None else ():
-        if check not in ignored:
-            errors.add(file, line, f"alert {name}: {message} [{check}]")
+    if expr is not None:
+        static = frozenset({"severity", *defaults.labels, *(labels or {})})
+        pieces = tuple((r.line(key), node.value[key].value) for key in _PROMQL_KEYS
+                       if r.has(key) and isinstance(node.value[key].value, str))
+        lint_alert(lint_ctx, AlertLint(name=name, expr=expr, pieces=pieces,
+                                       for_=for_, static_labels=static,
+                                       templates=tuple(t for t in (summary, description) if t), runbook_url=runbook,
+                                       ignored=tuple(ignored)), file, line, errors)
     if None in (expr, severity, summary, description, labels):
         return None
     return Alert(name=name, expr=expr.strip(), severity=severity, summary=summary.strip(),
@@ -199,7 +235,8 @@ def _check_unique(groups: list[Group], errors: ErrorLog) -> None:
             errors.add(group.file, 1, f"duplicate group name {group.name!r} (also used by {first_file})")
 
 
-def _resolve_inhibitions(groups: list[Group], pending: list[_Pending], errors: ErrorLog) -> tuple[Inhibition, ...]:
+def _resolve_inhibitions(groups: list[Group], pending: list[_Pending], errors: ErrorLog,
+                         lint_ctx: LintContext) -> tuple[Inhibition, ...]:
     names = {a.name for g in groups for a in g.alerts}
     result: list[Inhibition] = []
     for item in pending:
@@ -213,4 +250,5 @@ def _resolve_inhibitions(groups: list[Group], pending: list[_Pending], errors: E
             errors.add(item.file, item.line, f"alert {inh.source} cannot inhibit itself")
         if inh not in result:  # declared on both sides: keep one
             result.append(inh)
+            lint_inhibition(lint_ctx, inh, item.file, item.line, errors)
     return tuple(result)

@@ -1,4 +1,5 @@
-"""The generated inhibit rules in a real Alertmanager: the right alerts are muted, the others are not.
+"""The generated Alertmanager configuration (`rules.alertmanager`, the one `vigil up` runs) in a real
+Alertmanager: its inhibit rules mute the right alerts, and only those.
 
 Alert labels are the ones the generated rules produce (checked by the promtool unit tests).
 """
@@ -14,6 +15,8 @@ import pytest
 import requests
 
 from vigil import rules
+from vigil.rules.alertmanager import alertmanager_config, webhook_receiver
+from vigil.rules.alertmanager_routing import ROUTING_FILE, load_routing
 
 AM = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(AM is None, reason="Alertmanager is not installed")]
@@ -35,11 +38,9 @@ def free_port() -> int:
 
 @pytest.fixture
 def alertmanager(tmp_path):
-    config = {
-        "route": {"receiver": "null", "group_by": ["alertname", "node"]},
-        "receivers": [{"name": "null"}],
-        "inhibit_rules": rules.alertmanager_inhibit_rules(rules.load_specs(rules.default_spec_paths())),
-    }
+    ruleset = rules.load_specs(rules.default_spec_paths())
+    webhook = webhook_receiver(f"http://127.0.0.1:{free_port()}/hook")  # nobody listens: notifications fail
+    config = alertmanager_config(ruleset, load_routing(ROUTING_FILE, ruleset), webhook)
     (tmp_path / "am.yml").write_text(rules.dump_yaml(config))
     url = f"http://127.0.0.1:{free_port()}"
     proc = subprocess.Popen([AM, f"--config.file={tmp_path / 'am.yml'}", f"--storage.path={tmp_path / 'data'}",
@@ -99,3 +100,18 @@ def test_generated_inhibit_rules_mute_exactly_the_intended_alerts(alertmanager):
     }
     assert muted(alertmanager, expected) == expected
     assert len(requests.get(f"{alertmanager}/api/v2/alerts", timeout=5).json()) == len(sent)
+
+
+def test_a_lost_gpu_silences_that_gpus_ecc_xid_and_thermal_alerts(alertmanager):
+    sent = [
+        gpu_alert("GpuFallenOffBus", "node-1", "2"),
+        gpu_alert("GpuUncorrectableEccErrors", "node-1", "2"),  # muted: the GPU is lost
+        gpu_alert("GpuCriticalXid", "node-1", "2"),  # muted
+        gpu_alert("GpuTemperatureHigh", "node-1", "2", "warning"),  # muted
+        gpu_alert("GpuCriticalXid", "node-1", "3"),  # another GPU of the node: not muted
+        gpu_alert("GpuUncorrectableEccErrors", "node-2", "2"),  # same GPU index, other node: not muted
+    ]
+    assert requests.post(f"{alertmanager}/api/v2/alerts", json=sent, timeout=5).ok
+    expected = {("GpuUncorrectableEccErrors", "node-1", "2"), ("GpuCriticalXid", "node-1", "2"),
+                ("GpuTemperatureHigh", "node-1", "2")}
+    assert muted(alertmanager, expected) == expected

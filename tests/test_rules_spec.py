@@ -15,12 +15,14 @@ GOOD = """\
 alerts:
   DiskFull:
     kind: threshold
-    metric: node_filesystem_avail_ratio
+    metric: node_filesystem_avail_bytes
     op: "<"
     value: 0.05
     severity: warning
-    summary: "disk full on {{ $labels.node }}"
+    summary: "disk full on {{ $labels.instance }}"
     description: "free space is {{ $value }}"
+defaults: {labels: {team: storage}, runbook_base: "https://runbooks.example.org/vigil"}
+external_metrics: [a, b]
 """
 
 # Line numbers matter: the tests below expect errors on exactly these lines (BadKind's metric: no error).
@@ -94,6 +96,7 @@ def test_every_mistake_is_reported_with_its_file_and_line(tmp_path):
         (36, "'for': '5 minutes' is not a Prometheus duration"),
         (37, "inhibition refers to unknown alert 'NoSuchAlert'"),
         (38, "duplicate key 'BadSeverity' (first defined on line 5)"),
+        *[(line, "no runbook entry") for line in (5, 19, 24, 31)],  # no runbook section for the test's alerts
     ]
     assert len(errors) == len(expected), "\n".join(errors)
     for line, fragment in expected:
@@ -121,7 +124,7 @@ def test_yaml_syntax_and_missing_files_are_spec_errors(tmp_path):
 
 
 def test_lint_ignore_silences_only_the_named_check(tmp_path):
-    spec = GOOD.replace("kind: threshold\n    metric: node_filesystem_avail_ratio\n    op: \"<\"\n    value: 0.05",
+    spec = GOOD.replace("kind: threshold\n    metric: node_filesystem_avail_bytes\n    op: \"<\"\n    value: 0.05",
                         "expr: a / b < 0.05\n    lint_ignore: [unguarded-division]")
     assert rules.load_specs([write(tmp_path, "ok.yaml", spec)]).alert("DiskFull").expr == "a / b < 0.05"
     with pytest.raises(rules.SpecError, match=r"unknown lint check 'no-such-check'"):
@@ -135,8 +138,8 @@ def test_lint_ignore_silences_only_the_named_check(tmp_path):
     'a{path="/x/y"} / 2 > 1',
 ])
 def test_guarded_divisions_pass_lint(tmp_path, expr):
-    spec = GOOD.replace("kind: threshold\n    metric: node_filesystem_avail_ratio\n    op: \"<\"\n    value: 0.05",
-                        f"expr: '{expr}'")
+    spec = GOOD.replace("kind: threshold\n    metric: node_filesystem_avail_bytes\n    op: \"<\"\n    value: 0.05",
+                        f"expr: '{expr}'\n    lint_ignore: [missing-label]")  # sum() drops the summary's instance
     assert rules.load_specs([write(tmp_path, "ok.yaml", spec)]).alert("DiskFull").expr == expr
 
 

@@ -10,9 +10,16 @@ from vigil.rules import (
     INHIBIT_FILE_NAME, RULE_FILE_NAME, RuleSet, SpecError, alertmanager_inhibit_rules, default_spec_paths,
     default_unit_test_paths, dump_yaml, load_specs, prometheus_rule_file,
 )
-from vigil.common.click_types import Duration
+from vigil.common.click_types import Duration, label_pairs
+from vigil.rules.alertmanager import alertmanager_config, webhook_receiver
+from vigil.rules.alertmanager_routing import ROUTING_FILE, load_routing
+from vigil.rules.catalog import load_catalog
+from vigil.rules.kubernetes import dump_yaml_documents, prometheus_rules
 from vigil.rules.promtool import PromtoolMissing, check_rules, test_rules
 
+ALERTMANAGER_FILE_NAME = "alertmanager.yml"
+KUBERNETES_FILE_NAME = "prometheus-rules.k8s.yml"
+LOCAL_NOTIFIER_WEBHOOK = "http://127.0.0.1:9603/api/v1/alerts/alertmanager"  # `vigil up`'s default port_base
 _SPECS = click.argument("specs", nargs=-1, type=click.Path(path_type=Path, dir_okay=False))
 
 
@@ -44,25 +51,68 @@ def rules():
               help=f"Write {RULE_FILE_NAME} and {INHIBIT_FILE_NAME} here instead of printing the rules.")
 @click.option("--max-for", type=Duration(),
               help="Cap every 'for' and 'keep_firing_for' (e.g. 5s for a quick demo stack).")
-def generate(specs, output_dir, max_for):
-    """Generate the Prometheus rule file from SPECS (default: the shipped specs)."""
+@click.option("--alertmanager", is_flag=True,
+              help=f"Also write {ALERTMANAGER_FILE_NAME}: routes, receivers, inhibitions, maintenance windows.")
+@click.option("--routing", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="Routing file of --alertmanager (default: the shipped rules/alertmanager-routing.yaml).")
+@click.option("--notifier-url", default=LOCAL_NOTIFIER_WEBHOOK, show_default=True,
+              help="The notifier's Alertmanager webhook, every receiver's URL (--alertmanager).")
+@click.option("--token-file", type=click.Path(path_type=Path, dir_okay=False),
+              help="File holding the notifier's bearer token, read by Alertmanager (--alertmanager).")
+@click.option("--kubernetes", is_flag=True,
+              help=f"Also write {KUBERNETES_FILE_NAME}: one PrometheusRule object per rule group.")
+@click.option("--namespace", help="metadata.namespace of the PrometheusRule objects (--kubernetes).")
+@click.option("--k8s-label", "k8s_labels", multiple=True, callback=label_pairs, metavar="KEY=VALUE",
+              help="Extra metadata label of the PrometheusRule objects, e.g. release=prometheus (repeatable).")
+def generate(specs, output_dir, max_for, alertmanager, routing, notifier_url, token_file, kubernetes, namespace,
+             k8s_labels):
+    """Generate the Prometheus rule file from SPECS (default: the shipped specs).
+
+    With -o, also the Alertmanager inhibit rules and, on request, the whole Alertmanager configuration
+    (--alertmanager) and PrometheusRule objects (--kubernetes); docs/rules.md describes them.
+    """
+    if (alertmanager or kubernetes) and output_dir is None:
+        raise click.UsageError("--alertmanager and --kubernetes write files: give -o DIR")
     ruleset = _load(specs)
     rule_text = dump_yaml(prometheus_rule_file(ruleset, max_for_seconds=max_for))
     if output_dir is None:
         click.echo(rule_text, nl=False)
         return
+    written = {}
+    if alertmanager:
+        try:
+            routes = load_routing(routing or ROUTING_FILE, ruleset)
+        except SpecError as exc:
+            raise click.ClickException(f"{len(exc.errors)} error(s) in the routing file:\n{exc}") from None
+        webhook = webhook_receiver(notifier_url, None if token_file is None else str(token_file))
+        written[ALERTMANAGER_FILE_NAME] = dump_yaml(alertmanager_config(ruleset, routes, webhook))
+    if kubernetes:
+        try:
+            objects = prometheus_rules(ruleset, namespace=namespace, labels=k8s_labels, max_for_seconds=max_for)
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
+        written[KUBERNETES_FILE_NAME] = dump_yaml_documents(objects)
     inhibit_text = dump_yaml({"inhibit_rules": alertmanager_inhibit_rules(ruleset)})
     _write(output_dir / RULE_FILE_NAME, rule_text)
     _write(output_dir / INHIBIT_FILE_NAME, inhibit_text)
+    for name, text in written.items():
+        _write(output_dir / name, text)
     click.echo(f"wrote {len(ruleset.alerts)} alerts to {output_dir / RULE_FILE_NAME} and "
                f"{len(ruleset.inhibitions)} inhibit rules to {output_dir / INHIBIT_FILE_NAME}", err=True)
+    for name in written:
+        click.echo(f"wrote {output_dir / name}", err=True)
 
 
 @rules.command()
 @_SPECS
 @click.option("--max-for", type=Duration(), help="Check the rules with this cap on 'for'.")
 def check(specs, max_for):
-    """Validate SPECS, generate the rules and run `promtool check rules` on them."""
+    """Validate and lint SPECS, generate the rules and run `promtool check rules` on them.
+
+    The lint (docs/rules.md) parses every expression and checks its metrics and labels against the
+    metric catalog (`vigil rules catalog`), range windows, runbook entries and the labels routing and
+    inhibitions need; every problem is listed at once as the spec's file:line.
+    """
     ruleset = _load(specs)
     try:
         result = check_rules(ruleset, max_for_seconds=max_for)
@@ -71,6 +121,23 @@ def check(specs, max_for):
     if not result.ok:
         raise click.ClickException(f"promtool check rules failed:\n{result.output}")
     click.echo(f"OK: {len(ruleset.alerts)} alerts in {len(ruleset.groups)} groups pass promtool check rules")
+
+
+@rules.command()
+@click.argument("patterns", nargs=-1)
+def catalog(patterns):
+    """List the metrics the lint knows (name, type, labels, source) whose names contain any of PATTERNS.
+
+    A rule may read only these, or metrics its spec declares under 'external_metrics' (docs/rules.md).
+    """
+    known = load_catalog()
+    names = sorted(n for n in known.metrics if not patterns or any(p in n for p in patterns))
+    if not names:
+        raise click.ClickException(f"no metric in the catalog contains {' or '.join(map(repr, patterns))}")
+    for name in names:
+        info = known.metrics[name]
+        labels = "?" if info.labels is None else ",".join(sorted(info.labels))
+        click.echo(f"{name}\t{info.type}\t{{{labels}}}\t{info.source}")
 
 
 @rules.command(name="test")

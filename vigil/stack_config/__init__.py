@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 import vigil.rules as rulegen
+from vigil.rules.alertmanager_routing import ROUTING_FILE, load_routing
 
 from ..settings import StackSettings
 from .alertmanager import alertmanager_config
@@ -48,7 +49,8 @@ def write_stack_files(settings: StackSettings, layout: RunLayout, node_names: li
     rule_doc = rulegen.prometheus_rule_file(ruleset, max_for_seconds=settings.max_for)
     (layout.rules_dir / "vigil-rules.yml").write_text(rulegen.dump_yaml(rule_doc), encoding="utf-8")
     _write(layout.prometheus_config, prometheus_config(settings, layout, node_names))
-    _write(layout.alertmanager_config, alertmanager_config(settings, layout, rulegen.alertmanager_inhibit_rules(ruleset)))
+    routing = load_routing(ROUTING_FILE, ruleset)
+    _write(layout.alertmanager_config, alertmanager_config(settings, layout, ruleset, routing))
     if settings.oncall_config is None:
         _write(layout.oncall_config, demo_oncall_config())
     for path in (layout.prometheus_data, layout.alertmanager_data, layout.logs_dir, layout.aiops_dir):

@@ -1,34 +1,32 @@
-"""The stack's `alertmanager.yml`, built as data: route by severity to the notifier's webhook."""
+"""The stack's `alertmanager.yml`: the configuration `vigil rules generate --alertmanager` generates
+(`vigil.rules.alertmanager`, one code path), with the stack's notifier as every receiver's webhook, its
+bearer token read from the 0600 token file, and the stack settings' group timings."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from vigil.common.durations import format_duration
 from vigil.common.hostport import http_url
+from vigil.rules import RuleSet
+from vigil.rules.alertmanager import WATCHDOG_ALERT, WATCHDOG_RECEIVER, alertmanager_config as generated_config
+from vigil.rules.alertmanager import webhook_receiver
+from vigil.rules.alertmanager_routing import Routing
 
 from ..settings import StackSettings
 from .layout import RunLayout
 
-RECEIVERS = ("page-critical", "page-warning", "page-info")
+__all__ = ["WATCHDOG_ALERT", "WATCHDOG_RECEIVER", "alertmanager_config", "notifier_webhook_url"]
 
 
-def alertmanager_config(settings: StackSettings, layout: RunLayout, inhibit_rules: list[dict]) -> dict:
-    """Alertmanager posts every group to the notifier; the bearer token is read from the 0600 token file."""
-    webhook = {
-        "url": http_url(settings.host, settings.ports.notifier, "/api/v1/alerts/alertmanager"),
-        "send_resolved": True,
-        "max_alerts": 0,
-        "http_config": {"authorization": {"type": "Bearer", "credentials_file": str(layout.token_file)}},
-    }
-    return {
-        "route": {
-            "receiver": "page-critical",
-            "group_by": ["alertname", "node", "gpu"],
-            "group_wait": format_duration(settings.group_wait),
-            "group_interval": format_duration(settings.group_interval),
-            "repeat_interval": format_duration(settings.repeat_interval),
-            "routes": [{"receiver": f"page-{severity}", "matchers": [f'severity="{severity}"']}
-                       for severity in ("critical", "warning", "info")],
-        },
-        "receivers": [{"name": name, "webhook_configs": [dict(webhook)]} for name in RECEIVERS],
-        "inhibit_rules": inhibit_rules,
-    }
+def notifier_webhook_url(settings: StackSettings) -> str:
+    return http_url(settings.host, settings.ports.notifier, "/api/v1/alerts/alertmanager")
+
+
+def alertmanager_config(settings: StackSettings, layout: RunLayout, ruleset: RuleSet, routing: Routing) -> dict:
+    """Alertmanager posts every group to the notifier, except the Watchdog's (`watchdog`, no integration)."""
+    timings = {"group_wait": settings.group_wait, "group_interval": settings.group_interval,
+               "repeat_interval": settings.repeat_interval}
+    routing = replace(routing, timings=tuple((key, format_duration(value)) for key, value in timings.items()))
+    webhook = webhook_receiver(notifier_webhook_url(settings), str(layout.token_file))
+    return generated_config(ruleset, routing, webhook)
