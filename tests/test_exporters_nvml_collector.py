@@ -252,7 +252,8 @@ def test_a_stuck_gpu_is_isolated_from_the_others(sim: SimulatedNvml) -> None:
 
 
 def test_mig_instances_are_exported_per_instance() -> None:
-    sim = SimulatedNvml(NODE, 2, mig_gpus={1: 3})
+    # a fixed clock: the simulated load moves with time, and the test reads NVML again after the scrape
+    sim = SimulatedNvml(NODE, 2, mig_gpus={1: 3}, clock=lambda: 1_790_000_000.0)
     collector, registry = offline(sim)
     collector.refresh()
     samples = scrape(registry)
