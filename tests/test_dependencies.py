@@ -28,6 +28,8 @@ TOOLING_EXTRAS = {"test": "tests", "bench": "bench"}
 USED_WITHOUT_IMPORT = {
     "psycopg": "SQLAlchemy loads it for the notifier's postgresql+psycopg:// URLs",
     "httpx": "fastapi.testclient.TestClient runs on it (the notifier's tests)",
+    "httptools": "uvicorn's HTTP parser when installed (`vigil notifier serve`, http='auto')",
+    "uvloop": "uvicorn's event loop when installed (`vigil notifier serve`, loop='auto')",
 }
 
 

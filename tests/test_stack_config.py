@@ -14,6 +14,7 @@ import vigil.rules as rulegen
 from golden_support import check_golden
 from stack_support import vigil
 from vigil.components import GpuBackend, component_specs
+from vigil.rules.alertmanager_routing import ROUTING_FILE, load_routing
 from vigil.settings import SettingsError, load_settings
 from vigil.stack_config import RunLayout, alertmanager_config, dump_config, prometheus_config, write_stack_files
 
@@ -46,7 +47,9 @@ def test_generated_alertmanager_config_passes_amtool_and_keeps_the_token_out(tmp
     assert len(token) >= 32 and token not in layout.alertmanager_config.read_text()
     assert layout.token_file.stat().st_mode & 0o077 == 0  # readable by the owner only
     route = yaml.safe_load(layout.alertmanager_config.read_text())["route"]
-    assert {r["matchers"][0] for r in route["routes"]} == {'severity="critical"', 'severity="warning"', 'severity="info"'}
+    assert route["routes"][0] == {"receiver": "watchdog", "matchers": ['alertname="Watchdog"']}
+    assert {r["matchers"][0] for r in route["routes"][1:]} == {'team="gpu"', 'team="infra"', 'team="platform"',
+                                                               'severity="critical"', 'severity="warning"', 'severity="info"'}
 
 
 def test_token_survives_regeneration(tmp_path):
@@ -70,9 +73,9 @@ def test_bad_oncall_config_is_refused_with_file_and_line_before_anything_starts(
 
 def golden_documents(settings) -> dict[str, dict]:
     layout = RunLayout(Path("/run/vigil"))  # a fixed run directory: the paths in the configs are stable
-    inhibit = rulegen.alertmanager_inhibit_rules(rulegen.load_specs(rulegen.default_spec_paths()))
+    ruleset = rulegen.load_specs(rulegen.default_spec_paths())
     return {"prometheus.yml": prometheus_config(settings, layout, NODES),
-            "alertmanager.yml": alertmanager_config(settings, layout, inhibit)}
+            "alertmanager.yml": alertmanager_config(settings, layout, ruleset, load_routing(ROUTING_FILE, ruleset))}
 
 
 @pytest.mark.parametrize("name", ["prometheus.yml", "alertmanager.yml"])
@@ -84,9 +87,10 @@ def test_generated_configs_match_the_golden_files(name):
 
 def test_the_written_files_are_the_golden_documents(tmp_path):
     settings, layout = generate(tmp_path)
-    inhibit = rulegen.alertmanager_inhibit_rules(rulegen.load_specs(rulegen.default_spec_paths()))
+    ruleset = rulegen.load_specs(rulegen.default_spec_paths())
+    routing = load_routing(ROUTING_FILE, ruleset)
     assert layout.prometheus_config.read_text() == dump_config(prometheus_config(settings, layout, NODES))
-    assert layout.alertmanager_config.read_text() == dump_config(alertmanager_config(settings, layout, inhibit))
+    assert layout.alertmanager_config.read_text() == dump_config(alertmanager_config(settings, layout, ruleset, routing))
 
 
 @pytest.mark.parametrize("host, address", [("::1", "[::1]"), ("localhost", "localhost")])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -117,13 +118,44 @@ def test_drill_pages_and_resolves(stack: RunningStack, fault, node, gpu):
     assert result.returncode == 0 and report["ok"], report
     names = [s["name"] for s in report["stages"]]
     assert names[0] == "injected → seen in a scrape" and names[-1] == "resolved page delivered"
-    assert len(names) == 8
+    assert len(names) == 9 and names[3:5] == ["page delivered", "acknowledged"]
     inbox = json.loads(stack.cli("inbox", "--json").stdout)["pages"]
     mine = [p for p in inbox if p["labels"].get("node") == node and (fault == "node-down" or p["labels"].get("gpu") == str(gpu))]
     assert {"firing", "resolved"} <= {p["status"] for p in mine}
     firing = next(p for p in mine if p["status"] == "firing")
     assert node in firing["title"] + firing["body"]
     assert firing["labels"]["severity"] == "critical"
+    # the demo rota: a critical alert phones this week's tier-1 DRI, who acknowledges it in the drill
+    tier_1 = on_call_now(stack)[0]
+    incident = int(re.match(r"incident #(\d+) ", report["stages"][3]["detail"]).group(1))
+    paged = [(p["recipient"], p["channel"], p["tier"]) for p in inbox if p["incident_id"] == incident and p["status"] == "firing"]
+    assert paged == [(tier_1, "phone", 0)]  # the JSON counts tiers from 0, like the incidents API
+    assert report["stages"][3]["detail"] == f"incident #{incident} to {tier_1} via phone (tier 1)"
+    assert report["stages"][4]["detail"] == f"incident #{incident} by {tier_1}"
+
+
+def on_call_now(stack: RunningStack) -> list[str]:
+    """The demo team's people on call now, tier by tier (one person per tier in the demo)."""
+    who = json.loads(stack.cli("oncall", "who", "--json").stdout)
+    [team] = who["teams"]
+    return [person for tier in team["tiers"] for person in tier["people"]]
+
+
+def test_drill_without_ack_shows_the_escalation_to_tier_2(stack: RunningStack):
+    result = stack.cli("drill", "xid79", "--node", "node-1", "--gpu", "2", "--no-ack", "--timeout", "90", timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    tier_1, tier_2, _manager = on_call_now(stack)
+    lines = result.stdout.splitlines()
+    assert any(re.search(rf"s  page delivered: incident #\d+ to {tier_1} via phone \(tier 1\)$", line) for line in lines), lines
+    assert any(re.search(rf"s  nobody acknowledged: tier 2 paged: incident #\d+ to {tier_2} via phone \(tier 2\)$", line)
+               for line in lines), lines
+    assert any(re.search(rf"s  acknowledged: incident #\d+ by {tier_2}$", line) for line in lines), lines
+    inbox = json.loads(stack.cli("inbox", "--json").stdout)["pages"]
+    firing = [(p["recipient"], p["channel"], p["tier"]) for p in inbox if p["status"] == "firing"
+              and p["labels"].get("node") == "node-1" and p["labels"].get("gpu") == "2"]
+    assert firing == [(tier_1, "phone", 0), (tier_2, "phone", 1)]
+    listing = stack.cli("inbox").stdout
+    assert f"to {tier_2} via phone (tier 2)" in listing
 
 
 def test_notifier_killed_is_restarted_and_a_fault_meanwhile_is_still_paged(stack: RunningStack):

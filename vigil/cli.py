@@ -19,7 +19,10 @@ _TOP_COMMANDS = {
     "drill": ("vigil.cli_chaos:drill", "Fire drill: inject a fault, time the page and its resolution."),
     "inbox": ("vigil.cli_stack:inbox", "List the pages delivered to the local inbox."),
     "rules": ("vigil.cli_rules:rules", "Generate, check and test alert rules from compact YAML."),
+    "oncall": ("vigil.cli_oncall:oncall", "Who is on call, shifts, coverage checks, iCal export of the on-call file."),
     "notifier": ("vigil.cli_notifier:notifier", "Run the notifier (Alertmanager webhook receiver)."),
+    "incidents": ("vigil.cli_incidents:incidents", "List, show, acknowledge, resolve, note and escalate incidents."),
+    "maintenance": ("vigil.cli_maintenance:maintenance", "Maintenance windows: pages of matching alerts are held."),
     "exporter": ("vigil.cli:exporter", "Run a GPU or node health exporter."),
     "aiops": ("vigil.cli:aiops", "Baselines, anomaly detection, failure prediction, correlation."),
 }

@@ -86,11 +86,15 @@ def list_(run_dir):
 @click.option("--timeout", type=Duration(positive=True), default="120s", show_default=True,
               help="Time allowed per stage.")
 @click.option("--json", "as_json", is_flag=True, help="Print the stage timings as JSON.")
+@click.option("--no-ack", is_flag=True,
+              help="Leave the first page unanswered: wait until the escalation pages the next tier, then acknowledge.")
 @run_dir_option
-def drill(fault, node, gpu, timeout, as_json, run_dir):
-    """Inject FAULT, wait for the page, clear it, wait for the resolution; print each stage's time.
+def drill(fault, node, gpu, timeout, as_json, no_ack, run_dir):
+    """Inject FAULT, wait for the page, acknowledge it as its recipient, clear the fault, wait for the
+    resolution; print each stage's time and who was paged through which channel and tier.
 
     FAULT is a simulator fault that a rule spec names in its `drill:` key; that rule's alert is awaited.
+    With --no-ack nobody answers the first page, so the policy's wait runs out and the next tier is paged.
     """
     expect = shipped_fault_expectations()[fault]
     apis = _client(run_dir)
@@ -99,12 +103,13 @@ def drill(fault, node, gpu, timeout, as_json, run_dir):
 
     def report(result: StageResult) -> None:
         if not as_json:
-            click.echo(f"  {result.seconds:7.2f}s  {result.name}")
+            detail = f": {result.detail}" if result.detail else ""
+            click.echo(f"  {result.seconds:7.2f}s  {result.name}{detail}")
 
     if not as_json:
         where = node if fault == "node-down" else f"{node} GPU {gpu}"
         click.echo(f"drill: {fault} on {where} (expecting {expect.alertname})")
-    runner = Drill(apis, expect, node, gpu, stage_timeout_s=timeout, report=report)
+    runner = Drill(apis, expect, node, gpu, stage_timeout_s=timeout, report=report, acknowledge=not no_ack)
     try:
         results = runner.run()
     except DrillFailed as exc:

@@ -130,7 +130,9 @@ def inbox(run_dir, as_json):
         return
     for page in pages:
         when = _format_time(page.get("time"))
-        click.echo(f"{when}  #{page.get('incident_id')}  {page.get('status', '').upper():<8}  to {page.get('recipient')} via {page.get('channel')}")
+        tier = f" (tier {page['tier'] + 1})" if isinstance(page.get("tier"), int) else ""
+        click.echo(f"{when}  #{page.get('incident_id')}  {page.get('status', '').upper():<8}  "
+                   f"to {page.get('recipient')} via {page.get('channel')}{tier}")
         click.echo(f"    {page.get('title')}")
         for line in str(page.get("body") or "").splitlines()[:6]:
             click.echo(f"    {line}")
