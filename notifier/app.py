@@ -15,7 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from vigil.notifier.api import health, inbox, incidents, maintenance, schedules, webhook
+from vigil.notifier.api import health, heartbeats, inbox, incidents, maintenance, schedules, webhook
 from vigil.notifier.api import links as link_routes
 from vigil.notifier.api.auth import require_bearer_token
 from vigil.notifier.api.openapi import document_api
@@ -26,8 +26,9 @@ from vigil.notifier.delivery.pipeline import delivery_stages
 from vigil.notifier.delivery.route import RouteStage
 from vigil.notifier.delivery.worker import DeliveryWorker
 from vigil.notifier.engine.escalation import EscalationEngine
+from vigil.notifier.engine.heartbeat import HeartbeatMonitor
 from vigil.notifier.engine.paging import page_links_for
-from vigil.notifier.metrics import NotifierMetrics, StoreCollector
+from vigil.notifier.metrics import HeartbeatCollector, NotifierMetrics, StoreCollector
 from vigil.notifier.reconcile import reconcile
 from vigil.notifier.settings import NotifierSettings
 from vigil.notifier.store import Store
@@ -49,12 +50,15 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
         worker = DeliveryWorker(store.outbox, delivery_stages(store, oncall, settings, metrics, clock), clock,
                                 settings.poll_interval_s)
         engine = EscalationEngine(store, oncall, clock, metrics, settings.poll_interval_s, links, worker.wake)
-        app.state.store, app.state.worker, app.state.engine = store, worker, engine
-        store_collector = StoreCollector(store)
-        metrics.registry.register(store_collector)
+        monitor = HeartbeatMonitor(store, settings.heartbeats, route, clock, settings.poll_interval_s, worker.wake)
+        app.state.store, app.state.worker, app.state.engine, app.state.heartbeats = store, worker, engine, monitor
+        collectors = [StoreCollector(store), HeartbeatCollector(monitor)]
+        for collector in collectors:
+            metrics.registry.register(collector)
         if run_worker:
             worker.start()
             engine.start()
+            monitor.start()
         if settings.alertmanager_url:
             # in the background: /healthz must not wait for an Alertmanager that may be down
             threading.Thread(target=_reconcile_quietly, args=(store, route, settings, metrics, clock, worker),
@@ -62,9 +66,11 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
         try:
             yield
         finally:
+            monitor.stop()
             engine.stop()
             worker.stop()
-            metrics.registry.unregister(store_collector)
+            for collector in collectors:
+                metrics.registry.unregister(collector)
             store.close()
 
     app = FastAPI(title="vigil notifier", lifespan=lifespan, docs_url=None, redoc_url=None)
@@ -83,7 +89,7 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
         metrics.server_errors.labels(getattr(route, "path", "unrouted")).inc()
         return JSONResponse({"error": f"internal error: {type(exc).__name__}"}, status_code=500)
 
-    for module in (webhook, incidents, maintenance, link_routes, inbox, schedules, health):
+    for module in (webhook, heartbeats, incidents, maintenance, link_routes, inbox, schedules, health):
         app.include_router(module.router)
     document_api(app)
     return app

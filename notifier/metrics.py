@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from vigil.notifier.store import Store
 from vigil.notifier.store.outbox import STATES
@@ -69,3 +69,32 @@ class StoreCollector:
         yield GaugeMetricFamily("vigil_notifier_escalations_pending",
                                 "Incidents whose escalation waits for its next step (a tier, or an ack's expiry).",
                                 value=self._store.escalations.pending_count())
+
+
+class HeartbeatCollector:
+    """The watched heartbeats, read at scrape time from the store (every notifier on one database
+    shows the same): when each was last heard, its timeout, whether it is missing, and its beats."""
+
+    def __init__(self, monitor):  # an `engine.heartbeat.HeartbeatMonitor`
+        self._monitor = monitor
+
+    def collect(self):
+        labels = ["name"]
+        seen = GaugeMetricFamily("vigil_notifier_heartbeat_last_seen_timestamp_seconds",
+                                 "When the heartbeat was last heard (UNIX seconds); absent until its first beat.",
+                                 labels=labels)
+        timeout = GaugeMetricFamily("vigil_notifier_heartbeat_timeout_seconds",
+                                    "How long the heartbeat may stay silent before its incident opens.", labels=labels)
+        missing = GaugeMetricFamily("vigil_notifier_heartbeat_missing",
+                                    "1 while the heartbeat is missing (its incident opened), else 0.", labels=labels)
+        beats = CounterMetricFamily("vigil_notifier_heartbeat_beats", "Beats heard.", labels=labels)
+        specs = self._monitor.specs
+        rows = self._monitor.rows() if specs else {}
+        for name, spec in sorted(specs.items()):
+            row = rows.get(name)
+            timeout.add_metric([name], spec.timeout_s)
+            missing.add_metric([name], int(row is not None and row.missing_since is not None))
+            beats.add_metric([name], row.beats if row is not None else 0)
+            if row is not None and row.last_seen_at is not None:
+                seen.add_metric([name], row.last_seen_at)
+        yield from (seen, timeout, missing, beats)

@@ -2,7 +2,7 @@
 
 Constraints added after revision 0001 carry explicit names: SQLite's batch mode can only create (and
 later drop) named ones. Revision 0002 adds the on-call engine's tables and columns (design §3); 0003 the
-indexes the webhook's reads need.
+indexes the webhook's reads need; 0004 the heartbeats table.
 """
 
 from __future__ import annotations
@@ -157,4 +157,15 @@ link_uses = sa.Table(
     sa.Column("used_at", sa.Float, nullable=False),
     sa.Column("incident_id", sa.Integer, nullable=False),
     sa.Column("action", sa.String(16), nullable=False),
+)
+
+# one row per heartbeat the notifier watches (revision 0004; `store/heartbeats.py`, `engine/heartbeat.py`)
+heartbeats = sa.Table(
+    "heartbeats", metadata,
+    sa.Column("name", sa.String(200), primary_key=True),
+    sa.Column("watching_since", sa.Float, nullable=False),  # first watched: the deadline counts from here until a beat
+    sa.Column("last_seen_at", sa.Float),
+    sa.Column("beats", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("missing_since", sa.Float),  # the deadline that passed unheard (the incident's start); null: alive
+    sa.Column("incident_id", sa.Integer, sa.ForeignKey("incidents.id", name="fk_heartbeats_incident")),
 )

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from vigil.notifier.heartbeat_spec import HeartbeatSpec
+
 LOOPBACK_NAMES = {"localhost"}
 MIN_TOKEN_LENGTH = 16
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
@@ -50,6 +52,9 @@ class NotifierSettings(BaseModel):
     # request bodies larger than this are refused with 413 before they are read whole (Alertmanager's
     # biggest groups are a few hundred KiB; `max_alerts` bounds them on its side)
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1024)
+    # heartbeats to watch (`POST /api/v1/heartbeat/{name}`): an incident opens when one stays silent
+    # past its timeout (`engine/heartbeat.py`)
+    heartbeats: tuple[HeartbeatSpec, ...] = ()
 
     @field_validator("token")
     @classmethod
@@ -63,6 +68,15 @@ class NotifierSettings(BaseModel):
             raise ValueError(f"the webhook token is too predictable (about {token_bits(token):.0f} bits, "
                              f"at least {MIN_TOKEN_BITS} needed); {TOKEN_HINT}")
         return token
+
+    @field_validator("heartbeats")
+    @classmethod
+    def _distinct_heartbeats(cls, heartbeats: tuple[HeartbeatSpec, ...]) -> tuple[HeartbeatSpec, ...]:
+        names = [spec.name for spec in heartbeats]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"heartbeat {', '.join(map(repr, twice))} is configured twice")
+        return heartbeats
 
     @field_validator("db_url")
     @classmethod

@@ -26,6 +26,21 @@ def _first_line(exc: Exception) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def _heartbeats(ctx, param, values: tuple[str, ...]) -> tuple:
+    """A click callback: the `--heartbeat` specs, every malformed one named at once."""
+    from vigil.notifier.heartbeat_spec import parse_heartbeat
+
+    specs, problems = [], []
+    for value in values:
+        try:
+            specs.append(parse_heartbeat(value))
+        except ValueError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise click.BadParameter("; ".join(problems), ctx=ctx, param=param)
+    return tuple(specs)
+
+
 @click.group()
 def notifier():
     """The notifier: Alertmanager webhook receiver, incidents, pages and the local inbox."""
@@ -52,8 +67,11 @@ def notifier():
               help="Refuse request bodies larger than this with 413 (Alertmanager: bound it with max_alerts).")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
               help="Server processes on the one port and database (use the machine's cores; see docs/benchmarks.md).")
+@click.option("--heartbeat", "heartbeats", multiple=True, callback=_heartbeats, metavar="NAME=TIMEOUT[,LABEL=VALUE...]",
+              help="Watch POST /api/v1/heartbeat/NAME: page (an incident with these labels) when it is not heard "
+                   "for TIMEOUT, e.g. watchdog=5m,team=platform (repeatable; docs/notifier.md, Heartbeats).")
 def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmanager_receiver, public_url,
-          log_level, max_body_bytes, workers):
+          log_level, max_body_bytes, workers, heartbeats):
     """Serve the notifier API in the foreground."""
     from vigil.notifier.settings import NotifierSettings, is_loopback, others_can_read, read_token_file
     from vigil.oncall.loader import OncallConfigError, load_oncall
@@ -67,7 +85,7 @@ def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmana
         settings = NotifierSettings(host=host, port=port, db_url=db_url, token=token,
                                     oncall_config=oncall_config, alertmanager_url=alertmanager_url,
                                     alertmanager_receiver=alertmanager_receiver, public_url=public_url,
-                                    max_body_bytes=max_body_bytes)
+                                    max_body_bytes=max_body_bytes, heartbeats=heartbeats)
     except ValidationError as exc:
         raise click.ClickException("; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: "
                                              f"{e['msg'].removeprefix('Value error, ')}" for e in exc.errors()))

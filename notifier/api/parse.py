@@ -41,6 +41,16 @@ async def webhook_payload(request: Request) -> WebhookPayload:
     return _model(WebhookPayload, await _json_body(request))
 
 
+async def heartbeat_body(request: Request) -> WebhookPayload | None:
+    """A heartbeat's body: an Alertmanager notification (validated like the webhook's), or None when
+    the body is empty (a dead-man's switch that only posts)."""
+    raw = await _limited_body(request, request.app.state.settings.max_body_bytes)
+    if not raw.strip():
+        return None
+    _json_content_type(request)
+    return _model(WebhookPayload, _decoded(raw))
+
+
 async def page_arrival(request: Request) -> PageArrival:
     """An apprise JSON notification, with the outbox delivery id in the `X-Vigil-Page` header."""
     body = await _json_body(request)
@@ -144,10 +154,17 @@ def _model(model: type[BaseModel], body):
 
 
 async def _json_body(request: Request):
+    _json_content_type(request)
+    return _decoded(await _limited_body(request, request.app.state.settings.max_body_bytes))
+
+
+def _json_content_type(request: Request) -> None:
     content_type = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
     if content_type != "application/json" and not content_type.endswith("+json"):
         raise Rejected(415, "unsupported_media_type", f"expected application/json, got {content_type!r}")
-    raw = await _limited_body(request, request.app.state.settings.max_body_bytes)
+
+
+def _decoded(raw: bytes):
     try:
         return decode_json_body(raw)
     except BodyRejected as exc:

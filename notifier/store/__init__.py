@@ -5,7 +5,8 @@
 - `inbox.py`: pages that arrived in the local inbox;
 - `timeline.py`: the incident timeline (`incident_events`);
 - `escalations.py`: pending escalations (the on-call engine's clock-driven steps);
-- `incident_state.py`: the engine's incident columns (routing, acknowledgement, SLA).
+- `incident_state.py`: the engine's incident columns (routing, acknowledgement, SLA);
+- `heartbeats.py`: when each watched heartbeat was last heard, and its incident while missing.
 
 SQLAlchemy Core, so one set of statements serves SQLite (default, WAL, synchronous=FULL: a commit is
 on disk before the webhook is answered) and PostgreSQL (`postgresql://…`, driver psycopg 3).
@@ -17,6 +18,7 @@ from __future__ import annotations
 from vigil.notifier.migrate import upgrade_database
 from vigil.notifier.store.engine import engine_for
 from vigil.notifier.store.escalations import Escalations
+from vigil.notifier.store.heartbeats import Heartbeats
 from vigil.notifier.store.inbox import Inbox
 from vigil.notifier.store.notifications import RECONCILED_PREFIX, IngestResult, Notifications
 from vigil.notifier.store.outbox import Outbox
@@ -36,6 +38,7 @@ class Store:
         self.inbox = Inbox(self.engine, self.outbox, self.notifications)
         self.timeline = Timeline(self.engine)
         self.escalations = Escalations(self.engine)
+        self.heartbeats = Heartbeats(self.engine)
 
     def close(self) -> None:
         self.engine.dispose()
