@@ -160,3 +160,8 @@ def test_command(test_files, specs):
     if not result.ok:
         raise click.ClickException(f"promtool test rules failed:\n{result.output}")
     click.echo(f"OK: {len(files)} promtool test files pass")
+
+
+from .cli_rules_backtest import backtest_command  # noqa: E402 - last: the command loads specs with _load above
+
+rules.add_command(backtest_command)

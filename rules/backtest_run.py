@@ -1,0 +1,149 @@
+"""Running a backtest against a Prometheus server: one range query per rule, at its group's interval.
+
+`backtest(client, ruleset, start, end, ...)` evaluates the rules of `ruleset` (the spec files given,
+not what the server has loaded) with `/api/v1/query_range`, a step equal to the group's evaluation
+interval (the spec's `interval`, else the server's global `evaluation_interval`), from `for` before
+`start` so that an alert already pending at `start` fires on time. A range that would need more than
+`MAX_POINTS` evaluations per series is evaluated at a coarser step, a whole multiple of the interval,
+and the report says so (`coarsened_from`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Iterable
+
+import requests
+import yaml
+
+from vigil.common.durations import parse_prometheus_duration
+from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
+
+from .backtest import Incident, RuleReport, count_flaps, matched_firings, ranked, series_firings
+from .model import Alert, Group, RuleSet
+
+MAX_POINTS = 11_000  # Prometheus refuses a range query of more than 11,000 points per series
+PROMETHEUS_DEFAULT_INTERVAL = 60.0  # global.evaluation_interval when a configuration sets none
+DEFAULT_FLAP_WINDOW = 15 * 60.0
+
+
+@dataclass
+class Backtest:
+    """The reports, most noisy first, and the rules Prometheus refused to evaluate (`file:line: why`)."""
+
+    start: float
+    end: float
+    reports: list[RuleReport]
+    errors: list[str] = field(default_factory=list)
+    incidents: int | None = None  # how many known incidents were compared; None: no incident history
+
+
+def evaluation_step(interval: float, start: float, end: float, for_s: float) -> tuple[float, float | None]:
+    """(step, the interval it replaces or None): the interval, coarsened to a whole multiple of it
+    when [start - for, end] would need more than MAX_POINTS evaluations."""
+    points = (end - start + for_s) / interval + 2  # + 2: the query starts on the step grid, before start - for
+    if points <= MAX_POINTS:
+        return interval, None
+    return interval * math.ceil(points / MAX_POINTS), interval
+
+
+def server_evaluation_interval(url: str, timeout: float = 10.0) -> float:
+    """The global `evaluation_interval` of the Prometheus at `url`, read from its loaded configuration."""
+    try:
+        response = requests.get(f"{url.rstrip('/')}/api/v1/status/config", timeout=timeout)
+        body = response.json()
+        config = yaml.safe_load(body["data"]["yaml"]) or {}
+    except requests.RequestException as exc:
+        raise PrometheusUnavailable(f"cannot reach Prometheus at {url}: {exc.__class__.__name__}: {exc}") from exc
+    except (ValueError, KeyError, TypeError, yaml.YAMLError):
+        raise PrometheusUnavailable(f"{url} did not answer /api/v1/status/config like a Prometheus server") from None
+    text = (config.get("global") or {}).get("evaluation_interval")
+    return PROMETHEUS_DEFAULT_INTERVAL if text is None else parse_prometheus_duration(str(text))
+
+
+def alert_labels(alert: Alert, series: dict[str, str]) -> dict[str, str]:
+    """The labels Prometheus gives the alert of one result series: the series' own (without the
+    metric name), overridden by the rule's, plus `alertname`."""
+    labels = {k: v for k, v in series.items() if k != "__name__"}
+    labels.update({"severity": alert.severity, **dict(alert.labels), "alertname": alert.name})
+    return labels
+
+
+def backtest_alert(client: PrometheusClient, alert: Alert, group: Group, interval: float, start: float,
+                   end: float, flap_window: float = DEFAULT_FLAP_WINDOW) -> RuleReport:
+    """Evaluate one alert over [start, end]; raises PrometheusUnavailable when Prometheus refuses it."""
+    for_s = parse_prometheus_duration(alert.for_) if alert.for_ else 0.0
+    keep_s = parse_prometheus_duration(alert.keep_firing_for) if alert.keep_firing_for else 0.0
+    step, coarsened_from = evaluation_step(interval, start, end, for_s)
+    query_start = math.floor((start - for_s) / step) * step
+    report = RuleReport(alert.name, group.name, alert.severity, alert.file, alert.line, step, for_s, keep_s,
+                        coarsened_from=coarsened_from)
+    for series in client.query_range(alert.expr, query_start, end, step):
+        times = [t for t, _ in series.points]
+        report.firings += series_firings(alert_labels(alert, series.labels), times, step, for_s, keep_s, start, end)
+    report.firings.sort(key=lambda f: (f.start, f.labels))
+    report.flaps = count_flaps(report.firings, flap_window)
+    return report
+
+
+def backtest(client: PrometheusClient, ruleset: RuleSet, start: float, end: float, default_interval: float,
+             flap_window: float = DEFAULT_FLAP_WINDOW, incidents: list[Incident] | None = None) -> Backtest:
+    """Backtest every alert of `ruleset`; groups without an `interval` are evaluated every `default_interval`."""
+    reports, errors = [], []
+    for group in ruleset.groups:
+        interval = parse_prometheus_duration(group.interval) if group.interval else default_interval
+        for alert in group.alerts:
+            try:
+                report = backtest_alert(client, alert, group, interval, start, end, flap_window)
+            except PrometheusUnavailable as exc:
+                errors.append(f"{alert.file}:{alert.line}: alert {alert.name}: {exc}")
+                continue
+            if incidents is not None:
+                report.matched_incidents = matched_firings(alert.name, report.firings, incidents)
+            reports.append(report)
+    return Backtest(start, end, ranked(reports), errors, None if incidents is None else len(incidents))
+
+
+def parse_rfc3339(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def incidents_from_api(rows: Iterable[dict], start: float, end: float) -> list[Incident]:
+    """The notifier's incidents (`GET /api/v1/incidents` rows) that were open some time in [start, end]."""
+    found = []
+    for row in rows:
+        opened = parse_rfc3339(row["opened_at"])
+        resolved = parse_rfc3339(row["resolved_at"]) if row.get("resolved_at") else None
+        if opened <= end and (resolved is None or resolved >= start):
+            found.append(Incident(opened, resolved, dict(row.get("labels") or {}), row.get("title") or ""))
+    return found
+
+
+def as_json(result: Backtest, prometheus: str) -> dict:
+    """The backtest as the JSON `vigil rules backtest --json` prints (docs/rules-backtest.md)."""
+    return {
+        "from": _rfc3339(result.start), "to": _rfc3339(result.end), "prometheus": prometheus,
+        "incidents_compared": result.incidents,
+        "rules": [_report_json(r) for r in result.reports],
+        "errors": result.errors,
+    }
+
+
+def _report_json(r: RuleReport) -> dict:
+    share = r.incident_share
+    return {
+        "alert": r.alert, "group": r.group, "severity": r.severity, "file": r.file, "line": r.line,
+        "step_seconds": r.step, "coarsened_from_seconds": r.coarsened_from, "for_seconds": r.for_s,
+        "keep_firing_for_seconds": r.keep_firing_for_s,
+        "firings": len(r.firings), "firing_seconds": round(r.firing_seconds, 3), "flaps": r.flaps,
+        "series": len({f.labels for f in r.firings}), "still_firing": sum(f.open for f in r.firings),
+        "incident_matches": r.matched_incidents, "incident_share": None if share is None else round(share, 4),
+        "intervals": [{"labels": dict(f.labels), "start": _rfc3339(f.start), "end": _rfc3339(f.end), "open": f.open}
+                      for f in r.firings],
+    }
+
+
+def _rfc3339(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -1,0 +1,163 @@
+"""`vigil rules backtest`: how often would these rules have fired over a past range, and how noisily?
+
+Evaluates the given spec files (not what Prometheus has loaded) against a Prometheus's history and,
+when the notifier's incident history is at hand, says which firings overlapped a known incident.
+Format and semantics: docs/rules-backtest.md.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import click
+import requests
+
+from vigil.common.click_types import Duration
+from vigil.common.durations import format_duration, parse_duration
+from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
+from vigil.rules.backtest_run import (
+    DEFAULT_FLAP_WINDOW, MAX_POINTS, Backtest, as_json, backtest, incidents_from_api, server_evaluation_interval,
+)
+
+from .cli_stack import run_dir_option
+from .runstate import NoStack
+from .stack_client import StackClient, StackRequestError
+
+TIME_FORMS = "now, a duration back from now like -1d or now-6h, UNIX seconds, or RFC 3339 like 2026-11-22T00:00:00Z"
+INCIDENT_LIMIT = 5000  # the notifier's API returns at most the newest 5,000 incidents
+
+
+def parse_moment(text: str, now: float) -> float:
+    """UNIX seconds from `now`, `-1d`, `now-6h`, UNIX seconds or an RFC 3339 time (UTC when it has no offset)."""
+    value = str(text).strip()
+    lowered = value.lower()
+    try:
+        if lowered == "now":
+            return now
+        if lowered.startswith(("-", "now-")):
+            return now - parse_duration(lowered.split("-", 1)[1])
+        try:
+            return float(value)
+        except ValueError:
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+            return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
+    except (ValueError, OverflowError):
+        raise ValueError(f"{value!r} is not a time ({TIME_FORMS})") from None
+
+
+class Moment(click.ParamType):
+    """A point in time as UNIX seconds, from any of TIME_FORMS."""
+
+    name = "time"
+
+    def convert(self, value, param, ctx) -> float:
+        if isinstance(value, float):
+            return value
+        try:
+            return parse_moment(value, time.time())
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def _stack(run_dir: Path) -> StackClient:
+    try:
+        return StackClient.from_run_dir(run_dir)
+    except NoStack as exc:
+        raise click.ClickException(f"give --prometheus URL, or start a stack: {exc}") from None
+
+
+def _incident_rows(notifier: StackClient) -> list[dict]:
+    try:
+        return notifier.incidents(INCIDENT_LIMIT)
+    except (StackRequestError, requests.RequestException) as exc:
+        raise click.ClickException(f"cannot read the incidents of the notifier at {notifier.notifier}: {exc}") from None
+
+
+def _notifier(notifier_url: str | None, token_file: Path | None, stack: StackClient | None) -> StackClient | None:
+    """The notifier whose incidents to compare with: --notifier, else the stack's when Prometheus is the stack's."""
+    if notifier_url is None:
+        return stack
+    token = ""
+    if token_file is not None:
+        try:
+            token = token_file.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise click.ClickException(f"cannot read the token file {token_file}: {exc.strerror}") from None
+    return StackClient(prometheus="", notifier=notifier_url.rstrip("/"), gpu_control=None, token=token)
+
+
+@click.command(name="backtest")
+@click.argument("specs", nargs=-1, type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--from", "start", type=Moment(), default="-1d", show_default=True, help=f"Start: {TIME_FORMS}.")
+@click.option("--to", "end", type=Moment(), default="now", show_default=True, help="End, in the same forms.")
+@click.option("--prometheus", metavar="URL", help="Prometheus with the history. Default: the stack in --run-dir.")
+@run_dir_option
+@click.option("--interval", type=Duration(positive=True),
+              help="Evaluation interval of groups that set none. Default: the server's global evaluation_interval.")
+@click.option("--flap-window", type=Duration(), default=format_duration(DEFAULT_FLAP_WINDOW), show_default=True,
+              help="A firing that starts this soon after the same series resolved is a flap.")
+@click.option("--notifier", "notifier_url", metavar="URL",
+              help="Notifier whose incidents to compare with. Default: the stack's, when --prometheus is not given.")
+@click.option("--token-file", type=click.Path(path_type=Path, dir_okay=False),
+              help="File holding the notifier's bearer token (with --notifier).")
+@click.option("--no-incidents", is_flag=True, help="Do not read the notifier's incidents.")
+@click.option("--json", "as_json_output", is_flag=True, help="Print JSON (docs/rules-backtest.md).")
+def backtest_command(specs, start, end, prometheus, run_dir, interval, flap_window, notifier_url, token_file,
+                     no_incidents, as_json_output):
+    """Evaluate the alerts of SPECS (default: the shipped specs) over past history, noisiest first.
+
+    Per alert: how often it would have fired (its 'for' applied at each evaluation step), for how
+    long, how often it flapped, and the share of firings that overlapped a known incident of the
+    notifier. A changed spec file is backtested as it is, before it is deployed.
+    """
+    from .cli_rules import _load  # here, not at the top: cli_rules registers this command
+
+    if end <= start:
+        raise click.UsageError(f"--to must be after --from (got {_stamp(start)} → {_stamp(end)})")
+    ruleset = _load(specs)
+    stack = _stack(run_dir) if prometheus is None else None
+    url = (prometheus or stack.prometheus).rstrip("/")
+    notifier = None if no_incidents else _notifier(notifier_url, token_file, stack)
+    try:
+        default_interval = interval or server_evaluation_interval(url)
+        incidents = None if notifier is None else incidents_from_api(_incident_rows(notifier), start, end)
+        result = backtest(PrometheusClient(url, timeout=60), ruleset, start, end, default_interval, flap_window, incidents)
+    except PrometheusUnavailable as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json_output:
+        click.echo(json.dumps(as_json(result, url), indent=2))
+    else:
+        _print_table(result, url)
+    if result.errors:
+        raise click.ClickException(f"Prometheus refused {len(result.errors)} rule(s):\n" + "\n".join(result.errors))
+
+
+def _stamp(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _print_table(result: Backtest, url: str) -> None:
+    click.echo(f"backtest of {len(result.reports)} alerts over {_stamp(result.start)} → {_stamp(result.end)} UTC "
+               f"({format_duration(result.end - result.start)}) against {url}; noisiest first")
+    header = ("ALERT", "SEVERITY", "FIRINGS", "FIRING TIME", "FLAPS", "SERIES", "INCIDENTS")
+    rows = [header]
+    for r in result.reports:
+        share = r.incident_share
+        matched = "-" if share is None else f"{r.matched_incidents}/{len(r.firings)} ({share:.0%})"
+        rows.append((r.alert, r.severity, str(len(r.firings)), format_duration(round(r.firing_seconds)), str(r.flaps),
+                     str(len({f.labels for f in r.firings})), matched))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    for row in rows:
+        click.echo("  ".join(cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))).rstrip())
+    if result.incidents is None:
+        click.echo("incidents: not compared (no notifier history: give --notifier URL --token-file FILE)")
+    else:
+        click.echo(f"incidents: {result.incidents} known incident(s) in the range compared")
+    coarsened = sorted({(r.coarsened_from, r.step) for r in result.reports if r.coarsened_from is not None})
+    for interval, step in coarsened:
+        names = [r.alert for r in result.reports if (r.coarsened_from, r.step) == (interval, step)]
+        click.echo(f"note: evaluated every {format_duration(step)} instead of every {format_duration(interval)}, as the "
+                   f"range needs more than {MAX_POINTS:,} points per series at that interval: {', '.join(names)}")
