@@ -52,12 +52,18 @@ def test_the_generated_config_passes_amtool_and_routes_by_team_and_severity(tmp_
     assert receiver("alertname=Mine", "severity=info", "team=someone-else") == "page-info"
     assert receiver("alertname=NoLabels") == "page-critical"
     config = yaml.safe_load(path.read_text())
-    assert config["route"]["routes"][0] == {"receiver": "watchdog", "matchers": ['alertname="Watchdog"']}
+    # the Watchdog first, re-sent every minute: the notifier's heartbeat hears it well inside its timeout
+    assert config["route"]["routes"][0] == {"receiver": "watchdog", "matchers": ['alertname="Watchdog"'],
+                                            "group_wait": "0s", "group_interval": "10s", "repeat_interval": "1m"}
     assert config["route"]["group_by"] == ["alertname", "node", "gpu"]
     hooks = [r["webhook_configs"][0] for r in config["receivers"] if r["name"] != "watchdog"]
     assert len(hooks) == 12 and all(h["url"] == "http://127.0.0.1:9999/api/v1/alerts/alertmanager" for h in hooks)
     assert {h["http_config"]["authorization"]["credentials_file"] for h in hooks} == {str(token)}
-    assert {"name": "watchdog"} in config["receivers"]  # no integration: the Watchdog never pages
+    # the Watchdog goes to the heartbeat beside the webhook (which never pages for it), never resolved
+    [watchdog] = [r for r in config["receivers"] if r["name"] == "watchdog"]
+    assert watchdog["webhook_configs"] == [{
+        "url": "http://127.0.0.1:9999/api/v1/heartbeat/watchdog", "send_resolved": False, "max_alerts": 0,
+        "http_config": {"authorization": {"type": "Bearer", "credentials_file": str(token)}}}]
     assert "&id" not in path.read_text()  # every receiver its own mapping, no YAML aliases
     inhibit = config["inhibit_rules"]
     assert {"source_matchers": ['alertname="GpuNodeDown"'], "target_matchers": ['alertname!="GpuNodeDown"'],
@@ -127,6 +133,15 @@ def test_a_broken_routing_file_reports_every_problem_with_its_line_and_writes_no
     assert not (tmp_path / "out").exists()
 
 
+@needs_amtool
+def test_a_url_that_is_not_the_notifiers_webhook_leaves_the_watchdog_without_integration(tmp_path):
+    path = generate(tmp_path, "--notifier-url", "https://alerts.example.com/hook")
+    assert "SUCCESS" in amtool("check-config", str(path))
+    config = yaml.safe_load(path.read_text())
+    assert {"name": "watchdog"} in config["receivers"]  # no heartbeat to post to: the Watchdog stays silent
+    assert amtool("config", "routes", "test", f"--config.file={path}", "alertname=Watchdog") == "watchdog"
+
+
 def test_the_new_outputs_need_an_output_directory():
     result = CliRunner().invoke(main, ["rules", "generate", "--alertmanager"])
     assert result.exit_code == 2 and "give -o DIR" in result.output
@@ -143,4 +158,6 @@ def test_vigil_up_writes_what_rules_generate_writes_for_the_same_notifier(tmp_pa
     timings = ("group_wait", "group_interval", "repeat_interval")
     assert [generated["route"].pop(key) for key in timings] == ["30s", "5m", "4h"]  # the routing file's
     assert [stack["route"].pop(key) for key in timings] == ["1s", "2s", "4h"]  # the stack settings'
+    assert [generated["route"]["routes"][0].pop(key) for key in timings] == ["0s", "10s", "1m"]
+    assert [stack["route"]["routes"][0].pop(key) for key in timings] == ["1s", "2s", "1m"]  # watchdog_repeat_interval
     assert stack == generated

@@ -47,7 +47,8 @@ def test_generated_alertmanager_config_passes_amtool_and_keeps_the_token_out(tmp
     assert len(token) >= 32 and token not in layout.alertmanager_config.read_text()
     assert layout.token_file.stat().st_mode & 0o077 == 0  # readable by the owner only
     route = yaml.safe_load(layout.alertmanager_config.read_text())["route"]
-    assert route["routes"][0] == {"receiver": "watchdog", "matchers": ['alertname="Watchdog"']}
+    assert route["routes"][0] == {"receiver": "watchdog", "matchers": ['alertname="Watchdog"'],
+                                  "group_wait": "1s", "group_interval": "2s", "repeat_interval": "1m"}
     assert {r["matchers"][0] for r in route["routes"][1:]} == {'team="gpu"', 'team="infra"', 'team="platform"',
                                                                'severity="critical"', 'severity="warning"', 'severity="info"'}
 

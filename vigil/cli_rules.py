@@ -11,7 +11,7 @@ from vigil.rules import (
     default_unit_test_paths, dump_yaml, load_specs, prometheus_rule_file,
 )
 from vigil.common.click_types import Duration, label_pairs
-from vigil.rules.alertmanager import alertmanager_config, webhook_receiver
+from vigil.rules.alertmanager import alertmanager_config, heartbeat_url_for, webhook_receiver
 from vigil.rules.alertmanager_routing import ROUTING_FILE, load_routing
 from vigil.rules.catalog import load_catalog
 from vigil.rules.kubernetes import dump_yaml_documents, prometheus_rules
@@ -56,7 +56,8 @@ def rules():
 @click.option("--routing", type=click.Path(path_type=Path, dir_okay=False, exists=True),
               help="Routing file of --alertmanager (default: the shipped rules/alertmanager-routing.yaml).")
 @click.option("--notifier-url", default=LOCAL_NOTIFIER_WEBHOOK, show_default=True,
-              help="The notifier's Alertmanager webhook, every receiver's URL (--alertmanager).")
+              help="The notifier's Alertmanager webhook, every receiver's URL (--alertmanager); the Watchdog goes "
+                   "to its heartbeat beside it (/api/v1/heartbeat/watchdog).")
 @click.option("--token-file", type=click.Path(path_type=Path, dir_okay=False),
               help="File holding the notifier's bearer token, read by Alertmanager (--alertmanager).")
 @click.option("--kubernetes", is_flag=True,
@@ -84,8 +85,12 @@ def generate(specs, output_dir, max_for, alertmanager, routing, notifier_url, to
             routes = load_routing(routing or ROUTING_FILE, ruleset)
         except SpecError as exc:
             raise click.ClickException(f"{len(exc.errors)} error(s) in the routing file:\n{exc}") from None
-        webhook = webhook_receiver(notifier_url, None if token_file is None else str(token_file))
-        written[ALERTMANAGER_FILE_NAME] = dump_yaml(alertmanager_config(ruleset, routes, webhook))
+        credentials = None if token_file is None else str(token_file)
+        webhook = webhook_receiver(notifier_url, credentials)
+        # the Watchdog to the notifier's heartbeat beside the webhook (docs/notifier.md, Heartbeats)
+        beat_url = heartbeat_url_for(notifier_url)
+        heartbeat = None if beat_url is None else webhook_receiver(beat_url, credentials, send_resolved=False)
+        written[ALERTMANAGER_FILE_NAME] = dump_yaml(alertmanager_config(ruleset, routes, webhook, heartbeat))
     if kubernetes:
         try:
             objects = prometheus_rules(ruleset, namespace=namespace, labels=k8s_labels, max_for_seconds=max_for)

@@ -114,7 +114,9 @@ def component_specs(settings: StackSettings, layout: RunLayout, binaries: dict[s
         ComponentSpec("notifier", vigil_argv("notifier", "serve", "--listen", listen(p.notifier),
                                          "--db", f"sqlite:///{layout.notifier_db}", "--token-file", str(layout.token_file),
                                          "--oncall-config", str(settings.oncall_config or layout.oncall_config),
-                                         "--alertmanager-url", url(p.alertmanager)),
+                                         "--alertmanager-url", url(p.alertmanager),
+                                         # the Watchdog's heartbeat (alertmanager.yml): page when it stops
+                                         "--heartbeat", f"watchdog={format_duration(settings.heartbeat_timeout)},team=platform"),
                       url(p.notifier), url(p.notifier, "/healthz"), ports=[p.notifier]),
         ComponentSpec("alertmanager", [binaries["alertmanager"], f"--config.file={layout.alertmanager_config}",
                                        f"--storage.path={layout.alertmanager_data}", f"--web.listen-address={listen(p.alertmanager)}",

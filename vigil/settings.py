@@ -82,6 +82,10 @@ class StackSettings(BaseModel):
     group_interval: Seconds = Field(2.0, gt=0, le=3600)
     repeat_interval: Seconds = Field(4 * 3600.0, gt=0)
     resend_delay: Seconds = Field(2.0, gt=0, le=300)
+    # the Watchdog reaches the notifier's heartbeat every `watchdog_repeat_interval`; the notifier pages
+    # when it has not heard it for `heartbeat_timeout` (docs/notifier.md, Heartbeats)
+    watchdog_repeat_interval: Seconds = Field(60.0, gt=0, le=3600)
+    heartbeat_timeout: Seconds = Field(180.0, gt=0)
     max_for: Seconds | None = Field(10.0, ge=0, description="cap on every rule's `for` (None: as written)")
     aiops: bool = True
     backfill_days: float = Field(14.0, ge=0, le=30)
@@ -99,6 +103,10 @@ class StackSettings(BaseModel):
     def _intervals_consistent(self) -> "StackSettings":
         if self.evaluation_interval < self.scrape_interval / 4:
             raise ValueError("evaluation_interval is far below scrape_interval; rules would see stale data")
+        beat = self.watchdog_repeat_interval + self.group_interval  # the longest gap between two Watchdog posts
+        if self.heartbeat_timeout < 2 * beat:
+            raise ValueError(f"heartbeat_timeout must be at least twice watchdog_repeat_interval + group_interval "
+                             f"({2 * beat:g}s): one late Watchdog notification would page")
         return self
 
     @property

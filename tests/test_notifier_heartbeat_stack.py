@@ -1,0 +1,83 @@
+"""The Watchdog's heartbeat in `vigil up`: Alertmanager posts the Watchdog to the notifier's heartbeat,
+the notifier watches it, and stopping Alertmanager pages the heartbeat incident within the timeout;
+resuming it resolves the incident."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+import requests
+
+from stack_support import FAST_STACK, RunningStack, free_port_base, vigil
+from test_notifier_support import wait_for
+from vigil.components import GpuBackend, component_specs
+from vigil.settings import SettingsError, load_settings
+from vigil.stack_config import RunLayout, alertmanager_config
+from vigil.stack_config.alertmanager import notifier_heartbeat_url
+from vigil import rules as rulegen
+from vigil.rules.alertmanager_routing import ROUTING_FILE, load_routing
+
+TIMEOUT_S = 8  # the e2e stack's heartbeat_timeout; the Watchdog is re-sent every 2 s
+
+
+def test_vigil_up_sends_the_watchdog_to_the_heartbeat_the_notifier_watches(tmp_path):
+    settings = load_settings(None, {"sim_nodes": 1})
+    layout = RunLayout(tmp_path)
+    ruleset = rulegen.load_specs(rulegen.default_spec_paths())
+    config = alertmanager_config(settings, layout, ruleset, load_routing(ROUTING_FILE, ruleset))
+    [watchdog] = [r for r in config["receivers"] if r["name"] == "watchdog"]
+    assert [hook["url"] for hook in watchdog["webhook_configs"]] == [notifier_heartbeat_url(settings)]
+    assert config["route"]["routes"][0]["repeat_interval"] == "1m"
+    binaries = {name: f"/usr/bin/{name}" for name in ("prometheus", "alertmanager", "node-exporter")}
+    [notifier] = [s for s in component_specs(settings, layout, binaries, GpuBackend("sim", ["node-1"]))
+                  if s.name == "notifier"]
+    flag = notifier.argv.index("--heartbeat")
+    assert notifier.argv[flag + 1] == "watchdog=3m,team=platform"  # the demo's: three missed minutes page
+
+
+def test_a_heartbeat_timeout_one_late_watchdog_would_trip_is_refused():
+    with pytest.raises(SettingsError, match="heartbeat_timeout must be at least twice"):
+        load_settings(None, {"watchdog_repeat_interval": 60, "heartbeat_timeout": 90})
+
+
+@pytest.mark.e2e
+def test_stopping_alertmanager_pages_the_heartbeat_incident_and_resuming_it_resolves(tmp_path):
+    config = tmp_path / "vigil.yaml"
+    config.write_text(FAST_STACK.format(nodes=1, gpus=1, aiops="false", node_health="false", backfill_days=0)
+                      + f"  watchdog_repeat_interval: 2\n  heartbeat_timeout: {TIMEOUT_S}\n")
+    stack = RunningStack(tmp_path / "run", free_port_base())
+    started = vigil("up", "--detach", "--config", str(config), "--run-dir", str(stack.run_dir), "--port-base",
+                    str(stack.port_base), "--gpu-backend", "sim", "--no-aiops", timeout=120)
+    assert started.returncode == 0, started.stdout + started.stderr
+    notifier, auth = stack.url("notifier"), {"Authorization": f"Bearer {stack.token()}"}
+    alertmanager_pid = stack.state()["components"]["alertmanager"]["pid"]
+
+    def watchdog() -> dict:
+        return requests.get(f"{notifier}/api/v1/heartbeats", headers=auth, timeout=5).json()["heartbeats"][0]
+
+    try:
+        wait_for(lambda: watchdog()["state"] == "alive", timeout=30, interval=0.2)  # the Watchdog arrives
+        os.kill(alertmanager_pid, signal.SIGSTOP)  # Alertmanager hangs: no notification leaves it
+        stopped = time.monotonic()
+        incident_id = wait_for(lambda: watchdog()["incident_id"], timeout=TIMEOUT_S + 10, interval=0.2)
+        assert time.monotonic() - stopped <= TIMEOUT_S + 5
+        incident = requests.get(f"{notifier}/api/v1/incidents/{incident_id}", headers=auth, timeout=5).json()
+        assert incident["labels"]["alertname"] == "HeartbeatMissing" and incident["priority"] == "P1"
+        paged = wait_for(lambda: [p for p in requests.get(f"{notifier}/api/v1/incidents/{incident_id}", headers=auth,
+                                                          timeout=5).json()["pages"] if p["state"] == "sent"],
+                         timeout=10, interval=0.2)
+        assert {(p["tier"], p["status"]) for p in paged} == {(0, "firing")}  # the DRI's phone, once
+        assert len({p["person"] for p in paged}) == 1
+
+        os.kill(alertmanager_pid, signal.SIGCONT)
+        wait_for(lambda: watchdog()["state"] == "alive", timeout=15, interval=0.2)
+        shown = requests.get(f"{notifier}/api/v1/incidents/{incident_id}", headers=auth, timeout=5).json()
+        assert shown["state"] == "resolved"
+        assert len([i for i in requests.get(f"{notifier}/api/v1/incidents", headers=auth, timeout=5).json()["incidents"]
+                    if i["labels"].get("alertname") == "HeartbeatMissing"]) == 1
+    finally:
+        os.kill(alertmanager_pid, signal.SIGCONT)
+        stack.cli("down")
