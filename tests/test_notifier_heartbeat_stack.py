@@ -60,10 +60,14 @@ def test_stopping_alertmanager_pages_the_heartbeat_incident_and_resuming_it_reso
 
     try:
         wait_for(lambda: watchdog()["state"] == "alive", timeout=30, interval=0.2)  # the Watchdog arrives
+        listed = stack.cli("notifier", "heartbeats")
+        assert listed.returncode == 0 and listed.stdout.splitlines()[1].split()[:2] == ["watchdog", "alive"], listed
         os.kill(alertmanager_pid, signal.SIGSTOP)  # Alertmanager hangs: no notification leaves it
         stopped = time.monotonic()
         incident_id = wait_for(lambda: watchdog()["incident_id"], timeout=TIMEOUT_S + 10, interval=0.2)
         assert time.monotonic() - stopped <= TIMEOUT_S + 5
+        row = stack.cli("notifier", "heartbeats").stdout.splitlines()[1].split()
+        assert (row[0], row[1], row[-1]) == ("watchdog", "missing", str(incident_id))
         incident = requests.get(f"{notifier}/api/v1/incidents/{incident_id}", headers=auth, timeout=5).json()
         assert incident["labels"]["alertname"] == "HeartbeatMissing" and incident["priority"] == "P1"
         paged = wait_for(lambda: [p for p in requests.get(f"{notifier}/api/v1/incidents/{incident_id}", headers=auth,

@@ -9,7 +9,10 @@ import click
 from pydantic import ValidationError
 
 from vigil.common.click_types import HostPort
+from vigil.common.durations import format_duration
 from vigil.notifier.settings import DEFAULT_MAX_BODY_BYTES
+
+from .cli_stack import run_dir_option
 
 
 def _redact(url: str) -> str:
@@ -131,6 +134,30 @@ def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmana
     # log_config=None: uvicorn logs through the root handlers above, and so through the secret mask
     uvicorn.run(create_app(settings, oncall), host=host, port=port, log_level=log_level, access_log=False,
                 log_config=None)
+
+
+@notifier.command()
+@run_dir_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def heartbeats(run_dir, as_json):
+    """The heartbeats the running stack's notifier watches: state, last beat, timeout, open incident."""
+    import json
+
+    from .cli_incidents import call_notifier, when
+
+    found = call_notifier(run_dir, lambda client: client.heartbeats())
+    if as_json:
+        click.echo(json.dumps({"heartbeats": found}, indent=2))
+        return
+    if not found:
+        click.echo("no heartbeats watched (vigil notifier serve --heartbeat NAME=TIMEOUT)")
+        return
+    click.echo(f"{'NAME':<16} {'STATE':<8} {'LAST HEARD (UTC)':<20} {'TIMEOUT':>8} {'SILENT':>8}  INCIDENT")
+    for beat in found:
+        silent = "-" if beat["silent_for_s"] is None else format_duration(round(beat["silent_for_s"]))
+        incident = str(beat["incident_id"]) if beat["state"] == "missing" else "-"
+        click.echo(f"{beat['name']:<16} {beat['state']:<8} {when(beat['last_seen_at']):<20} "
+                   f"{format_duration(beat['timeout_s']):>8} {silent:>8}  {incident}")
 
 
 @notifier.command("check-oncall")

@@ -77,6 +77,10 @@ class StackClient:
         """`ack`, `resolve`, `escalate` or `notes` (with `text`) on incident `incident_id` as `by`."""
         return self._notifier("POST", f"/api/v1/incidents/{incident_id}/{action}", body={"by": by, **more})
 
+    def heartbeats(self) -> list[dict]:
+        """The heartbeats the notifier watches (the Watchdog's), with when each was last heard."""
+        return self._notifier("GET", "/api/v1/heartbeats")["heartbeats"]
+
     def maintenance(self, include_past: bool = False) -> list[dict]:
         return self._notifier("GET", "/api/v1/maintenance", params={"all": str(include_past).lower()})["windows"]
 
