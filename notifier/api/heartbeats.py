@@ -12,6 +12,7 @@ from fastapi import APIRouter, Path, Request
 from starlette.concurrency import run_in_threadpool
 
 from vigil.notifier.api.deps import ClockDep
+from vigil.notifier.api.openapi import HEARTBEAT_BODY
 from vigil.notifier.api.parse import Rejected, heartbeat_body
 from vigil.notifier.engine.heartbeat import HeartbeatMonitor
 from vigil.notifier.store.heartbeats import HeartbeatRow
@@ -22,7 +23,7 @@ HEARTBEAT_PATH = "/api/v1/heartbeat/{name}"
 Name = Path(max_length=100)
 
 
-@router.post(HEARTBEAT_PATH)
+@router.post(HEARTBEAT_PATH, openapi_extra=HEARTBEAT_BODY)
 async def beat(request: Request, name: str = Name):
     monitor: HeartbeatMonitor = request.app.state.heartbeats
     if name not in monitor.specs:

@@ -33,6 +33,12 @@ def json_body(schema: dict, description: str) -> dict:
 
 WEBHOOK_BODY = json_body({"$ref": _REF.format(model="WebhookPayload")},
                          "Alertmanager's webhook notification, payload version 4; unknown fields are kept.")
+HEARTBEAT_BODY = json_body({"$ref": _REF.format(model="WebhookPayload")},
+                           "Alertmanager's Watchdog notification (a resolved one is not a beat), or no body at all "
+                           "(any dead-man's switch).")
+HEARTBEAT_BODY["requestBody"]["required"] = False
+HEARTBEAT_BODY["responses"]["404"] = {"description": "a heartbeat the notifier does not watch",
+                                      "content": {"application/json": {"schema": _ERROR}}}
 INBOX_BODY = json_body(
     {"type": "object", "required": ["message"],
      "properties": {"title": {"type": "string"}, "message": {"type": "string"}, "type": {"type": "string"}}},
