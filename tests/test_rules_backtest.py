@@ -5,12 +5,17 @@ input errors."""
 from __future__ import annotations
 
 import math
+import random
+import shutil
 
 import pytest
 from click.testing import CliRunner
 
 from vigil.cli import main as vigil_main
 from vigil.cli_rules_backtest import parse_moment
+from vigil.common.durations import parse_prometheus_duration
+from vigil.rules import RULE_FILE_NAME, dump_yaml, load_specs
+from vigil.rules.promtool import test_rules as run_promtool_tests
 from vigil.rules.backtest import Firing, Incident, RuleReport, count_flaps, firing_intervals, overlaps, ranked, series_firings
 from vigil.rules.backtest_run import MAX_POINTS, evaluation_step, incidents_from_api, parse_rfc3339
 
@@ -144,3 +149,65 @@ def test_an_unreachable_prometheus_is_one_clear_line(tmp_path):
 def test_without_prometheus_and_without_a_stack_it_says_what_to_do(tmp_path):
     result = CliRunner().invoke(vigil_main, ["rules", "backtest", "--run-dir", str(tmp_path / "none")])
     assert result.exit_code == 1 and "give --prometheus URL" in result.output
+
+
+ORACLE_SPEC = """\
+group: backtest-oracle
+defaults:
+  labels: {{team: gpu}}
+alerts:
+{alerts}
+"""
+ORACLE_TIMINGS = {"BtNow": {}, "BtFor": {"for": "3m"}, "BtForOdd": {"for": "2m30s"},
+                  "BtKeep": {"for": "1m", "keep_firing_for": "2m"}, "BtKeepOdd": {"keep_firing_for": "1m30s"}}
+HOT_SERIES = {"node": "n1", "gpu": "0", "uuid": "GPU-1", "sensor": "gpu"}
+
+
+def hot_minutes(count: int = 90, seed: int = 7) -> list[bool]:
+    """Runs of hot and cold minutes of mixed lengths (1 to 6), alternating, from a fixed seed."""
+    rng = random.Random(seed)
+    pattern: list[bool] = []
+    hot = True
+    while len(pattern) < count:
+        pattern += [hot] * rng.choice((1, 1, 2, 3, 4, 6))
+        hot = not hot
+    return pattern[:count]
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed")
+def test_the_engine_fires_and_resolves_when_prometheus_own_rule_evaluation_does(tmp_path):
+    """The oracle: `promtool test rules` (Prometheus 2.42's rule manager) must find exactly the alerts the
+    engine says are firing, minute by minute, for every `for` / `keep_firing_for` combination."""
+    alerts = "\n".join(
+        f"  {name}:\n    kind: threshold\n    metric: vigil_gpu_temperature_celsius\n    selector: {{sensor: gpu}}\n"
+        f"    op: \">\"\n    value: 90\n" + "".join(f"    {k}: {v}\n" for k, v in timing.items())
+        + "    severity: warning\n    summary: hot\n    description: hot GPU\n    runbook: https://runbooks.example/bt\n"
+        for name, timing in ORACLE_TIMINGS.items())
+    spec = tmp_path / "oracle.yaml"
+    spec.write_text(ORACLE_SPEC.format(alerts=alerts))
+    ruleset = load_specs([spec])
+    pattern = hot_minutes()
+    hot_times = [i * M for i, hot in enumerate(pattern) if hot]
+    cases, firing_minutes = [], 0
+    for alert in ruleset.alerts:
+        for_s = parse_prometheus_duration(alert.for_) if alert.for_ else 0.0
+        keep_s = parse_prometheus_duration(alert.keep_firing_for) if alert.keep_firing_for else 0.0
+        intervals = firing_intervals(hot_times, M, for_s, keep_s)
+        assert intervals, f"{alert.name} never fires on the pattern: the oracle would test nothing"
+        for minute in range(len(pattern)):
+            firing = any(s <= minute * M < e for s, e, _ in intervals)
+            firing_minutes += firing
+            expected = [{"exp_labels": {**HOT_SERIES, "severity": "warning", "team": "gpu"},
+                         "exp_annotations": {"summary": "hot", "description": "hot GPU",
+                                             "runbook_url": "https://runbooks.example/bt"}}] if firing else []
+            cases.append({"eval_time": f"{minute}m", "alertname": alert.name, "exp_alerts": expected})
+    series = "vigil_gpu_temperature_celsius{" + ", ".join(f'{k}="{v}"' for k, v in HOT_SERIES.items()) + "}"
+    test_file = tmp_path / "oracle_test.yaml"
+    test_file.write_text(dump_yaml({
+        "rule_files": [RULE_FILE_NAME], "evaluation_interval": "1m",
+        "tests": [{"interval": "1m", "input_series": [{"series": series, "values": " ".join("95" if h else "50" for h in pattern)}],
+                   "alert_rule_test": cases}],
+    }))
+    result = run_promtool_tests(ruleset, [test_file])
+    assert result.ok, result.output[-3000:]
+    assert 0 < firing_minutes < len(cases)  # both states are checked

@@ -18,10 +18,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+import requests
+from click.testing import CliRunner
 
 from exporters_nvml_support import answers, free_ports, wait_until
 from stack_support import VIGIL
+from test_notifier_support import AUTH, TOKEN, NotifierServer, alert, make_settings, payload
 from vigil.aiops.history.openmetrics import write_openmetrics
+from vigil.cli import main as vigil_main
 from vigil.exporters.nvml_collector import NvmlCollector
 from vigil.exporters.sim.faults import Fault
 from vigil.exporters.sim.nvml import SimulatedNvml
@@ -163,13 +167,65 @@ def test_a_noisy_rule_ranks_first_and_each_fault_fires_its_rules_once(day):
     assert all(r["firings"] <= 1 for name, r in rules.items() if name != "GpuBusyNoisy"), ranking
 
 
+def backtest_in_process(*args: str):
+    """`vigil rules backtest ARGS` in this process (the acceptance test above runs the installed command)."""
+    return CliRunner().invoke(vigil_main, ["rules", "backtest", *args])
+
+
 def test_the_table_lists_the_same_ranking(day):
     url, start, end, noisy = day
-    done = subprocess.run([VIGIL, "rules", "backtest", str(GPU_SPEC), str(noisy), "--prometheus", url,
-                           "--from", stamp(start), "--to", stamp(end)], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    done = backtest_in_process(str(GPU_SPEC), str(noisy), "--prometheus", url, "--from", stamp(start), "--to", stamp(end))
+    assert done.exit_code == 0, done.stderr
     print(done.stdout)
     lines = done.stdout.splitlines()
     assert lines[1].split()[:3] == ["ALERT", "SEVERITY", "FIRINGS"]
     assert lines[2].split()[0] == "GpuBusyNoisy"
     assert "incidents: not compared" in done.stdout
+
+
+def test_firings_that_overlap_a_notifier_incident_of_their_alert_are_counted(day, tmp_path):
+    """The notifier (real app, SQLite) knows one incident: the overheating GPU paged at the fault's time.
+    GpuOverheating's firing overlaps it; GpuTemperatureHigh's firing overlaps it in time and labels too,
+    but it is another alert's incident; the noisy rule's firings overlap none."""
+    url, start, end, noisy = day
+    fault, node, gpu, on, _ = FAULTS[0]
+    paged = alert("fp-overheat", starts=stamp(start + on * HOUR + 60), alertname="GpuOverheating", node=node, gpu=str(gpu))
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    with NotifierServer(make_settings(tmp_path, port=free_ports(1))) as notifier:
+        stored = requests.post(f"{notifier.url}/api/v1/alerts/alertmanager", headers=AUTH, timeout=10,
+                               json=payload(paged, group_key='{}:{alertname="GpuOverheating"}'))
+        assert stored.status_code == 200, stored.text
+        done = backtest_in_process(str(GPU_SPEC), str(noisy), "--prometheus", url, "--from", stamp(start),
+                                   "--to", stamp(end), "--notifier", notifier.url, "--token-file", str(token_file), "--json")
+    assert done.exit_code == 0, done.stderr
+    report = json.loads(done.stdout)
+    rules = {r["alert"]: r for r in report["rules"]}
+    assert report["incidents_compared"] == 1
+    assert (rules["GpuOverheating"]["incident_matches"], rules["GpuOverheating"]["incident_share"]) == (1, 1.0)
+    assert (rules["GpuTemperatureHigh"]["incident_matches"], rules["GpuTemperatureHigh"]["incident_share"]) == (0, 0.0)
+    assert rules["GpuBusyNoisy"]["incident_matches"] == 0 and rules["GpuBusyNoisy"]["firings"] > 10
+    assert rules["GpuMissing"]["incident_share"] is None  # never fired
+
+
+def test_a_wrong_notifier_token_is_one_clear_line(day, tmp_path):
+    url, start, end, noisy = day
+    token_file = tmp_path / "token"
+    token_file.write_text("not-the-token\n")
+    with NotifierServer(make_settings(tmp_path, port=free_ports(1))) as notifier:
+        done = backtest_in_process(str(noisy), "--prometheus", url, "--from", stamp(start), "--to", stamp(end),
+                                   "--notifier", notifier.url, "--token-file", str(token_file))
+    assert done.exit_code == 1 and "cannot read the incidents of the notifier" in done.stderr
+    assert "Traceback" not in done.stderr and (done.exception is None or isinstance(done.exception, SystemExit))
+
+
+def test_a_range_too_long_for_the_interval_is_evaluated_coarser_and_says_so(day):
+    """A day at a 1 s interval is 86,401 points per series, beyond Prometheus's 11,000: the step becomes
+    the least multiple of 1 s that fits, and both the table and the JSON say so."""
+    url, start, end, noisy = day
+    common = (str(noisy), "--prometheus", url, "--from", stamp(start), "--to", stamp(end), "--interval", "1s")
+    table = backtest_in_process(*common)
+    assert table.exit_code == 0, table.stderr
+    assert "note: evaluated every 8s instead of every 1s" in table.stdout and "GpuBusyNoisy" in table.stdout.splitlines()[-1]
+    (rule,) = json.loads(backtest_in_process(*common, "--json").stdout)["rules"]
+    assert (rule["step_seconds"], rule["coarsened_from_seconds"]) == (8, 1) and rule["firings"] > 10
