@@ -10,7 +10,7 @@ from vigil import rules
 from vigil.cli import main
 from vigil.drill import fault_expectations, shipped_fault_expectations
 from vigil.exporters.sim.faults import FAULTS as SIMULATOR_FAULTS
-from vigil.exporters.sim.faults import NODE_FAULTS
+from vigil.exporters.sim.faults import DISK_FAULTS, NODE_FAULTS
 
 ALERT = """\
   {name}:
@@ -33,13 +33,15 @@ def test_the_shipped_drills_come_from_the_specs_and_the_simulator():
     ruleset = rules.load_specs(rules.default_spec_paths())
     expected = {alert.drill: alert for alert in ruleset.alerts if alert.drill}
     drills = shipped_fault_expectations()
-    assert set(drills) == set(expected) == {"xid79", "ecc-dbe", "overheat", "node-down", "load-anomaly"}
+    assert set(drills) == set(expected) == {"xid79", "ecc-dbe", "overheat", "node-down", "load-anomaly",
+                                                 "disk-failing"}
     assert set(drills) <= set(SIMULATOR_FAULTS)
     for fault, expect in drills.items():
         assert (expect.alertname, expect.expr) == (expected[fault].name, expected[fault].expr)
-        assert expect.per_gpu == (fault not in NODE_FAULTS)
+        assert expect.per_gpu == (fault not in NODE_FAULTS and fault not in DISK_FAULTS)
     assert drills["node-down"].alertname == "GpuNodeDown" and not drills["node-down"].per_gpu
     assert drills["xid79"].alertname == "GpuFallenOffBus" and drills["xid79"].per_gpu
+    assert drills["disk-failing"].alertname == "DiskSmartUncorrectableSectors" and not drills["disk-failing"].per_gpu
 
 
 def test_the_drill_command_offers_exactly_the_linked_faults():

@@ -11,6 +11,7 @@ import requests
 
 from vigil.common.click_types import Duration
 from vigil.common.prometheus_api import PrometheusUnavailable
+from vigil.exporters.sim.faults import DISK_FAULTS
 
 from .drill import Drill, DrillFailed, StageResult, shipped_fault_expectations
 from .runstate import NoStack
@@ -48,7 +49,9 @@ def chaos():
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Extra fault parameter (e.g. count=5).")
 @run_dir_option
 def inject(fault, node, gpu, params, run_dir):
-    """Inject FAULT (xid79, ecc-dbe, overheat, node-down, ecc-storm, xid-burst, …)."""
+    """Inject FAULT (xid79, ecc-dbe, overheat, node-down, ecc-storm, xid-burst, disk-failing, …).
+
+    disk-failing takes the disk index as a parameter: --param disk=1 (default 0; odd indexes are NVMe)."""
     body = {"fault": fault, "node": node, "gpu": gpu}
     for item in params:
         key, sep, value = item.partition("=")
@@ -56,7 +59,14 @@ def inject(fault, node, gpu, params, run_dir):
             raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--param")
         body[key] = int(value) if value.isdigit() else value
     result = _control(run_dir, "POST", "/chaos/inject", body)
-    click.echo(f"injected {fault} on {node}" + ("" if fault == "node-down" else f" GPU {gpu}") + f": {json.dumps(result.get('fault', {}))}")
+    click.echo(f"injected {fault} on {_where(result.get('fault', body))}: {json.dumps(result.get('fault', {}))}")
+
+
+def _where(fault: dict) -> str:
+    """node-2 GPU 3, node-2 (a node fault) or node-2 disk 0 (a disk fault)."""
+    if "disk" in fault or fault.get("fault") in DISK_FAULTS:
+        return f"{fault['node']} disk {fault.get('disk', 0)}"
+    return fault["node"] + ("" if fault.get("gpu") is None else f" GPU {fault['gpu']}")
 
 
 @chaos.command()
@@ -76,7 +86,7 @@ def list_(run_dir):
     for node in result.get("nodes", []):
         click.echo(f"{node['name']:<10} {node['gpus']} GPUs  {node['url']}")
     faults = result.get("faults", [])
-    click.echo("active faults: " + (", ".join(f"{f['fault']}@{f['node']}/gpu{f.get('gpu')}" for f in faults) or "none"))
+    click.echo("active faults: " + (", ".join(f"{f['fault']}@{_where(f)}" for f in faults) or "none"))
 
 
 @click.command()
@@ -107,7 +117,7 @@ def drill(fault, node, gpu, timeout, as_json, no_ack, run_dir):
             click.echo(f"  {result.seconds:7.2f}s  {result.name}{detail}")
 
     if not as_json:
-        where = node if fault == "node-down" else f"{node} GPU {gpu}"
+        where = f"{node} GPU {gpu}" if expect.per_gpu else node
         click.echo(f"drill: {fault} on {where} (expecting {expect.alertname})")
     runner = Drill(apis, expect, node, gpu, stage_timeout_s=timeout, report=report, acknowledge=not no_ack)
     try:

@@ -25,18 +25,23 @@ from vigil.exporters.smart import SmartReader, subprocess_runner
 @click.option("--sim-fault", "sim_faults", multiple=True, metavar="INDEX:KIND",
               help="With --simulate: degrade disk INDEX with KIND (reallocation, pending_burst, uncorrectable, "
                    "timeout, nvme_media_errors) starting two days ago. Repeatable.")
+@click.option("--sim-chaos-url", default=None, metavar="URL",
+              help="With --simulate: read `disk-failing` faults of this node from the simulated fleet's chaos API "
+                   "(`vigil chaos inject disk-failing`) at each SMART pass.")
 @click.option("--interval", default="60s", show_default=True, type=Duration(minimum=1.0),
               help="Time between smartctl passes (scrapes in between serve the last pass).")
 @click.option("--sysfs-root", default="/sys", show_default=True, type=click.Path(file_okay=False),
               help="Root of sysfs (InfiniBand ports are read from SYSFS_ROOT/class/infiniband).")
 @click.option("--once", is_flag=True, help="Print one exposition to stdout and exit (no server).")
-def node(listen, node, smartctl, no_smart, simulate, sim_disks, sim_faults, interval, sysfs_root, once):
+def node(listen, node, smartctl, no_smart, simulate, sim_disks, sim_faults, sim_chaos_url, interval, sysfs_root, once):
     """Serve node health metrics that node_exporter lacks: SMART, InfiniBand, heartbeat.
 
     smartctl needs root (or the disk group plus raw-I/O capability) to read disks.
     """
     node_name = node or socket.gethostname()
-    reader = None if no_smart else _smart_reader(node_name, smartctl, simulate, sim_disks, sim_faults)
+    if sim_chaos_url and not simulate:
+        raise click.BadParameter("only with --simulate", param_hint="--sim-chaos-url")
+    reader = None if no_smart else _smart_reader(node_name, smartctl, simulate, sim_disks, sim_faults, sim_chaos_url)
     collector = NodeHealthCollector(node_name, reader, sysfs_root=sysfs_root, interval=interval)
     from prometheus_client import CollectorRegistry, generate_latest, start_http_server
 
@@ -57,9 +62,9 @@ def node(listen, node, smartctl, no_smart, simulate, sim_disks, sim_faults, inte
         time.sleep(3600)
 
 
-def _smart_reader(node_name, smartctl, simulate, sim_disks, sim_faults) -> SmartReader | None:
+def _smart_reader(node_name, smartctl, simulate, sim_disks, sim_faults, sim_chaos_url) -> SmartReader | None:
     if simulate:
-        from vigil.exporters.sim.smart import FAULT_KINDS, DiskFault, SimulatedSmartctl
+        from vigil.exporters.sim.smart import FAULT_KINDS, ChaosDiskFaults, DiskFault, SimulatedSmartctl
 
         click.secho("WARNING: --simulate: SMART data is SIMULATED, not read from this machine's disks.",
                     fg="red", bold=True, err=True)
@@ -70,7 +75,8 @@ def _smart_reader(node_name, smartctl, simulate, sim_disks, sim_faults) -> Smart
                 raise click.BadParameter(f"expected INDEX:KIND with INDEX < {sim_disks} and KIND in "
                                          f"{', '.join(FAULT_KINDS)}, got {spec!r}", param_hint="--sim-fault")
             faults[int(index)] = DiskFault(kind, time.time() - 2 * 86_400)
-        return SmartReader(SimulatedSmartctl(node_name, sim_disks, faults))
+        chaos = ChaosDiskFaults(sim_chaos_url, node_name) if sim_chaos_url else None
+        return SmartReader(SimulatedSmartctl(node_name, sim_disks, faults, chaos=chaos))
     if sim_faults:
         raise click.BadParameter("only with --simulate", param_hint="--sim-fault")
     if shutil.which(smartctl) is None:

@@ -127,8 +127,11 @@ def component_specs(settings: StackSettings, layout: RunLayout, binaries: dict[s
         gpu,
     ]
     if settings.node_health:
+        # simulated disks: a SMART pass per scrape, so that `vigil chaos inject disk-failing` shows at once
+        chaos = ["--sim-chaos-url", url(p.gpu_control), "--interval", format_duration(max(1.0, settings.scrape_interval))] \
+            if backend.kind == "sim" else []
         specs.append(ComponentSpec("node-health", vigil_argv("exporter", "node", "--listen", listen(p.node_health), "--simulate",
-                                                         "--node", backend.node_names[0]),
+                                                         "--node", backend.node_names[0], *chaos),
                                    url(p.node_health, "/metrics"), url(p.node_health, "/metrics"), ports=[p.node_health]))
     specs.append(ComponentSpec("prometheus", [binaries["prometheus"], f"--config.file={layout.prometheus_config}",
                                               f"--storage.tsdb.path={layout.prometheus_data}", f"--web.listen-address={listen(p.prometheus)}",

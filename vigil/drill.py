@@ -21,7 +21,7 @@ import requests
 
 import vigil.rules as rulegen
 from vigil.common.prometheus_api import PrometheusUnavailable
-from vigil.exporters.sim.faults import NODE_FAULTS
+from vigil.exporters.sim.faults import per_gpu
 
 from .stack_client import RECENT_ROWS, StackClient, StackRequestError
 
@@ -39,7 +39,7 @@ class FaultExpectation:
 def fault_expectations(ruleset: rulegen.RuleSet) -> dict[str, FaultExpectation]:
     """One expectation per fault that an alert of `ruleset` names in its `drill:` key, by fault name."""
     drilled = sorted((alert for alert in ruleset.alerts if alert.drill is not None), key=lambda alert: alert.drill)
-    return {alert.drill: FaultExpectation(alert.drill, alert.name, alert.expr, alert.drill not in NODE_FAULTS)
+    return {alert.drill: FaultExpectation(alert.drill, alert.name, alert.expr, per_gpu(alert.drill))
             for alert in drilled}
 
 

@@ -1,6 +1,7 @@
 """Faults of the simulated fleet: their names (a CLI and chaos-API contract), validation, and effects.
 
-A fault is injected on one GPU of one node (or on a whole node for `node-down`). Injecting changes the
+A fault is injected on one GPU of one node (or on a whole node for `node-down`, on one of its disks for
+`disk-failing`: the simulated SMART data of `vigil exporter node --simulate`, see `exporters.sim.smart`). Injecting changes the
 persistent state of the GPU (`GpuState`: ECC counters, remap flags, pending XID events); continuous
 effects (temperature, throttling, growing error counts) are applied by the simulator while the fault
 is active. Clearing the faults of a GPU models a GPU reset: volatile ECC counts go back to 0 while the
@@ -26,9 +27,17 @@ FAULTS: dict[str, str] = {
     "nvlink-errors": "NVLink replay/recovery/CRC counters grow on a few links; XID 74",
     "load-anomaly": "load leaves its daily pattern: pinned at ~0.02; temperature and power follow",
     "nvml-hang": "every NVML call on the GPU blocks for `seconds` (default 30): a stuck driver",
+    "disk-failing": "disk `disk` (default 0) of the node fails: pending and offline-uncorrectable sectors "
+                    "(ATA) or media errors (NVMe) grow in its SMART data",
 }
-NODE_FAULTS = frozenset({"node-down"})
-_INT_PARAMS = {"count": (1, 100_000), "xid": (1, 100_000), "seconds": (0, 3600)}
+NODE_FAULTS = frozenset({"node-down"})  # the node's scrape target goes away
+DISK_FAULTS = frozenset({"disk-failing"})  # a disk of the node, seen by the node health exporter
+_INT_PARAMS = {"count": (1, 100_000), "xid": (1, 100_000), "seconds": (0, 3600), "disk": (0, 63)}
+
+
+def per_gpu(name: str) -> bool:
+    """Whether fault `name` hits one GPU (False: the whole node or one of its disks; it has no `gpu`)."""
+    return name not in NODE_FAULTS and name not in DISK_FAULTS
 
 # NVML recovery actions (field 230)
 RECOVERY_NONE, RECOVERY_GPU_RESET, RECOVERY_NODE_REBOOT = 0, 1, 2
@@ -64,7 +73,7 @@ def parse_fault(body: Any, nodes: dict[str, int], now: float | None = None) -> F
     if node not in nodes:
         raise FaultError(f"unknown node {node!r}; the fleet has node-1 .. node-{len(nodes)}")
     gpu = body.get("gpu", 0)
-    if name in NODE_FAULTS:
+    if not per_gpu(name):
         gpu = None
     elif isinstance(gpu, bool) or not isinstance(gpu, int) or not 0 <= gpu < nodes[node]:
         raise FaultError(f"gpu must be an integer index 0..{nodes[node] - 1} on {node}, got {gpu!r}")

@@ -8,6 +8,10 @@ Everything is a pure function of (disk, time, fault), so the same code serves th
     fault = DiskFault("reallocation", start=t0)       # or pending_burst, uncorrectable, timeout, nvme_media_errors
     doc = smart_document(disk, t0 + 5 * 86400, fault) # the smartctl --json -a document five days in
 
+Faults injected through the simulated fleet's chaos API (`disk-failing`, `vigil chaos inject`) reach
+the exporter through `ChaosDiskFaults`, which reads GET /chaos at each scan: a disk failing fast
+(`chaos_disk_fault`), so that the drill's alert fires within seconds of the injection.
+
 It also acts as a fake `smartctl` for tests (`python -m vigil.exporters.sim.smart --disks 4 --json -a /dev/sdb`),
 answering `--scan-open --json` and `--json -a DEV` like the real binary.
 """
@@ -19,10 +23,16 @@ import json
 import sys
 import time
 from dataclasses import dataclass
+from typing import Callable
 
+import requests
+
+from vigil.exporters.sim.faults import DISK_FAULTS
 from vigil.exporters.sim.load import _unit_hash
 
 DAY_S = 86_400.0
+CHAOS_RATE_PER_DAY = 1440.0  # a chaos-injected disk loses about a sector a minute
+CHAOS_HEAD_START_S = 3600.0  # ... and has been failing for an hour already: about 60 bad sectors at once
 FAULT_KINDS = ("reallocation", "pending_burst", "uncorrectable", "timeout", "nvme_media_errors")
 _INSTALLED = 1_640_000_000.0  # the simulated fleet went into service in Dec 2021
 
@@ -135,23 +145,67 @@ def scan_document(disks: list[SimDisk]) -> dict:
                          "protocol": "NVMe" if d.nvme else "ATA"} for d in disks]}
 
 
-class SimulatedSmartctl:
-    """A smartctl runner (argv -> JSON) over simulated disks; `faults` maps disk index -> DiskFault."""
+def chaos_disk_fault(disk: SimDisk, since: float) -> DiskFault:
+    """The degradation of a `disk-failing` fault injected at `since`: pending and offline-uncorrectable
+    sectors on an ATA disk, media errors on an NVMe one, already visible and growing by the minute."""
+    kind = "nvme_media_errors" if disk.nvme else "pending_burst"
+    return DiskFault(kind, since - CHAOS_HEAD_START_S, CHAOS_RATE_PER_DAY)
 
-    def __init__(self, node: str, disks: int, faults: dict[int, DiskFault] | None = None, clock=time.time):
+
+def disk_faults_from_chaos(body: dict, node: str) -> dict[int, DiskFault]:
+    """The disk faults of `node` in a GET /chaos body of the fleet's chaos API, by disk index."""
+    faults = {}
+    for fault in body.get("faults", []):
+        if fault.get("fault") in DISK_FAULTS and fault.get("node") == node:
+            index = int(fault.get("disk", 0))
+            faults[index] = chaos_disk_fault(SimDisk(node, index), float(fault["since"]))
+    return faults
+
+
+class ChaosDiskFaults:
+    """Reads the disk faults of `node` from the chaos API at `url`; keeps the last answer while it is down."""
+
+    def __init__(self, url: str, node: str, timeout: float = 2.0):
+        self.url = url.rstrip("/") + "/chaos"
+        self.node = node
+        self.timeout = timeout
+        self._last: dict[int, DiskFault] = {}
+
+    def __call__(self) -> dict[int, DiskFault]:
+        try:
+            response = requests.get(self.url, timeout=self.timeout)
+            response.raise_for_status()
+            self._last = disk_faults_from_chaos(response.json(), self.node)
+        except (requests.RequestException, ValueError, KeyError, TypeError):
+            pass  # the fleet restarting must not heal or break the disks: serve the last known faults
+        return self._last
+
+
+class SimulatedSmartctl:
+    """A smartctl runner (argv -> JSON) over simulated disks; `faults` maps disk index -> DiskFault.
+
+    `chaos` (e.g. `ChaosDiskFaults`) is asked at each scan for injected faults, which win over `faults`."""
+
+    def __init__(self, node: str, disks: int, faults: dict[int, DiskFault] | None = None, clock=time.time,
+                 chaos: Callable[[], dict[int, DiskFault]] | None = None):
         if disks < 0:
             raise ValueError("disks must be >= 0")
         self.disks = [SimDisk(node, i) for i in range(disks)]
         self.faults = dict(faults or {})
         self._clock = clock
+        self._chaos = chaos
+        self._injected: dict[int, DiskFault] = {}
 
     def __call__(self, args: list[str]) -> dict:
         if "--scan-open" in args or "--scan" in args:
+            if self._chaos is not None:
+                self._injected = self._chaos()
             return scan_document(self.disks)
         device = args[-1]
         for disk in self.disks:
             if disk.device == device:
-                return smart_document(disk, self._clock(), self.faults.get(disk.index))
+                fault = self._injected.get(disk.index) or self.faults.get(disk.index)
+                return smart_document(disk, self._clock(), fault)
         return {"smartctl": {"exit_status": 2, "messages": [
             {"string": f"{device}: No such device", "severity": "error"}]}}
 

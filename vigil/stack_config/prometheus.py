@@ -22,22 +22,28 @@ def gpu_targets(settings: StackSettings, node_names: list[str]) -> list[dict]:
 def prometheus_config(settings: StackSettings, layout: RunLayout, node_names: list[str]) -> dict:
     ports = settings.ports
 
-    def job(name: str, port: int, honor_labels: bool = False) -> dict:
+    def job(name: str, port: int, honor_labels: bool = False, node: str | None = None) -> dict:
         cfg: dict = {"job_name": name}
         if honor_labels:  # our exporters already label every series with node/gpu; keep theirs
             cfg["honor_labels"] = True
-        cfg["static_configs"] = [{"targets": [format_host_port(settings.host, port)]}]
+        target: dict = {"targets": [format_host_port(settings.host, port)]}
+        if node is not None:
+            target["labels"] = {"node": node}
+        cfg["static_configs"] = [target]
         return cfg
 
+    # node_exporter and the node health exporter run on this host, which plays the first node: their
+    # targets carry its `node` label, so node-keyed rules join them and a node down mutes its alerts
+    host_node = node_names[0]
     scrape = [
         job("prometheus", ports.prometheus),
         job("alertmanager", ports.alertmanager),
-        job("node-exporter", ports.node_exporter),
+        job("node-exporter", ports.node_exporter, node=host_node),
         job("vigil-notifier", ports.notifier),
         {"job_name": GPU_JOB, "honor_labels": True, "static_configs": gpu_targets(settings, node_names)},
     ]
     if settings.node_health:
-        scrape.append(job("vigil-node-health", ports.node_health, honor_labels=True))
+        scrape.append(job("vigil-node-health", ports.node_health, honor_labels=True, node=host_node))
     if settings.aiops:
         scrape.append(job("vigil-aiops", ports.aiops, honor_labels=True))
     return {

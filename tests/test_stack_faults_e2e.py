@@ -1,0 +1,127 @@
+"""End to end: several simulated faults injected at once into a `vigil up` stack, one per node, each
+paged exactly once with its rule's severity; node-down pages the node, never its GPUs; the disk fault
+reaches the node health exporter's simulated SMART data and pages the disk rule; the disk drill runs."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+
+import pytest
+import requests
+
+from stack_support import RunningStack, start_stack
+
+pytestmark = pytest.mark.e2e
+
+# fault, node, GPU -> the alert that must page, with its severity. One node each: the node health
+# exporter of the demo plays node-1, so the disk fault goes there.
+FAULTS = [
+    ({"fault": "disk-failing", "node": "node-1"}, "DiskSmartUncorrectableSectors", "warning"),
+    ({"fault": "node-down", "node": "node-2"}, "GpuNodeDown", "critical"),
+    ({"fault": "xid79", "node": "node-3", "gpu": 1}, "GpuFallenOffBus", "critical"),
+    ({"fault": "ecc-dbe", "node": "node-4", "gpu": 0}, "GpuUncorrectableEccErrors", "critical"),
+    ({"fault": "xid-burst", "node": "node-5", "gpu": 1, "xid": 13, "count": 13}, "GpuApplicationXidSpike", "warning"),
+]
+# After the last expected page: Prometheus evaluates every 1 s with `for` capped at 2 s, Alertmanager
+# waits 1 s per group, so a second alert caused by one of these faults would page within this window.
+SETTLE_S = 6.0
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    running = start_stack(tmp_path_factory.mktemp("faults-stack"), nodes=5, gpus=2)
+    yield running
+    assert running.cli("down").returncode == 0
+
+
+def inbox(stack: RunningStack) -> list[dict]:
+    r = requests.get(f"{stack.url('notifier')}/api/v1/inbox", params={"limit": 500},
+                     headers={"Authorization": f"Bearer {stack.token()}"}, timeout=5)
+    r.raise_for_status()
+    return r.json()["pages"]
+
+
+def first_pages(pages: list[dict]) -> list[dict]:
+    """Firing pages of the first tier about the simulated fleet: one per incident unless something paged
+    twice (escalation aside). The stack's node_exporter reads the real machine the tests run on (a full
+    disk there pages too, as node-1): its alerts are the host's, not the faults'."""
+    return [p for p in pages if p["status"] == "firing" and not p.get("tier")
+            and p["labels"].get("job") != "node-exporter"]
+
+
+def chaos(stack: RunningStack, path: str, body: dict) -> dict:
+    control = stack.state()["urls"]["gpu_control"]
+    r = requests.post(f"{control}{path}", json=body, timeout=5)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_each_fault_pages_once_with_its_severity_and_node_down_pages_the_node_only(stack: RunningStack):
+    started = time.monotonic()
+    for body, _, _ in FAULTS:
+        chaos(stack, "/chaos/inject", body)
+    try:
+        expected = {(alert, body["node"]) for body, alert, _ in FAULTS}
+        deadline = time.monotonic() + 60
+        while True:
+            pages = first_pages(inbox(stack))
+            paged = {(p["labels"].get("alertname"), p["labels"].get("node")) for p in pages}
+            if expected <= paged or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert expected <= paged, f"missing pages: {sorted(expected - paged)}; got {sorted(paged)}"
+        all_paged_s = time.monotonic() - started
+        settle_until = time.monotonic() + SETTLE_S
+        while time.monotonic() < settle_until:  # watch for second pages; stop at the first one
+            pages = first_pages(inbox(stack))
+            if len([p for p in pages if "node" in p["labels"]]) > len(expected):
+                break
+            time.sleep(0.5)
+        per_node = Counter(p["labels"].get("node") for p in pages)
+        for body, alert, severity in FAULTS:
+            mine = [p for p in pages if p["labels"].get("node") == body["node"]]
+            assert [(p["labels"]["alertname"], p["labels"]["severity"]) for p in mine] == [(alert, severity)], \
+                f"{body['fault']} on {body['node']} paged {[p['labels'] for p in mine]}"
+            assert per_node[body["node"]] == 1
+            if "gpu" in body:
+                assert mine[0]["labels"]["gpu"] == str(body["gpu"])
+        down = next(p for p in pages if p["labels"]["alertname"] == "GpuNodeDown")
+        assert "gpu" not in down["labels"] and "node-2" in down["title"] + down["body"]
+        disk = next(p for p in pages if p["labels"]["alertname"] == "DiskSmartUncorrectableSectors")
+        assert disk["labels"]["device"] == "/dev/sda"  # disk 0 of the simulated node: a SATA SSD
+        assert len([p for p in pages if "node" in p["labels"]]) == len(FAULTS), [p["labels"] for p in pages]
+        print(f"all {len(FAULTS)} faults paged {all_paged_s:.1f}s after the injections")
+    finally:
+        chaos(stack, "/chaos/clear", {})
+
+
+def test_disk_fault_shows_in_the_chaos_list_and_the_smart_metrics(stack: RunningStack):
+    listed = stack.cli("chaos", "inject", "disk-failing", "--node", "node-1", "--param", "disk=1")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.startswith("injected disk-failing on node-1 disk 1: ")
+    try:
+        assert "disk-failing@node-1 disk 1" in stack.cli("chaos", "list").stdout
+        prom = stack.url("prometheus")
+        query = 'vigil_disk_nvme_media_errors_total{node="node-1", device="/dev/nvme0"}'
+        deadline = time.monotonic() + 20
+        value = 0.0
+        while value == 0.0 and time.monotonic() < deadline:
+            result = requests.get(f"{prom}/api/v1/query", params={"query": query}, timeout=5).json()["data"]["result"]
+            value = float(result[0]["value"][1]) if result else 0.0
+            time.sleep(0.5)
+        assert value > 0, "disk 1 (NVMe) of node-1 shows no media errors after disk-failing"
+    finally:
+        assert stack.cli("chaos", "clear", "--node", "node-1").returncode == 0
+    assert "active faults: none" in stack.cli("chaos", "list").stdout
+
+
+def test_disk_drill_pages_acknowledges_and_resolves(stack: RunningStack):
+    result = stack.cli("drill", "disk-failing", "--node", "node-1", "--timeout", "40", "--json", timeout=300)
+    report = json.loads(result.stdout)
+    assert result.returncode == 0 and report["ok"], report
+    names = [s["name"] for s in report["stages"]]
+    assert names[0] == "injected → seen in a scrape" and names[-1] == "resolved page delivered"
+    mine = [p for p in inbox(stack) if p["labels"].get("alertname") == "DiskSmartUncorrectableSectors"]
+    assert {"firing", "resolved"} <= {p["status"] for p in mine}
