@@ -7,6 +7,7 @@ feeds every group none of whose alerts it knows through the normal ingest path, 
 notification with the group key `reconciled:<receiver>:<group labels>`. When Alertmanager's own
 notification for that group arrives later, it shares the alerts' fingerprints and adopts the incident
 (no second page). Restarting twice does not page twice: the synthetic notification is a duplicate.
+The Watchdog's group (receiver `watchdog`) is left out: it fires on purpose, and only its absence pages.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from vigil.notifier.store.notifications import RECONCILED_PREFIX, Notifications
 
 log = logging.getLogger(__name__)
 TIMEOUT_S = 5
+# Alertmanager's `watchdog` receiver (`vigil.rules.alertmanager.WATCHDOG_RECEIVER`) carries the always-firing
+# Watchdog to the heartbeat route, never to the webhook: its group is never an incident
+HEARTBEAT_RECEIVERS = frozenset({"watchdog"})
 
 
 def reconcile(notifications: Notifications, route: PagePlanner, alertmanager_url: str, clock: Clock,
@@ -35,7 +39,7 @@ def reconcile(notifications: Notifications, route: PagePlanner, alertmanager_url
     new_alerts = 0
     for group in response.json():
         name = (group.get("receiver") or {}).get("name", "")
-        if receiver is not None and name != receiver:
+        if (receiver is not None and name != receiver) or name in HEARTBEAT_RECEIVERS:
             continue
         payload = group_as_notification(group, name)
         if payload is None or payload.firing_keys() & known:

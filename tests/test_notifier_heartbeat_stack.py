@@ -12,7 +12,8 @@ import pytest
 import requests
 
 from stack_support import FAST_STACK, RunningStack, free_port_base, vigil
-from test_notifier_support import wait_for
+from test_notifier_support import AUTH, NotifierServer, free_port, make_settings, wait_for
+from test_rules_alertmanager import alertmanager, gpu_alert  # noqa: F401 (fixture: the generated config in a real Alertmanager)
 from vigil.components import GpuBackend, component_specs
 from vigil.settings import SettingsError, load_settings
 from vigil.stack_config import RunLayout, alertmanager_config
@@ -85,3 +86,24 @@ def test_stopping_alertmanager_pages_the_heartbeat_incident_and_resuming_it_reso
     finally:
         os.kill(alertmanager_pid, signal.SIGCONT)
         stack.cli("down")
+
+
+@pytest.mark.e2e
+def test_a_restarted_notifier_does_not_reconcile_the_watchdog_into_an_incident(alertmanager, tmp_path):
+    """Reconciliation at start reads every firing group: the Watchdog's must not become a page."""
+    from vigil.notifier.reconcile import HEARTBEAT_RECEIVERS
+    from vigil.rules.alertmanager import WATCHDOG_RECEIVER
+
+    assert HEARTBEAT_RECEIVERS == {WATCHDOG_RECEIVER}
+    requests.post(f"{alertmanager}/api/v2/alerts", timeout=5, json=[
+        {"labels": {"alertname": "Watchdog", "severity": "info", "team": "platform"}},
+        gpu_alert("GpuFallenOffBus", "node-1", "0")]).raise_for_status()
+    wait_for(lambda: len(requests.get(f"{alertmanager}/api/v2/alerts/groups", timeout=5).json()) == 2, timeout=15)
+    settings = make_settings(tmp_path, port=free_port(), alertmanager_url=alertmanager)
+    with NotifierServer(settings) as server:
+        reconciled = wait_for(lambda: [line for line in requests.get(f"{server.url}/metrics", timeout=5).text.splitlines()
+                                       if line.startswith("vigil_notifier_reconciled_alerts_total ")
+                                       and not line.endswith(" 0.0")], timeout=15)  # the pass is over
+        assert reconciled == ["vigil_notifier_reconciled_alerts_total 1.0"]
+        [incident] = requests.get(f"{server.url}/api/v1/incidents", headers=AUTH, timeout=5).json()["incidents"]
+        assert incident["labels"]["alertname"] == "GpuFallenOffBus"
