@@ -71,11 +71,24 @@ def alert_labels(alert: Alert, series: dict[str, str]) -> dict[str, str]:
     return labels
 
 
+@dataclass(frozen=True)
+class Settings:
+    """How to evaluate: the interval of groups that set none, the flap window, and an optional cap on every
+    `for` and `keep_firing_for` (as `vigil rules generate --max-for` writes them, e.g. for the demo stack)."""
+
+    default_interval: float
+    flap_window: float = DEFAULT_FLAP_WINDOW
+    max_for: float | None = None
+
+    def duration(self, text: str | None) -> float:
+        seconds = parse_prometheus_duration(text) if text else 0.0
+        return seconds if self.max_for is None else min(seconds, self.max_for)
+
+
 def backtest_alert(client: PrometheusClient, alert: Alert, group: Group, interval: float, start: float,
-                   end: float, flap_window: float = DEFAULT_FLAP_WINDOW) -> RuleReport:
+                   end: float, settings: Settings) -> RuleReport:
     """Evaluate one alert over [start, end]; raises PrometheusUnavailable when Prometheus refuses it."""
-    for_s = parse_prometheus_duration(alert.for_) if alert.for_ else 0.0
-    keep_s = parse_prometheus_duration(alert.keep_firing_for) if alert.keep_firing_for else 0.0
+    for_s, keep_s = settings.duration(alert.for_), settings.duration(alert.keep_firing_for)
     step, coarsened_from = evaluation_step(interval, start, end, for_s)
     query_start = math.floor((start - for_s) / step) * step
     report = RuleReport(alert.name, group.name, alert.severity, alert.file, alert.line, step, for_s, keep_s,
@@ -84,19 +97,20 @@ def backtest_alert(client: PrometheusClient, alert: Alert, group: Group, interva
         times = [t for t, _ in series.points]
         report.firings += series_firings(alert_labels(alert, series.labels), times, step, for_s, keep_s, start, end)
     report.firings.sort(key=lambda f: (f.start, f.labels))
-    report.flaps = count_flaps(report.firings, flap_window)
+    report.flaps = count_flaps(report.firings, settings.flap_window)
     return report
 
 
-def backtest(client: PrometheusClient, ruleset: RuleSet, start: float, end: float, default_interval: float,
-             flap_window: float = DEFAULT_FLAP_WINDOW, incidents: list[Incident] | None = None) -> Backtest:
-    """Backtest every alert of `ruleset`; groups without an `interval` are evaluated every `default_interval`."""
+def backtest(client: PrometheusClient, ruleset: RuleSet, start: float, end: float, settings: Settings,
+             incidents: list[Incident] | None = None) -> Backtest:
+    """Backtest every alert of `ruleset`; groups without an `interval` are evaluated every
+    `settings.default_interval`; firings are compared with `incidents` when given."""
     reports, errors = [], []
     for group in ruleset.groups:
-        interval = parse_prometheus_duration(group.interval) if group.interval else default_interval
+        interval = parse_prometheus_duration(group.interval) if group.interval else settings.default_interval
         for alert in group.alerts:
             try:
-                report = backtest_alert(client, alert, group, interval, start, end, flap_window)
+                report = backtest_alert(client, alert, group, interval, start, end, settings)
             except PrometheusUnavailable as exc:
                 errors.append(f"{alert.file}:{alert.line}: alert {alert.name}: {exc}")
                 continue

@@ -127,6 +127,7 @@ def test_times_accept_now_relative_unix_and_rfc3339(text, expected):
     (["--from", "-1x"], "'-1x' is not a time"),
     (["--from", "now", "--to", "-1h"], "--to must be after --from"),
     (["--flap-window", "soon"], "'soon' is not a duration"),
+    (["--notifier", "http://127.0.0.1:9"], "--notifier and --token-file go together"),
 ])
 def test_bad_input_is_a_clear_error_without_a_traceback(args, message):
     result = CliRunner().invoke(vigil_main, ["rules", "backtest", "--prometheus", "http://127.0.0.1:9", *args])

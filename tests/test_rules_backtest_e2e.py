@@ -229,3 +229,15 @@ def test_a_range_too_long_for_the_interval_is_evaluated_coarser_and_says_so(day)
     assert "note: evaluated every 8s instead of every 1s" in table.stdout and "GpuBusyNoisy" in table.stdout.splitlines()[-1]
     (rule,) = json.loads(backtest_in_process(*common, "--json").stdout)["rules"]
     assert (rule["step_seconds"], rule["coarsened_from_seconds"]) == (8, 1) and rule["firings"] > 10
+
+
+def test_max_for_caps_every_for_like_the_demo_stack_rules(day):
+    url, start, end, noisy = day
+    done = backtest_in_process(str(GPU_SPEC), "--prometheus", url, "--from", stamp(start), "--to", stamp(end),
+                               "--max-for", "1s", "--json")
+    assert done.exit_code == 0, done.stderr
+    rules = {r["alert"]: r for r in json.loads(done.stdout)["rules"]}
+    on = FAULTS[0][3]  # the overheat: above 85 °C from then on
+    hot = rules["GpuTemperatureHigh"]  # for: 10m, four 3-minute steps; capped, the next evaluation fires it
+    assert hot["for_seconds"] == 1 and hot["firings"] == 1
+    assert parse_rfc3339(hot["intervals"][0]["start"]) == start + on * HOUR + STEP

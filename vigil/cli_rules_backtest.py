@@ -19,7 +19,8 @@ from vigil.common.click_types import Duration
 from vigil.common.durations import format_duration, parse_duration
 from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
 from vigil.rules.backtest_run import (
-    DEFAULT_FLAP_WINDOW, MAX_POINTS, Backtest, as_json, backtest, incidents_from_api, server_evaluation_interval,
+    DEFAULT_FLAP_WINDOW, MAX_POINTS, Backtest, Settings, as_json, backtest, incidents_from_api,
+    server_evaluation_interval,
 )
 
 from .cli_stack import run_dir_option
@@ -73,19 +74,20 @@ def _incident_rows(notifier: StackClient) -> list[dict]:
     try:
         return notifier.incidents(INCIDENT_LIMIT)
     except (StackRequestError, requests.RequestException) as exc:
-        raise click.ClickException(f"cannot read the incidents of the notifier at {notifier.notifier}: {exc}") from None
+        raise click.ClickException(f"cannot read the incidents of the notifier at {notifier.notifier}: {exc} "
+                                   "(--no-incidents skips them)") from None
 
 
 def _notifier(notifier_url: str | None, token_file: Path | None, stack: StackClient | None) -> StackClient | None:
     """The notifier whose incidents to compare with: --notifier, else the stack's when Prometheus is the stack's."""
+    if (notifier_url is None) != (token_file is None):
+        raise click.UsageError("--notifier and --token-file go together (the incidents API needs the bearer token)")
     if notifier_url is None:
         return stack
-    token = ""
-    if token_file is not None:
-        try:
-            token = token_file.read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise click.ClickException(f"cannot read the token file {token_file}: {exc.strerror}") from None
+    try:
+        token = token_file.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise click.ClickException(f"cannot read the token file {token_file}: {exc.strerror}") from None
     return StackClient(prometheus="", notifier=notifier_url.rstrip("/"), gpu_control=None, token=token)
 
 
@@ -99,13 +101,15 @@ def _notifier(notifier_url: str | None, token_file: Path | None, stack: StackCli
               help="Evaluation interval of groups that set none. Default: the server's global evaluation_interval.")
 @click.option("--flap-window", type=Duration(), default=format_duration(DEFAULT_FLAP_WINDOW), show_default=True,
               help="A firing that starts this soon after the same series resolved is a flap.")
+@click.option("--max-for", type=Duration(),
+              help="Cap every 'for' and 'keep_firing_for', as `vigil rules generate --max-for` (the demo stack) does.")
 @click.option("--notifier", "notifier_url", metavar="URL",
               help="Notifier whose incidents to compare with. Default: the stack's, when --prometheus is not given.")
 @click.option("--token-file", type=click.Path(path_type=Path, dir_okay=False),
-              help="File holding the notifier's bearer token (with --notifier).")
+              help="File holding the notifier's bearer token (needed with --notifier).")
 @click.option("--no-incidents", is_flag=True, help="Do not read the notifier's incidents.")
 @click.option("--json", "as_json_output", is_flag=True, help="Print JSON (docs/rules-backtest.md).")
-def backtest_command(specs, start, end, prometheus, run_dir, interval, flap_window, notifier_url, token_file,
+def backtest_command(specs, start, end, prometheus, run_dir, interval, flap_window, max_for, notifier_url, token_file,
                      no_incidents, as_json_output):
     """Evaluate the alerts of SPECS (default: the shipped specs) over past history, noisiest first.
 
@@ -122,9 +126,9 @@ def backtest_command(specs, start, end, prometheus, run_dir, interval, flap_wind
     url = (prometheus or stack.prometheus).rstrip("/")
     notifier = None if no_incidents else _notifier(notifier_url, token_file, stack)
     try:
-        default_interval = interval or server_evaluation_interval(url)
+        settings = Settings(interval or server_evaluation_interval(url), flap_window, max_for)
         incidents = None if notifier is None else incidents_from_api(_incident_rows(notifier), start, end)
-        result = backtest(PrometheusClient(url, timeout=60), ruleset, start, end, default_interval, flap_window, incidents)
+        result = backtest(PrometheusClient(url, timeout=60), ruleset, start, end, settings, incidents)
     except PrometheusUnavailable as exc:
         raise click.ClickException(str(exc)) from None
     if as_json_output:
