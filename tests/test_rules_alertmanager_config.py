@@ -49,15 +49,16 @@ def test_the_generated_config_passes_amtool_and_routes_by_team_and_severity(tmp_
     assert receiver("alertname=GpuTemperatureHigh", "severity=warning", "team=gpu") == "gpu-warning"
     assert receiver("alertname=NodeFilesystemSpaceLow", "severity=warning", "team=infra") == "infra-warning"
     assert receiver("alertname=TargetDown", "severity=warning", "team=platform") == "platform-warning"
+    assert receiver("alertname=JobHung", "severity=critical", "team=jobs", "job_id=4242", "tenant=ml-research") == "jobs-critical"
     assert receiver("alertname=Mine", "severity=info", "team=someone-else") == "page-info"
     assert receiver("alertname=NoLabels") == "page-critical"
     config = yaml.safe_load(path.read_text())
     # the Watchdog first, re-sent every minute: the notifier's heartbeat hears it well inside its timeout
     assert config["route"]["routes"][0] == {"receiver": "watchdog", "matchers": ['alertname="Watchdog"'],
                                             "group_wait": "0s", "group_interval": "10s", "repeat_interval": "1m"}
-    assert config["route"]["group_by"] == ["alertname", "node", "gpu"]
+    assert config["route"]["group_by"] == ["alertname", "node", "gpu", "job_id"]  # one incident per job too
     hooks = [r["webhook_configs"][0] for r in config["receivers"] if r["name"] != "watchdog"]
-    assert len(hooks) == 12 and all(h["url"] == "http://127.0.0.1:9999/api/v1/alerts/alertmanager" for h in hooks)
+    assert len(hooks) == 15 and all(h["url"] == "http://127.0.0.1:9999/api/v1/alerts/alertmanager" for h in hooks)
     assert {h["http_config"]["authorization"]["credentials_file"] for h in hooks} == {str(token)}
     # the Watchdog goes to the heartbeat beside the webhook (which never pages for it), never resolved
     [watchdog] = [r for r in config["receivers"] if r["name"] == "watchdog"]

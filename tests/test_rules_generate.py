@@ -61,7 +61,8 @@ def test_first_rule_set_contract():
         "GpuRemapPending": "warning", "GpuRecoveryActionRequired": "critical", "GpuMissing": "critical",
         "GpuExporterAbsent": "warning", "GpuLoadOutsideBaseline": "warning",
     }.items()
-    assert [p.name for p in rules.default_spec_paths()] == ["baselines.yaml", "gpu.yaml", "node.yaml", "service.yaml"]
+    assert [p.name for p in rules.default_spec_paths()] == ["aiops.yaml", "baselines.yaml", "gpu.yaml", "jobs.yaml", "node.yaml",
+                                                          "service.yaml"]
     for alert in ruleset.alerts:
         anchor = alert.runbook_url.split("#")[1]
         assert alert.runbook_url == f"docs/runbooks.md#{alert.name.lower()}" == f"docs/runbooks.md#{anchor}"
