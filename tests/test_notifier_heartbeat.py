@@ -186,3 +186,33 @@ def test_two_notifiers_on_one_database_open_one_incident_and_page_once(db_url):
 def test_malformed_heartbeat_specs_say_what_is_wrong(text, message):
     with pytest.raises(ValueError, match=message):
         parse_heartbeat(text)
+
+
+def test_notifiers_starting_after_the_deadline_passed_unwatched_give_the_sender_a_whole_timeout(db_url):
+    clock = [START]
+    before = Notifier(db_url, clock)
+    before.at(0)
+    before.heard(10)
+    before.store.close()  # every notifier stops; the sender's beats go nowhere
+    after = Notifier(db_url, clock)  # back an hour later: the silence was the notifier's own
+    try:
+        assert after.at(3600) == [] and after.incidents() == []
+        assert after.at(3600 + TIMEOUT_S - 1) == []
+        [incident] = after.at(3600 + TIMEOUT_S)  # still silent a whole timeout after the restart: page
+        assert after.paged(incident) == [("alice", 0)]
+    finally:
+        after.store.close()
+
+
+def test_a_notifier_joining_a_running_peer_keeps_the_deadline(db_url):
+    clock = [START]
+    running, joining = Notifier(db_url, clock), Notifier(db_url, clock)
+    try:
+        running.at(0)
+        running.heard(10)
+        assert joining.at(10 + TIMEOUT_S - 30) == []  # starts watching late: the deadline stays the beat's
+        [incident] = joining.at(10 + TIMEOUT_S)
+        assert running.at(10 + TIMEOUT_S + 1) == [] and running.paged(incident) == [("alice", 0)]
+    finally:
+        running.store.close()
+        joining.store.close()

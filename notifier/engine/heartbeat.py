@@ -119,7 +119,7 @@ class HeartbeatMonitor:
         yet; returns the incidents this notifier opened (a peer's are not counted)."""
         now = self._clock()
         if not self._watching:
-            self._write(lambda conn: self._store.heartbeats.watch(conn, sorted(self.specs), now))
+            self._write(lambda conn: self._start_watching(conn, now))
             self._watching = True
         rows = self._store.heartbeats.all()  # a read: the write lock only for a heartbeat that is due
         opened = []
@@ -130,6 +130,16 @@ class HeartbeatMonitor:
                 if incident is not None:
                     opened.append(incident)
         return opened
+
+    def _start_watching(self, conn: sa.Connection, now: float) -> None:
+        """A row per heartbeat; one whose deadline passed while no notifier ran (not missing yet) gets a
+        whole timeout from now: nobody could hear it, so its silence proves nothing yet."""
+        heartbeats = self._store.heartbeats
+        heartbeats.watch(conn, sorted(self.specs), now)
+        for name, spec in sorted(self.specs.items()):
+            row = heartbeats.lock(conn, name)
+            if row.missing_since is None and row.deadline(spec.timeout_s) <= now:
+                heartbeats.rewatch(conn, name, now)
 
     def _open(self, conn: sa.Connection, spec: HeartbeatSpec, now: float) -> int | None:
         row = self._store.heartbeats.lock(conn, spec.name, skip_locked=True)

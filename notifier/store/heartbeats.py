@@ -1,7 +1,8 @@
 """Heartbeats: all SQL on `heartbeats`, one row per heartbeat the notifier watches.
 
 A row is made the first time a notifier watches the heartbeat (`watch`: its deadline counts from then
-until the first beat), `last_seen_at` moves with each beat, and `missing_since` holds the deadline that
+until the first beat; `rewatch` moves that start when notifiers start again after the deadline passed
+unwatched), `last_seen_at` moves with each beat, and `missing_since` holds the deadline that
 passed unheard while the heartbeat's incident (`incident_id`) is open. The monitor and the heartbeat
 route change a row only after locking it (`lock`): `FOR UPDATE` on PostgreSQL, `SKIP LOCKED` for the
 monitor so that of several notifiers on one database exactly one handles a deadline; on SQLite the
@@ -29,8 +30,9 @@ class HeartbeatRow:
     incident_id: int | None
 
     def deadline(self, timeout_s: float) -> float:
-        """When the heartbeat counts as missing unless heard before."""
-        return (self.last_seen_at if self.last_seen_at is not None else self.watching_since) + timeout_s
+        """When the heartbeat counts as missing unless heard before: a timeout after the last beat, or
+        after the notifiers (re)started watching if that is later."""
+        return max(self.last_seen_at or self.watching_since, self.watching_since) + timeout_s
 
 
 class Heartbeats:
@@ -43,6 +45,10 @@ class Heartbeats:
             return
         conn.execute(insert_if_new(conn, heartbeats, "name").values([dict(name=name, watching_since=now)
                                                                      for name in names]))
+
+    def rewatch(self, conn: sa.Connection, name: str, now: float) -> None:
+        """Count the deadline from `now`: no notifier was watching when it passed."""
+        conn.execute(heartbeats.update().where(heartbeats.c.name == name).values(watching_since=now))
 
     def lock(self, conn: sa.Connection, name: str, skip_locked: bool = False) -> HeartbeatRow | None:
         """The row of `name`, locked on `conn` until the commit (None: no row, or held elsewhere and
