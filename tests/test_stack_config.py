@@ -49,7 +49,7 @@ def test_generated_alertmanager_config_passes_amtool_and_keeps_the_token_out(tmp
     route = yaml.safe_load(layout.alertmanager_config.read_text())["route"]
     assert route["routes"][0] == {"receiver": "watchdog", "matchers": ['alertname="Watchdog"'],
                                   "group_wait": "1s", "group_interval": "2s", "repeat_interval": "1m"}
-    assert {r["matchers"][0] for r in route["routes"][1:]} == {'team="gpu"', 'team="infra"', 'team="platform"',
+    assert {r["matchers"][0] for r in route["routes"][1:]} == {'team="gpu"', 'team="infra"', 'team="jobs"', 'team="platform"',
                                                                'severity="critical"', 'severity="warning"', 'severity="info"'}
 
 
