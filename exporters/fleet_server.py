@@ -5,28 +5,32 @@ port `P + i - 1` (`/metrics`); `node-down` closes that socket, so scrapes get "c
 until the node is cleared. In single-port mode (for large fleets, e.g. 1,250 nodes) every node is
 served by one listener as `/metrics?node=node-17`, and a node that is down answers 503. The chaos API
 (`exporters.chaos_api`) runs on its own port.
+
+Threads do not grow with the fleet: every listener and connection is served by one event loop
+(`exporters.fleet_http`), refreshes run on the scheduler's small pool, and one `XidPump` thread polls
+every node's XID event set (woken at once when a fault is injected). About 20 threads for 2,500 nodes.
 """
 
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from vigil.common.hostport import http_url
 from vigil.exporters.chaos_api import ChaosApi
-from vigil.exporters.metrics_http import MetricsServer
+from vigil.exporters.fleet_http import Listener, MetricsHost
 from vigil.exporters.nvml_collector import NvmlCollector
 from vigil.exporters.refresh_scheduler import RefreshScheduler
 from vigil.exporters.sim.fleet import SimulatedFleet
+from vigil.exporters.xid import XidPump, XidWatcher
 
 
 class NodeTarget:
     """The scrape endpoint of one node on its own port; `open()`/`close()` model the node up/down."""
 
-    def __init__(self, name: str, host: str, port: int, collector: NvmlCollector) -> None:
-        self.name, self.host, self.port, self.collector = name, host, port, collector
-        self._server: MetricsServer | None = None
+    def __init__(self, name: str, http: MetricsHost, host: str, port: int, collector: NvmlCollector) -> None:
+        self.name, self.http, self.host, self.port, self.collector = name, http, host, port, collector
+        self._server: Listener | None = None
         self._lock = threading.Lock()
 
     @property
@@ -36,7 +40,7 @@ class NodeTarget:
     def open(self) -> None:
         with self._lock:
             if self._server is None:
-                self._server = MetricsServer(self.host, self.port, lambda _query: self.collector.exposition())
+                self._server = self.http.listen(self.host, self.port, lambda _query: self.collector.exposition())
 
     def close(self) -> None:
         with self._lock:
@@ -53,15 +57,19 @@ class FleetServer:
                  single_port: bool = False, workers: int = 8) -> None:
         self.fleet = fleet
         self.host, self.port, self.single_port = host, port, single_port
-        # many nodes: XID watchers wait longer per call so 1,250 idle threads stay cheap
-        xid_wait_ms = 500 if len(fleet.names) <= 64 else 2000
-        self.collectors = {name: NvmlCollector(fleet.nvml[name], name, interval=interval, xid_wait_ms=xid_wait_ms)
+        self.collectors = {name: NvmlCollector(fleet.nvml[name], name, interval=interval, watch_xids=False)
                            for name in fleet.names}
+        # one thread polls every node's XID events; an injected fault wakes it at once
+        self.xids = XidPump([XidWatcher(fleet.nvml[name], c.handles, c.record_xid) for name, c in self.collectors.items()],
+                            period_s=1.0)
+        self.http = MetricsHost()
         self.targets = {} if single_port else {
-            name: NodeTarget(name, host, port + offset, self.collectors[name]) for offset, name in enumerate(fleet.names)}
+            name: NodeTarget(name, self.http, host, port + offset, self.collectors[name])
+            for offset, name in enumerate(fleet.names)}
         self.scheduler = RefreshScheduler(list(self.collectors.values()), interval, workers=workers)
-        self.shared: MetricsServer | None = None
+        self.shared: Listener | None = None
         fleet.add_listener(self._node_state)
+        fleet.add_fault_listener(lambda _fault: self.xids.wake())
         self.chaos = ChaosApi(fleet, control_host, control_port, self.describe)
 
     @property
@@ -74,27 +82,25 @@ class FleetServer:
         return self.targets[name].url
 
     def start(self) -> None:
-        """First collection of every node, then listeners, scheduler and chaos API (background threads)."""
+        """First collection of every node, then listeners, scheduler, XID pump and chaos API."""
         for collector in self.collectors.values():
             collector.start(loop=False)
         if self.single_port:
-            self.shared = MetricsServer(self.host, self.port, self._shared_body)
+            self.shared = self.http.listen(self.host, self.port, self._shared_body)
         for target in self.targets.values():
             target.open()
         self.scheduler.start()
+        self.xids.start()
         self.chaos.start()
 
     def stop(self) -> None:
-        """Stop everything; in parallel, since each listener and thread takes up to half a second to notice."""
+        """Stop everything: chaos API, refreshes, XID pump, listeners and their connections, NVML."""
         self.chaos.close()
         self.scheduler.stop()
+        self.xids.stop()
+        self.http.close()
         for collector in self.collectors.values():
-            collector.request_stop()
-        steps = [t.close for t in self.targets.values()] + [c.stop for c in self.collectors.values()]
-        if self.shared is not None:
-            steps.append(self.shared.close)
-        with ThreadPoolExecutor(max_workers=min(64, len(steps))) as pool:
-            list(pool.map(lambda step: step(), steps))
+            collector.stop()
 
     def _shared_body(self, query: dict[str, str]) -> bytes:
         name = query.get("node")

@@ -17,7 +17,7 @@ import socket
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
+from typing import Callable, NamedTuple
 from urllib.parse import parse_qs, urlsplit
 
 from vigil.common.http_server import http_server
@@ -84,7 +84,7 @@ class MetricsServer:
         self.httpd.cut_connections()
 
 
-def _gzip_cache() -> Callable[[str, bytes], bytes]:
+def gzip_cache() -> Callable[[str, bytes], bytes]:
     """gzip of a page, computed once per rendered page (the collector returns the same bytes object
     until its next cycle), per node of a single-port fleet."""
     cache: dict[str, tuple[bytes, bytes]] = {}
@@ -99,8 +99,37 @@ def _gzip_cache() -> Callable[[str, bytes], bytes]:
     return compressed
 
 
+class Reply(NamedTuple):
+    status: int
+    data: bytes
+    content_type: str = "text/plain; charset=utf-8"
+    encoding: str | None = None
+
+
+def answer(body: Body, path: str, accepts_gzip: bool, compressed: Callable[[str, bytes], bytes]) -> Reply:
+    """The reply to `GET path`, whatever server carries it (this one, or the fleet's event loop)."""
+    url = urlsplit(path)
+    if url.path == "/":
+        return Reply(200, b"vigil GPU exporter: see /metrics\n")
+    if url.path != "/metrics":
+        return Reply(404, b"not found: try /metrics\n")
+    query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+    try:
+        data = body(query)
+    except LookupError as error:  # e.g. an unknown ?node=
+        return Reply(404, f"{error.args[0] if error.args else error}\n".encode())
+    except ConnectionAbortedError as error:  # a simulated node that is down
+        return Reply(503, f"{error}\n".encode())
+    except Exception:  # a bug in the page's source: say so and keep the connection usable
+        _log.exception("rendering %s failed", path)
+        return Reply(500, b"internal error while rendering the metrics page (see the exporter's log)\n")
+    if accepts_gzip:  # Prometheus asks for gzip
+        return Reply(200, compressed(query.get("node", ""), data), CONTENT_TYPE, "gzip")
+    return Reply(200, data, CONTENT_TYPE)
+
+
 def _handler(body: Body) -> type[BaseHTTPRequestHandler]:
-    compressed = _gzip_cache()
+    compressed = gzip_cache()
 
     class MetricsHandler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as Prometheus scrapes
@@ -111,40 +140,14 @@ def _handler(body: Body) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-        def _send(self, status: int, data: bytes, content_type: str = "text/plain; charset=utf-8",
-                  encoding: str | None = None) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            if encoding:
-                self.send_header("Content-Encoding", encoding)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
         def do_GET(self) -> None:
-            url = urlsplit(self.path)
-            if url.path == "/":
-                self._send(200, b"vigil GPU exporter: see /metrics\n")
-                return
-            if url.path != "/metrics":
-                self._send(404, b"not found: try /metrics\n")
-                return
-            query = {k: v[-1] for k, v in parse_qs(url.query).items()}
-            try:
-                data = body(query)
-            except LookupError as error:  # e.g. an unknown ?node=
-                self._send(404, f"{error.args[0] if error.args else error}\n".encode())
-                return
-            except ConnectionAbortedError as error:  # a simulated node that is down
-                self._send(503, f"{error}\n".encode())
-                return
-            except Exception:  # a bug in the page's source: say so and keep the connection usable
-                _log.exception("rendering %s failed", self.path)
-                self._send(500, b"internal error while rendering the metrics page (see the exporter's log)\n")
-                return
-            if "gzip" in self.headers.get("Accept-Encoding", ""):  # Prometheus asks for gzip
-                self._send(200, compressed(query.get("node", ""), data), CONTENT_TYPE, encoding="gzip")
-            else:
-                self._send(200, data, CONTENT_TYPE)
+            reply = answer(body, self.path, "gzip" in self.headers.get("Accept-Encoding", ""), compressed)
+            self.send_response(reply.status)
+            self.send_header("Content-Type", reply.content_type)
+            if reply.encoding:
+                self.send_header("Content-Encoding", reply.encoding)
+            self.send_header("Content-Length", str(len(reply.data)))
+            self.end_headers()
+            self.wfile.write(reply.data)
 
     return MetricsHandler

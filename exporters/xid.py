@@ -1,9 +1,14 @@
-"""XID events: their severity class and the background thread that receives them from NVML.
+"""XID events: their severity class, and the watcher that receives them from NVML.
 
 XIDs arrive through `nvmlEventSetWait`, not by polling, so the exporter counts every one of them (a
 gauge holding only the last XID, as dcgm-exporter publishes, hides repeats). The watcher survives NVML
 errors (driver reload, lost GPU) by freeing its event set and registering again with backoff, and
 registers GPUs that come back (after a reset) on its next rescan.
+
+A watcher is a step function (`poll`) driven either by its own thread, which blocks in
+`nvmlEventSetWait` (one node: `vigil exporter gpu`), or by an `XidPump`, one thread that polls the event
+sets of many watchers without blocking (the simulated fleet: one thread for 2,500 nodes instead of one
+each, woken at once when the chaos API injects a fault).
 """
 
 from __future__ import annotations
@@ -56,9 +61,16 @@ class XidWatcher:
         self.clock = clock
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()  # one poll at a time (the pump and close() may overlap)
+        self._event_set: Any = None
+        self._registered: dict[int, int] = {}  # handle key -> gpu index
+        self._last_scan = 0.0
+        self._retry_at = 0.0  # monotonic time before which no new event set is tried
+        self._backoff = 1.0
         self.registrations = 0  # how many event sets were set up (tests check re-registration)
 
     def start(self) -> None:
+        """Watch in a thread of its own (blocking waits of `wait_ms`)."""
         self._thread = threading.Thread(target=self._run, name="vigil-xid-watcher", daemon=True)
         self._thread.start()
 
@@ -69,55 +81,130 @@ class XidWatcher:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
+        self.close()
 
-    def _register(self, event_set: Any, registered: dict[int, int]) -> None:
+    def close(self) -> None:
+        """Free the event set (a watcher driven by a pump is closed after the pump stops); a poll stuck
+        in NVML (a hung driver) keeps its set."""
+        if self._lock.acquire(timeout=1.0):
+            try:
+                self._drop_set(retry=False)
+            finally:
+                self._lock.release()
+
+    def poll(self, wait_ms: int) -> None:
+        """One step: set up an event set when there is none (with backoff after failures), register the
+        GPUs not yet registered every `rescan_s`, then hand on every waiting event, waiting at most
+        `wait_ms` for the first. NVML errors are absorbed: the set is freed and tried again later."""
+        with self._lock:
+            if self._stop.is_set():
+                return
+            now = time.monotonic()
+            if self._event_set is None:
+                if now < self._retry_at:
+                    return
+                try:
+                    self._event_set = self.nvml.nvmlEventSetCreate()
+                except self.nvml.NVMLError:
+                    self._retry_at = now + self._next_backoff()
+                    return
+                self.registrations += 1
+                self._registered, self._last_scan = {}, 0.0
+            if now - self._last_scan >= self.rescan_s:
+                self._register()
+                self._last_scan = now
+            self._drain(wait_ms)
+
+    def seconds_to_retry(self) -> float:
+        """How long the next `poll` will do nothing (no event set, waiting out a backoff)."""
+        return max(0.0, self._retry_at - time.monotonic()) if self._event_set is None else 0.0
+
+    def _next_backoff(self) -> float:
+        backoff = self._backoff
+        self._backoff = min(self.max_backoff_s, self._backoff * 2)
+        return backoff
+
+    def _drop_set(self, retry: bool = True) -> None:
+        if self._event_set is not None:
+            try:
+                self.nvml.nvmlEventSetFree(self._event_set)
+            except self.nvml.NVMLError:
+                pass
+            self._event_set = None
+        if retry:  # the driver went away or the set broke: start over after a pause
+            self._retry_at = time.monotonic() + self._next_backoff()
+
+    def _register(self) -> None:
         """Register every cached GPU not yet registered; lost GPUs are retried on the next rescan."""
         for index, handle in self.handles().items():
-            if index in registered.values() or handle is None:
+            if index in self._registered.values() or handle is None:
                 continue
             try:
                 supported = self.nvml.nvmlDeviceGetSupportedEventTypes(handle)
-                self.nvml.nvmlDeviceRegisterEvents(handle, EVENT_MASK & supported, event_set)
+                self.nvml.nvmlDeviceRegisterEvents(handle, EVENT_MASK & supported, self._event_set)
             except self.nvml.NVMLError:
                 continue
-            registered[handle_key(handle)] = index
+            self._registered[handle_key(handle)] = index
 
-    def _run(self) -> None:
-        backoff = 1.0
-        while not self._stop.is_set():
+    def _drain(self, wait_ms: int) -> None:
+        while True:
             try:
-                event_set = self.nvml.nvmlEventSetCreate()
-            except self.nvml.NVMLError:
-                self._stop.wait(backoff)
-                backoff = min(self.max_backoff_s, backoff * 2)
-                continue
-            self.registrations += 1
-            try:
-                self._serve(event_set)
-                backoff = 1.0
-            except self.nvml.NVMLError:
-                # the driver went away or the set broke: start over after a pause
-                self._stop.wait(backoff)
-                backoff = min(self.max_backoff_s, backoff * 2)
-            finally:
-                try:
-                    self.nvml.nvmlEventSetFree(event_set)
-                except self.nvml.NVMLError:
-                    pass
-
-    def _serve(self, event_set: Any) -> None:
-        registered: dict[int, int] = {}  # handle key -> gpu index
-        self._register(event_set, registered)
-        last_scan = time.monotonic()
-        while not self._stop.is_set():
-            if time.monotonic() - last_scan >= self.rescan_s:
-                self._register(event_set, registered)
-                last_scan = time.monotonic()
-            try:
-                data = self.nvml.nvmlEventSetWait(event_set, self.wait_ms)
+                data = self.nvml.nvmlEventSetWait(self._event_set, wait_ms)
             except self.nvml.NVMLError_Timeout:
-                continue
+                self._backoff = 1.0  # the set works
+                return
+            except self.nvml.NVMLError:
+                self._drop_set()
+                return
+            self._backoff = 1.0
+            wait_ms = 0  # take what is already waiting, then return
             if data.eventType & XID_EVENT_TYPE:
-                index = registered.get(handle_key(data.device))
+                index = self._registered.get(handle_key(data.device))
                 if index is not None:
                     self.on_xid(index, int(data.eventData), self.clock())
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.poll(self.wait_ms)
+            pause = self.seconds_to_retry()
+            if pause > 0:
+                self._stop.wait(pause)
+
+
+class XidPump:
+    """Polls the event sets of many watchers from one thread, every `period_s` or at once on `wake()`.
+
+    Polls never block (a zero wait), so one thread serves any number of nodes; the cost is a sweep over
+    the watchers per period (about 10 µs a node with the simulator).
+    """
+
+    def __init__(self, watchers: list[XidWatcher], period_s: float = 1.0) -> None:
+        self.watchers = watchers
+        self.period_s = period_s
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="vigil-xid-pump", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Sweep now (an event was just delivered, e.g. a fault injected through the chaos API)."""
+        self._wake.set()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        for watcher in self.watchers:
+            watcher.close()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.clear()
+            for watcher in self.watchers:
+                if self._stop.is_set():
+                    return
+                watcher.poll(0)
+            self._wake.wait(self.period_s)

@@ -31,9 +31,14 @@ class SimulatedFleet:
         self._lock = threading.Lock()
         self._down: dict[str, Fault] = {}
         self._listeners: list[Callable[[str, bool], None]] = [on_node_state] if on_node_state else []
+        self._fault_listeners: list[Callable[[Fault], None]] = []
 
     def add_listener(self, listener: Callable[[str, bool], None]) -> None:
         self._listeners.append(listener)
+
+    def add_fault_listener(self, listener: Callable[[Fault], None]) -> None:
+        """`listener(fault)` after each GPU fault is applied (the fleet server wakes its XID pump)."""
+        self._fault_listeners.append(listener)
 
     @property
     def names(self) -> list[str]:
@@ -52,6 +57,8 @@ class SimulatedFleet:
                 listener(fault.node, False)
         else:
             self.nvml[fault.node].inject(fault)
+            for listener in self._fault_listeners:
+                listener(fault)
         return fault
 
     def clear(self, node: str | None = None) -> int:
