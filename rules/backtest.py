@@ -69,6 +69,7 @@ class RuleReport:
     flaps: int = 0
     matched_incidents: int | None = None  # firings that overlap a known incident; None: no incident history
     coarsened_from: float | None = None  # the group's evaluation interval when the step had to be coarser
+    from_history: tuple[str, ...] = ()  # recorded series read from the server (not inlined from the specs)
 
     @property
     def firing_seconds(self) -> float:

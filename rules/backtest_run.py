@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import requests
 import yaml
@@ -22,6 +22,7 @@ from vigil.common.durations import parse_prometheus_duration
 from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
 
 from .backtest import Incident, RuleReport, count_flaps, matched_firings, ranked, series_firings
+from .backtest_records import RecordingLike, inline_records
 from .model import Alert, Group, RuleSet
 
 MAX_POINTS = 11_000  # Prometheus refuses a range query of more than 11,000 points per series
@@ -86,14 +87,16 @@ class Settings:
 
 
 def backtest_alert(client: PrometheusClient, alert: Alert, group: Group, interval: float, start: float,
-                   end: float, settings: Settings) -> RuleReport:
-    """Evaluate one alert over [start, end]; raises PrometheusUnavailable when Prometheus refuses it."""
+                   end: float, settings: Settings, records: Sequence[RecordingLike] = ()) -> RuleReport:
+    """Evaluate one alert over [start, end], the recording rules of `records` inlined into it (see
+    `backtest_records`); raises PrometheusUnavailable when Prometheus refuses it."""
     for_s, keep_s = settings.duration(alert.for_), settings.duration(alert.keep_firing_for)
     step, coarsened_from = evaluation_step(interval, start, end, for_s)
     query_start = math.floor((start - for_s) / step) * step
+    expr, from_history = inline_records(alert.expr, records)
     report = RuleReport(alert.name, group.name, alert.severity, alert.file, alert.line, step, for_s, keep_s,
-                        coarsened_from=coarsened_from)
-    for series in client.query_range(alert.expr, query_start, end, step):
+                        coarsened_from=coarsened_from, from_history=tuple(from_history))
+    for series in client.query_range(expr, query_start, end, step):
         times = [t for t, _ in series.points]
         report.firings += series_firings(alert_labels(alert, series.labels), times, step, for_s, keep_s, start, end)
     report.firings.sort(key=lambda f: (f.start, f.labels))
@@ -106,11 +109,12 @@ def backtest(client: PrometheusClient, ruleset: RuleSet, start: float, end: floa
     """Backtest every alert of `ruleset`; groups without an `interval` are evaluated every
     `settings.default_interval`; firings are compared with `incidents` when given."""
     reports, errors = [], []
+    records = getattr(ruleset, "records", ())  # the specs' recording rules
     for group in ruleset.groups:
         interval = parse_prometheus_duration(group.interval) if group.interval else settings.default_interval
         for alert in group.alerts:
             try:
-                report = backtest_alert(client, alert, group, interval, start, end, settings)
+                report = backtest_alert(client, alert, group, interval, start, end, settings, records)
             except PrometheusUnavailable as exc:
                 errors.append(f"{alert.file}:{alert.line}: alert {alert.name}: {exc}")
                 continue
@@ -150,7 +154,7 @@ def _report_json(r: RuleReport) -> dict:
     return {
         "alert": r.alert, "group": r.group, "severity": r.severity, "file": r.file, "line": r.line,
         "step_seconds": r.step, "coarsened_from_seconds": r.coarsened_from, "for_seconds": r.for_s,
-        "keep_firing_for_seconds": r.keep_firing_for_s,
+        "keep_firing_for_seconds": r.keep_firing_for_s, "recorded_series_from_history": list(r.from_history),
         "firings": len(r.firings), "firing_seconds": round(r.firing_seconds, 3), "flaps": r.flaps,
         "series": len({f.labels for f in r.firings}), "still_firing": sum(f.open for f in r.firings),
         "incident_matches": r.matched_incidents, "incident_share": None if share is None else round(share, 4),

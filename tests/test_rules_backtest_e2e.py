@@ -14,8 +14,10 @@ import math
 import shutil
 import subprocess
 import time
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import requests
@@ -29,8 +31,9 @@ from vigil.cli import main as vigil_main
 from vigil.exporters.nvml_collector import NvmlCollector
 from vigil.exporters.sim.faults import Fault
 from vigil.exporters.sim.nvml import SimulatedNvml
-from vigil.rules import load_specs
-from vigil.rules.backtest_run import parse_rfc3339
+from vigil.common.prometheus_api import PrometheusClient
+from vigil.rules import Alert, Group, load_specs
+from vigil.rules.backtest_run import Settings, backtest, parse_rfc3339
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("prometheus") is None or shutil.which("promtool") is None,
                                                  reason="prometheus and promtool are not installed")]
@@ -241,3 +244,20 @@ def test_max_for_caps_every_for_like_the_demo_stack_rules(day):
     hot = rules["GpuTemperatureHigh"]  # for: 10m, four 3-minute steps; capped, the next evaluation fires it
     assert hot["for_seconds"] == 1 and hot["firings"] == 1
     assert parse_rfc3339(hot["intervals"][0]["start"]) == start + on * HOUR + STEP
+
+
+def test_an_alert_on_a_recording_rule_never_deployed_is_backtested_through_its_expression(day):
+    """The recorded series `node_gpu:temperature:max` has no history at all (no Prometheus ever ran the
+    recording rule): inlined, the alert on it fires exactly as the same alert written without it."""
+    url, start, end, _ = day
+    recorded = SimpleNamespace(name="node_gpu:temperature:max", labels=(),
+                               expr='max by (node, gpu) (vigil_gpu_temperature_celsius{sensor="gpu"})')
+    direct = Alert("HotDirect", f"{recorded.expr} > 85", "warning", "hot", "hot", "x", for_="10m")
+    via_record = replace(direct, name="HotRecorded", expr=f"{recorded.name} > 85")
+    ruleset = SimpleNamespace(groups=(Group("g", (direct, via_record)),), records=(recorded,))
+    client = PrometheusClient(url)
+    assert client.query_range(recorded.name, start, end, STEP) == []
+    result = backtest(client, ruleset, start, end, Settings(STEP))
+    reports = {r.alert: r for r in result.reports}
+    assert len(reports["HotDirect"].firings) == 1 and reports["HotRecorded"].from_history == ()
+    assert [(f.start, f.end) for f in reports["HotRecorded"].firings] == [(f.start, f.end) for f in reports["HotDirect"].firings]

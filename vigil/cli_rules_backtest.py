@@ -160,6 +160,10 @@ def _print_table(result: Backtest, url: str) -> None:
         click.echo("incidents: not compared (no notifier history: give --notifier URL --token-file FILE)")
     else:
         click.echo(f"incidents: {result.incidents} known incident(s) in the range compared")
+    for r in result.reports:
+        if r.from_history:
+            click.echo(f"note: {r.alert} reads {', '.join(r.from_history)} as recorded by the server (with label "
+                       "matchers, a range or an offset the recording rule cannot be inlined)")
     coarsened = sorted({(r.coarsened_from, r.step) for r in result.reports if r.coarsened_from is not None})
     for interval, step in coarsened:
         names = [r.alert for r in result.reports if (r.coarsened_from, r.step) == (interval, step)]
