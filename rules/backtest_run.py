@@ -44,10 +44,15 @@ class Backtest:
 def evaluation_step(interval: float, start: float, end: float, for_s: float) -> tuple[float, float | None]:
     """(step, the interval it replaces or None): the interval, coarsened to a whole multiple of it
     when [start - for, end] would need more than MAX_POINTS evaluations."""
-    points = (end - start + for_s) / interval + 2  # + 2: the query starts on the step grid, before start - for
-    if points <= MAX_POINTS:
+    def points(step: float) -> float:  # + 2: the query starts on the step grid, up to a step before start - for
+        return (end - start + for_s) / step + 2
+
+    if points(interval) <= MAX_POINTS:
         return interval, None
-    return interval * math.ceil(points / MAX_POINTS), interval
+    factor = math.ceil(points(interval) / MAX_POINTS)
+    while points(interval * factor) > MAX_POINTS:
+        factor += 1
+    return interval * factor, interval
 
 
 def server_evaluation_interval(url: str, timeout: float = 10.0) -> float:

@@ -99,6 +99,9 @@ def test_the_step_is_the_interval_unless_the_range_needs_more_than_max_points():
     assert coarsened_from == 15 and step % 15 == 0 and step > 15
     assert (7 * 86_400 + 300) / step + 2 <= MAX_POINTS
     assert (7 * 86_400 + 300) / (step - 15) + 2 > MAX_POINTS  # the least multiple that fits
+    for span in range(MAX_POINTS * 3 - 10, MAX_POINTS * 3 + 10):  # near the boundaries: always fits, least multiple
+        step, _ = evaluation_step(1, 0, span, 0)
+        assert span / step + 2 <= MAX_POINTS < span / (step - 1) + 2
 
 
 def test_incidents_from_the_notifier_api_are_kept_when_open_some_time_in_the_range():
