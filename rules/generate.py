@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from vigil.common.durations import format_duration, parse_prometheus_duration
 
-from .model import ALL_OTHER_ALERTS, Alert, Group, Inhibition, RuleSet
+from .model import ALL_OTHER_ALERTS, Alert, Group, Inhibition, Recording, RuleSet
 from .promql import quote
 
 
@@ -34,11 +34,22 @@ def alerting_rule(alert: Alert, max_for_seconds: float | None = None) -> dict:
     return rule
 
 
+def recording_rule(record: Recording) -> dict:
+    """One recording rule entry: `record`, `expr` and, when the spec sets any, `labels`."""
+    rule: dict = {"record": record.name, "expr": record.expr}
+    if record.labels:
+        rule["labels"] = dict(record.labels)
+    return rule
+
+
 def rule_group(group: Group, max_for_seconds: float | None = None) -> dict:
+    """One rule group: its recording rules first, so that its alerts read this evaluation's values
+    (Prometheus evaluates the rules of a group in order, one after the other)."""
     doc: dict = {"name": group.name}
     if group.interval:
         doc["interval"] = group.interval
-    doc["rules"] = [alerting_rule(alert, max_for_seconds) for alert in group.alerts]
+    doc["rules"] = [recording_rule(record) for record in group.records] + \
+        [alerting_rule(alert, max_for_seconds) for alert in group.alerts]
     return doc
 
 

@@ -14,7 +14,12 @@ from vigil.common.durations import parse_prometheus_duration
 RATE_OF_GAUGE = "rate-of-gauge"
 ABSENT_WITHOUT_FOR = "absent-without-for"
 UNGUARDED_DIVISION = "unguarded-division"
-LINT_IDS = (RATE_OF_GAUGE, ABSENT_WITHOUT_FOR, UNGUARDED_DIVISION)
+RECORDING_NAME = "recording-name"
+LINT_IDS = (RATE_OF_GAUGE, ABSENT_WITHOUT_FOR, UNGUARDED_DIVISION, RECORDING_NAME)
+
+# Prometheus' naming convention for recorded series: level:metric:operations (at least three parts),
+# e.g. `instance:node_cpu:rate5m` or `slo:notifier_page_delivery_errors:ratio_rate5m`.
+_RECORDING_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*(:[a-zA-Z_][a-zA-Z0-9_]*){2,}$")
 
 _COUNTER_SUFFIXES = ("_total", "_count", "_sum", "_bucket")
 _RATE_CALL = re.compile(r"\b(rate|irate|increase|resets)\s*\(\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*([({\[]?)")
@@ -83,3 +88,11 @@ def lint(expr: str, for_: str | None) -> list[tuple[str, str]]:
         findings.append((UNGUARDED_DIVISION, "division whose denominator is not guarded against zero; write "
                          "'/ (denominator > 0)' or use kind: ratio"))
     return findings
+
+
+def recording_name(name: str) -> list[tuple[str, str]]:
+    """A finding when a recorded series' name does not follow `level:metric:operations`."""
+    if _RECORDING_NAME.match(name):
+        return []
+    return [(RECORDING_NAME, f"recording rule name {name!r} does not follow level:metric:operations (the labels "
+             "it keeps, the metric it reads, the operations applied), e.g. 'job:http_requests:rate5m'")]

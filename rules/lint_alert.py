@@ -3,7 +3,9 @@ specs so that lint findings are reported at the spec's `file:line` together with
 
 Checks (ids go in an alert's `lint_ignore`): the text checks of `lint.py`, the query checks of
 `lint_query.py`, and `runbook` (no entry in the runbook file). A syntax error in an expression is
-always an error and stops the other checks of that expression.
+always an error and stops the other checks of that expression. Recording rules get the same PromQL
+checks (not those about `for`, routing labels, templates or runbooks) plus their naming convention;
+each recorded name then joins the catalog with the labels its expression keeps, so alerts may read it.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .catalog import MetricCatalog, load_catalog
-from .lint import LINT_IDS, lint
+from .lint import ABSENT_WITHOUT_FOR, LINT_IDS, lint, recording_name
 from .lint_query import QUERY_LINT_IDS, SYNTAX, AlertQuery, check_query, inhibition_findings
 from .located import ErrorLog
 from .model import Inhibition
@@ -33,6 +35,11 @@ class LintContext:
     scrape_interval_s: float = 15.0
     target_labels: frozenset[str] = frozenset()
     alert_labels: dict[str, LabelSet] = field(default_factory=dict)  # filled per alert, read by inhibitions
+    recorded: dict[str, LabelSet] = field(default_factory=dict)  # recording rule name -> labels it keeps
+
+    def known_metrics(self) -> dict[str, LabelSet]:
+        """The spec's external metrics and every recorded series, on top of the catalog."""
+        return {**self.external, **self.recorded}
 
 
 @dataclass(frozen=True)
@@ -53,7 +60,7 @@ class AlertLint:
 def lint_alert(ctx: LintContext, alert: AlertLint, file: str, line: int, errors: ErrorLog) -> None:
     """Record every finding for one alert: syntax at the line of the PromQL written, the others at the alert's."""
     query = AlertQuery(alert.expr, alert.static_labels, alert.templates, ctx.scrape_interval_s, ctx.target_labels)
-    findings, labels = check_query(query, ctx.catalog, ctx.external)
+    findings, labels = check_query(query, ctx.catalog, ctx.known_metrics())
     ctx.alert_labels[alert.name] = labels
     if findings and findings[0][0] == SYNTAX:
         errors.add(file, *_syntax_error(alert, line, findings[0][1]))
@@ -65,6 +72,26 @@ def lint_alert(ctx: LintContext, alert: AlertLint, file: str, line: int, errors:
     for check, message in findings:
         if check != SYNTAX and check not in alert.ignored:
             errors.add(file, line, f"alert {alert.name}: {message} [{check}]")
+
+
+def lint_record(ctx: LintContext, record: AlertLint, file: str, line: int, errors: ErrorLog) -> None:
+    """Record every finding for one recording rule (`record.name` is the recorded series) and enter the
+    series into `ctx.recorded` with the labels it keeps (None when not known)."""
+    findings = recording_name(record.name)
+    if ctx.catalog.get(record.name) is not None:
+        errors.add(file, line, f"record {record.name}: an exporter already exports {record.name!r} "
+                   f"({ctx.catalog.get(record.name).source}); a recorded series needs a name of its own")
+    query = AlertQuery(record.expr, record.static_labels, (), ctx.scrape_interval_s, ctx.target_labels, routed=False)
+    query_findings, labels = check_query(query, ctx.catalog, ctx.known_metrics())
+    ctx.recorded[record.name] = labels
+    if query_findings and query_findings[0][0] == SYNTAX:
+        piece_line, message = _syntax_error(record, line, query_findings[0][1])
+        errors.add(file, piece_line, message.replace(f"alert {record.name}", f"record {record.name}", 1))
+    else:
+        findings += [f for f in lint(record.expr, None) if f[0] != ABSENT_WITHOUT_FOR] + query_findings
+    for check, message in findings:
+        if check not in record.ignored:
+            errors.add(file, line, f"record {record.name}: {message} [{check}]")
 
 
 def _syntax_error(alert: AlertLint, line: int, message: str) -> tuple[int, str]:

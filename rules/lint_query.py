@@ -47,6 +47,7 @@ class AlertQuery:
     templates: tuple[str, ...]  # summary, description
     scrape_interval_s: float
     target_labels: frozenset[str] = frozenset()  # labels the deployment's scrape config adds to every series
+    routed: bool = True  # an alert (needs severity and team); False for a recording rule
 
 
 def check_query(query: AlertQuery, catalog: MetricCatalog, external: dict[str, LabelSet]) -> tuple[
@@ -81,7 +82,7 @@ def _metrics(reading: Reading, catalog: MetricCatalog, external: dict[str, Label
                     "collector that needs hardware it lacks (InfiniBand, hwmon, ...) is missing; "
                     if name.startswith("node_") else "")
         findings.append((UNKNOWN_METRIC, f"metric {name!r} is exported by no vigil exporter, node_exporter, "
-                         f"Prometheus, Alertmanager or the notifier; {hint}{hardware}if another exporter provides "
+                         f"Prometheus, Alertmanager or the notifier, and no recording rule of the specs records it; {hint}{hardware}if another exporter provides "
                          "it, declare it in the spec's 'external_metrics' (name: [its labels])"))
     return findings
 
@@ -116,6 +117,8 @@ def _ranges(reading: Reading, query: AlertQuery) -> list[tuple[str, str]]:
 
 
 def _needed_labels(query: AlertQuery, alert_labels: LabelSet) -> list[tuple[str, str]]:
+    if not query.routed:
+        return []
     findings = [(MISSING_LABEL, f"the alert has no {label!r} label, which the Alertmanager routing needs; set it "
                  "in 'labels' or the file's 'defaults: labels'")
                 for label in ROUTING_LABELS if label not in query.static_labels]

@@ -1,13 +1,12 @@
 """Spec files → validated `RuleSet`, collecting every error as `file:line: message`.
 
-A spec file (see docs/rules.md) holds an optional `group`, `interval` and `defaults`, and an `alerts`
-mapping of alert name → alert. Nothing is raised until every file has been read, so one run of
+A spec file (see docs/rules.md) holds an optional `group`, `interval` and `defaults`, and at least one
+of `records` (recording rules, `loader_records`), `slos` (`slo`) and `alerts` (alert name → alert). Nothing is raised until every file has been read, so one run of
 `vigil rules check` shows all mistakes at once.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,15 +15,16 @@ from vigil.exporters.sim.faults import FAULTS as SIMULATOR_FAULTS
 from vigil.common.durations import parse_prometheus_duration
 
 from .kinds import KINDS, expand
-from .lint_alert import ALL_LINT_IDS, DEFAULT_SCRAPE_INTERVAL, AlertLint, LintContext, lint_alert, lint_inhibition
+from .lint_alert import DEFAULT_SCRAPE_INTERVAL, AlertLint, LintContext, lint_alert, lint_inhibition
+from .loader_records import check_unique_records, lint_ignores, load_records, record_names, report_duplicates
 from .located import ErrorLog, Located, SpecError, load_located
-from .model import ALL_OTHER_ALERTS, SEVERITIES, Alert, Group, Inhibition, RuleSet
+from .model import ALL_OTHER_ALERTS, SEVERITIES, Alert, Group, Inhibition, Recording, RuleSet
+from .slo import load_slos, slo_record_names
 from .promql import ALERT_NAME, METRIC_NAME
 from .reader import Reader
 
 DEFAULT_RUNBOOK_BASE = "docs/runbooks.md"
 _RESERVED_LABELS = ("alertname", "severity")
-_LINT_ID = re.compile(r"^[a-z-]+$")
 _PROMQL_KEYS = ("expr", "numerator", "denominator")  # keys whose value is PromQL as the author wrote it
 
 
@@ -45,54 +45,98 @@ class _Pending:
     inhibition: Inhibition
 
 
+@dataclass
+class _File:
+    """One spec file once its top-level keys are read; its sections are loaded in later passes."""
+
+    path: Path
+    group: str
+    interval: str | None
+    defaults: _Defaults
+    lint: tuple[float, dict, frozenset[str]]  # scrape interval (s), external metrics, target labels
+    records: Located | None
+    slos: Located | None
+    alerts: Located | None
+
+    def use_lint_settings(self, ctx: LintContext) -> None:
+        ctx.scrape_interval_s, ctx.external, ctx.target_labels = self.lint
+
+
 def load_specs(paths: list[Path]) -> RuleSet:
-    """Load and validate spec files; raise `SpecError` listing every problem found."""
+    """Load and validate spec files; raise `SpecError` listing every problem found.
+
+    Three passes, so that any alert may read a series recorded in any file: every recorded name is
+    known first (labels not yet), then the records (and SLOs) of every file are linted, each entering
+    the catalog with the labels it keeps, then the alerts."""
     errors = ErrorLog()
     lint_ctx = LintContext()
-    groups: list[Group] = []
     pending: list[_Pending] = []
     if not paths:
         raise SpecError(["<none>:0: no spec files given"])
-    for path in paths:
-        root = load_located(Path(path), errors)
-        if root is not None:
-            group = _load_file(Path(path), root, errors, pending, lint_ctx)
-            if group is not None:
-                groups.append(group)
+    files = [spec for spec in (_read_file(Path(path), errors) for path in paths) if spec is not None]
+    for spec in files:
+        lint_ctx.recorded.update(dict.fromkeys(record_names(spec.records) + slo_record_names(spec.slos)))
+    records: dict[str, list[Recording]] = {}
+    slo_alerts: dict[str, list[Alert]] = {}
+    for spec in files:
+        spec.use_lint_settings(lint_ctx)
+        file = str(spec.path)
+        records[file] = load_records(spec.records, file, errors, lint_ctx) if spec.records is not None else []
+        if spec.slos is not None:
+            expanded = load_slos(spec.slos, file, errors, lint_ctx, spec.defaults.labels, spec.defaults.runbook_base)
+            records[file] += expanded.records
+            slo_alerts[file] = expanded.alerts
+            pending.extend(_Pending(file, line, inhibition) for line, inhibition in expanded.inhibitions)
+    groups: list[Group] = []
+    for spec in files:
+        spec.use_lint_settings(lint_ctx)
+        file = str(spec.path)
+        alerts = slo_alerts.get(file, []) + _load_alerts(spec, errors, pending, lint_ctx)
+        groups.append(Group(name=spec.group, alerts=tuple(alerts), interval=spec.interval, file=file,
+                            records=tuple(records[file])))
     _check_unique(groups, errors)
+    check_unique_records(groups, errors)
     inhibitions = _resolve_inhibitions(groups, pending, errors, lint_ctx)
     if errors:
         raise SpecError(errors.messages)
     return RuleSet(groups=tuple(groups), inhibitions=inhibitions)
 
 
-def _load_file(path: Path, root: Located, errors: ErrorLog, pending: list[_Pending],
-               lint_ctx: LintContext) -> Group | None:
+def _read_file(path: Path, errors: ErrorLog) -> _File | None:
+    root = load_located(path, errors)
+    if root is None:
+        return None
     file = str(path)
     if not root.is_map():
-        errors.add(file, root.line, "a spec file must be a mapping with an 'alerts' key")
+        errors.add(file, root.line, "a spec file must be a mapping with an 'alerts' key (or 'records', 'slos')")
         return None
     top = Reader(root, file, errors, "spec")
     name = top.text("group") or path.stem
     interval = top.duration("interval")
     defaults = _load_defaults(top, file, errors)
-    lint_ctx.scrape_interval_s = parse_prometheus_duration(top.duration("scrape_interval") or DEFAULT_SCRAPE_INTERVAL)
-    lint_ctx.external = _external_metrics(top)
-    lint_ctx.target_labels = frozenset(top.name_list("target_labels") or ())
-    alerts_node = top.raw("alerts", required=True)
+    lint = (parse_prometheus_duration(top.duration("scrape_interval") or DEFAULT_SCRAPE_INTERVAL),
+            _external_metrics(top), frozenset(top.name_list("target_labels") or ()))
+    sections = [top.raw(key) for key in ("records", "slos", "alerts")]
+    if sections == [None, None, None]:
+        top.error(None, "spec: missing required key 'alerts' (or 'records', 'slos')")
     top.unknown_keys()
+    return _File(path, name, interval, defaults, lint, *sections)
+
+
+def _load_alerts(spec: _File, errors: ErrorLog, pending: list[_Pending], lint_ctx: LintContext) -> list[Alert]:
+    file, alerts_node = str(spec.path), spec.alerts
     if alerts_node is None:
-        return None
+        return []
     if not alerts_node.is_map() or not alerts_node.value:
         errors.add(file, alerts_node.line, "'alerts' must be a mapping of alert name: alert")
-        return None
+        return []
     alerts = []
     for alert_name, node in alerts_node.value.items():
-        alert = _load_alert(alert_name, node, alerts_node.key_lines[alert_name], file, defaults, errors, pending,
-                            lint_ctx)
+        alert = _load_alert(alert_name, node, alerts_node.key_lines[alert_name], file, spec.defaults, errors,
+                            pending, lint_ctx)
         if alert is not None:
             alerts.append(alert)
-    return Group(name=name, alerts=tuple(alerts), interval=interval, file=file)
+    return alerts
 
 
 def _external_metrics(top: Reader) -> dict[str, frozenset[str] | None]:
@@ -172,10 +216,7 @@ def _load_alert(name: str, node: Located, line: int, file: str, defaults: _Defau
         runbook = f"{defaults.runbook_base}#{runbook}"
     _read_inhibitions(r, name, pending)
     drill = r.choice("drill", tuple(SIMULATOR_FAULTS))
-    ignored = r.name_list("lint_ignore", pattern=_LINT_ID, what="lint check id") or []
-    for check in ignored:
-        if check not in ALL_LINT_IDS:
-            r.error("lint_ignore", f"alert {name}: unknown lint check {check!r} (known: {', '.join(ALL_LINT_IDS)})")
+    ignored = lint_ignores(r, f"alert {name}")
     r.unknown_keys()
     if expr is not None:
         static = frozenset({"severity", *defaults.labels, *(labels or {})})
@@ -216,13 +257,9 @@ def _read_inhibitions(r: Reader, name: str, pending: list[_Pending]) -> None:
 
 
 def _check_unique(groups: list[Group], errors: ErrorLog) -> None:
-    seen: dict[str, Alert] = {}
+    report_duplicates((a for g in groups for a in g.alerts), "alert", errors)
     drilled: dict[str, Alert] = {}
     for alert in (a for g in groups for a in g.alerts):
-        first = seen.setdefault(alert.name, alert)
-        if first is not alert:
-            errors.add(alert.file, alert.line,
-                       f"duplicate alert name {alert.name!r} (first defined at {first.file}:{first.line})")
         if alert.drill is not None:
             other = drilled.setdefault(alert.drill, alert)
             if other is not alert:

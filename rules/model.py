@@ -40,13 +40,25 @@ class Alert:
 
 
 @dataclass(frozen=True)
+class Recording:
+    """One recording rule: `expr` evaluated and stored as the series `name` (with `labels` added)."""
+
+    name: str
+    expr: str
+    labels: tuple[tuple[str, str], ...] = ()  # sorted by name
+    file: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class Group:
-    """The alerts of one spec file: one Prometheus rule group."""
+    """The recording rules and alerts of one spec file: one Prometheus rule group, records first."""
 
     name: str
     alerts: tuple[Alert, ...]
     interval: str | None = None
     file: str = ""
+    records: tuple[Recording, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -59,6 +71,10 @@ class RuleSet:
     @property
     def alerts(self) -> tuple[Alert, ...]:
         return tuple(alert for group in self.groups for alert in group.alerts)
+
+    @property
+    def records(self) -> tuple[Recording, ...]:
+        return tuple(record for group in self.groups for record in group.records)
 
     def alert(self, name: str) -> Alert:
         for alert in self.alerts:
