@@ -157,3 +157,11 @@ def wait_for(condition, what: str, timeout: float = 40.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"no {what} within {timeout:.0f}s"
         time.sleep(0.5)
+
+
+def test_node_exporter_and_node_health_targets_carry_the_node_they_play(stack: RunningStack):
+    prom = stack.url("prometheus")
+    query = 'up{job=~"node-exporter|vigil-node-health"}'
+    result = requests.get(f"{prom}/api/v1/query", params={"query": query}, timeout=5).json()["data"]["result"]
+    assert sorted((r["metric"]["job"], r["metric"].get("node")) for r in result) == \
+        [("node-exporter", "node-1"), ("vigil-node-health", "node-1")]
