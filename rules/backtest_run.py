@@ -28,6 +28,7 @@ from .model import Alert, Group, RuleSet
 MAX_POINTS = 11_000  # Prometheus refuses a range query of more than 11,000 points per series
 PROMETHEUS_DEFAULT_INTERVAL = 60.0  # global.evaluation_interval when a configuration sets none
 DEFAULT_FLAP_WINDOW = 15 * 60.0
+TOO_MANY_SAMPLES = "too many samples"  # Prometheus's refusal of a query over --query.max-samples
 
 
 @dataclass
@@ -101,12 +102,29 @@ def backtest_alert(client: PrometheusClient, alert: Alert, group: Group, interva
     expr, from_history = inline_records(alert.expr, records)
     report = RuleReport(alert.name, group.name, alert.severity, alert.file, alert.line, step, for_s, keep_s,
                         coarsened_from=coarsened_from, from_history=tuple(from_history))
-    for series in client.query_range(expr, query_start, end, step):
-        times = [t for t, _ in series.points]
-        report.firings += series_firings(alert_labels(alert, series.labels), times, step, for_s, keep_s, start, end)
+    for labels, times in query_times(client, expr, query_start, end, step).items():
+        report.firings += series_firings(alert_labels(alert, dict(labels)), times, step, for_s, keep_s, start, end)
     report.firings.sort(key=lambda f: (f.start, f.labels))
     report.flaps = count_flaps(report.firings, settings.flap_window)
     return report
+
+
+def query_times(client: PrometheusClient, expr: str, start: float, end: float, step: float) -> dict[tuple, list[float]]:
+    """The evaluation times at which each series (sorted label pairs) of `expr` had a value. A range whose
+    query would load more samples than the server allows (`--query.max-samples`: a whole fleet over a
+    long range) is queried in halves on the step grid, down to single evaluations."""
+    try:
+        return {tuple(sorted(series.labels.items())): [t for t, _ in series.points]
+                for series in client.query_range(expr, start, end, step)}
+    except PrometheusUnavailable as exc:
+        steps = round((end - start) / step)
+        if TOO_MANY_SAMPLES not in str(exc) or steps < 1:
+            raise
+    middle = start + (steps // 2) * step
+    found = query_times(client, expr, start, middle, step)
+    for labels, times in query_times(client, expr, middle + step, end, step).items():
+        found.setdefault(labels, []).extend(times)
+    return found
 
 
 def backtest(client: PrometheusClient, ruleset: RuleSet, start: float, end: float, settings: Settings,

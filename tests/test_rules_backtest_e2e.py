@@ -3,7 +3,8 @@
 The day is what the simulated fleet exports: the real GPU collector reads a `SimulatedNvml` on a fake
 clock every 2 minutes, with faults injected and cleared (a GPU reset) at known times, and `node-down`
 as its scrape target answering `up 0`. The samples become TSDB blocks with `promtool tsdb
-create-blocks-from openmetrics`; Prometheus 2.42 serves them, its global evaluation_interval 3m. The
+create-blocks-from openmetrics`; Prometheus 2.42 serves them, its global evaluation_interval 3m and
+`--query.max-samples` so low that a day of one rule needs several queries. The
 shipped GPU spec plus a deliberately noisy rule are backtested over that day through the CLI.
 """
 
@@ -31,9 +32,9 @@ from vigil.cli import main as vigil_main
 from vigil.exporters.nvml_collector import NvmlCollector
 from vigil.exporters.sim.faults import Fault
 from vigil.exporters.sim.nvml import SimulatedNvml
-from vigil.common.prometheus_api import PrometheusClient
+from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
 from vigil.rules import Alert, Group, load_specs
-from vigil.rules.backtest_run import Settings, backtest, parse_rfc3339
+from vigil.rules.backtest_run import Settings, backtest, parse_rfc3339, query_times
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("prometheus") is None or shutil.which("promtool") is None,
                                                  reason="prometheus and promtool are not installed")]
@@ -43,6 +44,9 @@ GPU_SPEC = REPO / "rules" / "specs" / "gpu.yaml"
 STEP = 180.0
 NODES, GPUS = ("node-1", "node-2"), 2
 HOUR = 3600.0
+# Like a whole fleet over a long range on a server with the default limit (50 million samples): a day of
+# the noisy rule's 4 series does not fit in one query here, so every backtest goes through query halving.
+MAX_SAMPLES = 2000  # one evaluation of any rule here peaks at 1,009 samples (GpuXidRecurring's 7d subquery); a day of the noisy rule at 2,775
 # (fault, node, gpu, hours into the day it is injected, hours into the day it is cleared)
 FAULTS = (("overheat", "node-1", 1, 6.0, 6.5), ("ecc-dbe", "node-2", 0, 14.0, 15.0), ("node-down", "node-2", None, 20.0, 20.5))
 NOISY_SPEC = """\
@@ -128,7 +132,8 @@ def day(tmp_path_factory):
     (work / "prometheus.yml").write_text(json.dumps({"global": {"evaluation_interval": "3m"}}))
     port = free_ports(1)
     prom = subprocess.Popen(["prometheus", f"--config.file={work / 'prometheus.yml'}", f"--storage.tsdb.path={work / 'tsdb'}",
-                             f"--web.listen-address=127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             f"--web.listen-address=127.0.0.1:{port}", f"--query.max-samples={MAX_SAMPLES}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until(lambda: answers(f"{url}/-/ready") or prom.poll() is not None, timeout=60, step=0.2)
@@ -261,3 +266,24 @@ def test_an_alert_on_a_recording_rule_never_deployed_is_backtested_through_its_e
     reports = {r.alert: r for r in result.reports}
     assert len(reports["HotDirect"].firings) == 1 and reports["HotRecorded"].from_history == ()
     assert [(f.start, f.end) for f in reports["HotRecorded"].firings] == [(f.start, f.end) for f in reports["HotDirect"].firings]
+
+
+def test_a_range_over_the_servers_sample_limit_is_queried_in_parts(day):
+    url, start, end, noisy = day
+    expr = load_specs([noisy]).alerts[0].expr
+    client = PrometheusClient(url)
+    with pytest.raises(PrometheusUnavailable, match="too many samples"):
+        client.query_range(expr, start, end, STEP)
+    parts = query_times(client, expr, start, end, STEP)
+    assert len(parts) == 4  # one per GPU
+    assert all(times == sorted(set(times)) for times in parts.values())
+    # the same evaluations as small queries one hour at a time, which the server answers whole
+    hourly: dict[tuple, list[float]] = {}
+    for hour in range(24):
+        first = start + hour * HOUR
+        for series in client.query_range(expr, first, min(end, first + HOUR - STEP), STEP):
+            hourly.setdefault(tuple(sorted(series.labels.items())), []).extend(t for t, _ in series.points)
+    last = client.query_range(expr, end, end, STEP)
+    for series in last:
+        hourly.setdefault(tuple(sorted(series.labels.items())), []).extend(t for t, _ in series.points)
+    assert parts == hourly
