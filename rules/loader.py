@@ -78,6 +78,7 @@ def load_specs(paths: list[Path]) -> RuleSet:
         lint_ctx.recorded.update(dict.fromkeys(record_names(spec.records) + slo_record_names(spec.slos)))
     records: dict[str, list[Recording]] = {}
     slo_alerts: dict[str, list[Alert]] = {}
+    slo_inhibitions: dict[str, list[_Pending]] = {}
     for spec in files:
         spec.use_lint_settings(lint_ctx)
         file = str(spec.path)
@@ -86,11 +87,12 @@ def load_specs(paths: list[Path]) -> RuleSet:
             expanded = load_slos(spec.slos, file, errors, lint_ctx, spec.defaults.labels, spec.defaults.runbook_base)
             records[file] += expanded.records
             slo_alerts[file] = expanded.alerts
-            pending.extend(_Pending(file, line, inhibition) for line, inhibition in expanded.inhibitions)
+            slo_inhibitions[file] = [_Pending(file, line, inhibition) for line, inhibition in expanded.inhibitions]
     groups: list[Group] = []
     for spec in files:
         spec.use_lint_settings(lint_ctx)
         file = str(spec.path)
+        pending.extend(slo_inhibitions.get(file, []))
         alerts = slo_alerts.get(file, []) + _load_alerts(spec, errors, pending, lint_ctx)
         groups.append(Group(name=spec.group, alerts=tuple(alerts), interval=spec.interval, file=file,
                             records=tuple(records[file])))

@@ -87,13 +87,15 @@ def _load_slo(name: str, r: Reader, lint_ctx: LintContext, default_labels: dict[
         if labels and reserved in labels:
             r.error("labels", f"{r.what}: label {reserved!r} is set by the generator, not in 'labels'")
     r.unknown_keys()
-    if None in (budget, ratio, what, action, labels):
+    if ratio is None:
         return
     slo_label = {"slo": name}
-    for window in WINDOWS:
+    for window in WINDOWS:  # the windows differ only in the range: report the 5m record's findings once
         record = Recording(name=record_name(name, window), expr=ratio.replace("$window", window),
                            labels=tuple(slo_label.items()), file=r.file, line=r.start_line)
-        out.records.append(linted_record(record, lint_ctx, r.errors))
+        out.records.append(linted_record(record, lint_ctx, r.errors if window == WINDOWS[0] else ErrorLog()))
+    if None in (budget, what, action, labels):  # the records were checked: their findings are listed too
+        return
     all_labels = {**default_labels, **labels, **slo_label}
     for suffix, severity, pairs, meaning in TIERS:
         alert = _alert(name, suffix, severity, pairs, meaning, budget, what.strip(), action.strip(), all_labels,
@@ -147,7 +149,7 @@ def _sub_reader(r: Reader, key: str, holding: str, joint: str) -> Reader | None:
     if not item.is_map():
         r.errors.add(r.file, item.line, f"{r.what}: {key!r} must be a mapping with {holding}")
         return None
-    return Reader(item, r.file, r.errors, f"{r.what}{joint}{key}", line=item.line)
+    return Reader(item, r.file, r.errors, f"{r.what}{joint}{key}", line=r.line(key))
 
 
 def _series(s: Reader, key: str, extra: dict[str, str] | None = None, suffix: str = "") -> str | None:
@@ -200,10 +202,10 @@ def _alert(name: str, suffix: str, severity: str, pairs, meaning: str, budget: D
         f"({record_name(name, long)} > ({rate} * {budget}) and {record_name(name, short)} > ({rate} * {budget}))"
         for rate, long, short in pairs)
     windows = " / ".join(f"{rate}x over {long} and {short}" for rate, long, short in pairs)
-    description = (f"{{{{ $value | humanizePercentage }}}} of {what} failed over the last {pairs[0][1]} "
-                   f"(or {pairs[1][1]}); the SLO allows {allowed}% over 30 days, and the error budget burns "
+    description = (f"The error ratio of {what} is {{{{ $value | humanizePercentage }}}} over the last "
+                   f"{pairs[0][1]} (or {pairs[1][1]}); the SLO allows {allowed}% over 30 days, and the error budget burns "
                    f"faster than {windows}. This is a {meaning}. {action}")
     return Alert(name=alert_name, expr=conditions, severity=severity,
-                 summary=f"SLO {name}: {what} burn the error budget {'fast' if severity == 'critical' else 'steadily'}",
+                 summary=f"SLO {name} ({what}): the error budget burns {'fast' if severity == 'critical' else 'steadily'}",
                  description=description, runbook_url=f"{runbook_base}#{alert_name.lower()}",
                  labels=tuple(sorted({**labels}.items())), kind="slo", file=r.file, line=r.start_line)
