@@ -84,6 +84,14 @@ def read_catalog_file(path: Path) -> dict[str, dict[str, dict]]:
     return json.loads(path.read_text(encoding="utf-8"))["sources"]
 
 
+def with_records(catalog: MetricCatalog, records) -> MetricCatalog:
+    """`catalog` plus the series the specs' recording rules record (`rules.model.Recording`), with the labels
+    each keeps; the lint learns them the same way while it reads the specs."""
+    recorded = {record.name: MetricInfo("gauge", None if record.keeps is None else frozenset(record.keeps),
+                                        f"recording rule: {Path(record.file).name}") for record in records}
+    return MetricCatalog({**catalog.metrics, **recorded})
+
+
 def load_catalog(path: Path = CATALOG_PATH) -> MetricCatalog:
     """The catalog of everything vigil's stack exports (see the module docstring)."""
     metrics: dict[str, MetricInfo] = {}

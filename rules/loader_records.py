@@ -9,6 +9,7 @@ other records may read it (see `LintContext.recorded`).
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from .lint_alert import ALL_LINT_IDS, AlertLint, LintContext, lint_record
 from .located import ErrorLog, Located
@@ -85,7 +86,8 @@ def linted_record(record: Recording, lint_ctx: LintContext, errors: ErrorLog, *,
                                                                                  record.expr),),
                                     for_=None, static_labels=frozenset(dict(record.labels)), templates=(),
                                     runbook_url="", ignored=tuple(ignored)), record.file, record.line, errors)
-    return record
+    keeps = lint_ctx.recorded.get(record.name)
+    return replace(record, keeps=None if keeps is None else tuple(sorted(keeps)))
 
 
 def report_duplicates(items, what: str, errors: ErrorLog) -> None:

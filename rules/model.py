@@ -48,6 +48,7 @@ class Recording:
     labels: tuple[tuple[str, str], ...] = ()  # sorted by name
     file: str = ""
     line: int = 0
+    keeps: tuple[str, ...] | None = None  # the recorded series' label names (None: not known), set by the lint
 
 
 @dataclass(frozen=True)

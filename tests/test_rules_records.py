@@ -185,3 +185,11 @@ def test_every_shipped_record_has_a_promql_expr_test():
     records = [record.name for record in rules.load_specs(rules.default_spec_paths()).records]
     assert [name for name in records if not re.search(rf"(?<![\w:]){re.escape(name)}(?![\w:])", tested)] == [], \
         "recording rules without a promql_expr_test in rules/tests/"
+
+
+def test_the_catalog_command_lists_the_shipped_records_with_the_labels_they_keep():
+    result = CliRunner().invoke(main, ["rules", "catalog", "slo:gpu_availability_errors:"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert "slo:gpu_availability_errors:ratio_rate5m\tgauge\t{slo}\trecording rule: slo.yaml" in lines
+    assert len(lines) == 7  # one per window

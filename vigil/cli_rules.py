@@ -13,7 +13,7 @@ from vigil.rules import (
 from vigil.common.click_types import Duration, label_pairs
 from vigil.rules.alertmanager import alertmanager_config, heartbeat_url_for, webhook_receiver
 from vigil.rules.alertmanager_routing import ROUTING_FILE, load_routing
-from vigil.rules.catalog import load_catalog
+from vigil.rules.catalog import load_catalog, with_records
 from vigil.rules.kubernetes import dump_yaml_documents, prometheus_rules
 from vigil.rules.promtool import PromtoolMissing, check_rules, test_rules
 
@@ -125,7 +125,8 @@ def check(specs, max_for):
         raise click.ClickException(str(exc)) from None
     if not result.ok:
         raise click.ClickException(f"promtool check rules failed:\n{result.output}")
-    click.echo(f"OK: {len(ruleset.alerts)} alerts in {len(ruleset.groups)} groups pass promtool check rules")
+    click.echo(f"OK: {len(ruleset.alerts)} alerts in {len(ruleset.groups)} groups pass promtool check rules"
+               f" (with {len(ruleset.records)} recording rules)")
 
 
 @rules.command()
@@ -133,9 +134,14 @@ def check(specs, max_for):
 def catalog(patterns):
     """List the metrics the lint knows (name, type, labels, source) whose names contain any of PATTERNS.
 
-    A rule may read only these, or metrics its spec declares under 'external_metrics' (docs/rules.md).
+    A rule may read only these (including the series the shipped specs' recording rules record), or
+    metrics its spec declares under 'external_metrics' (docs/rules.md).
     """
     known = load_catalog()
+    try:  # the shipped specs' recorded series are metrics a rule may read too
+        known = with_records(known, load_specs(default_spec_paths()).records)
+    except SpecError:
+        pass  # `vigil rules check` reports those errors
     names = sorted(n for n in known.metrics if not patterns or any(p in n for p in patterns))
     if not names:
         raise click.ClickException(f"no metric in the catalog contains {' or '.join(map(repr, patterns))}")
