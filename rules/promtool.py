@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,16 +55,36 @@ def check_rules(ruleset: RuleSet, *, max_for_seconds: float | None = None, timeo
         return _run(["check", "rules", RULE_FILE_NAME], Path(tmp), timeout)
 
 
-def test_rules(ruleset: RuleSet, test_files: list[Path], *, timeout: float = 120) -> PromtoolResult:
-    """`promtool test rules` on copies of `test_files` next to the rule file generated from `ruleset`."""
+def _share_out(names: list[str], sizes: list[int], workers: int) -> list[list[str]]:
+    """`names` in `workers` batches of about equal total size (largest first onto the lightest batch)."""
+    batches: list[tuple[int, list[str]]] = [(0, []) for _ in range(max(1, min(workers, len(names))))]
+    for size, name in sorted(zip(sizes, names), reverse=True):
+        total, batch = min(batches, key=lambda b: b[0])
+        batches[batches.index((total, batch))] = (total + size, batch + [name])
+    return [sorted(batch) for _, batch in batches if batch]
+
+
+def test_rules(ruleset: RuleSet, test_files: list[Path], *, timeout: float = 120,
+               workers: int | None = None) -> PromtoolResult:
+    """`promtool test rules` on copies of `test_files` next to the rule file generated from `ruleset`.
+
+    promtool runs the files of one call one after another on one core; the files are shared out over
+    `workers` promtool processes (default: one per CPU) that run at once, and their outputs joined.
+    """
     with tempfile.TemporaryDirectory(prefix="vigil-rules-test-") as tmp:
         (Path(tmp) / RULE_FILE_NAME).write_text(dump_yaml(prometheus_rule_file(ruleset)), encoding="utf-8")
-        names = []
+        names, sizes = [], []
         for i, path in enumerate(test_files):
             name = f"{i:02d}-{Path(path).name}"  # two test files may share a base name
             shutil.copyfile(path, Path(tmp) / name)
             names.append(name)
-        return _run(["test", "rules", *names], Path(tmp), timeout)
+            sizes.append(Path(path).stat().st_size)
+        batches = _share_out(names, sizes, workers or os.cpu_count() or 1)
+        if len(batches) <= 1:
+            return _run(["test", "rules", *names], Path(tmp), timeout)
+        with ThreadPoolExecutor(len(batches)) as pool:
+            results = list(pool.map(lambda batch: _run(["test", "rules", *batch], Path(tmp), timeout), batches))
+        return PromtoolResult(ok=all(r.ok for r in results), output="\n".join(r.output for r in results if r.output))
 
 
 test_rules.__test__ = False  # not a pytest test, despite its name
