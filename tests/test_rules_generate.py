@@ -41,7 +41,7 @@ def test_generate_without_output_dir_prints_the_rule_file():
 def test_max_for_caps_for_and_keep_firing_for_only_where_longer():
     ruleset = rules.load_specs(rules.default_spec_paths())
     capped = {r["alert"]: r for g in rules.prometheus_rule_file(ruleset, max_for_seconds=90)["groups"]
-              for r in g["rules"]}
+              for r in g["rules"] if "alert" in r}  # recording rules have no 'for'
     assert capped["GpuTemperatureHigh"]["for"] == "1m30s"  # 10m capped
     assert capped["GpuOverheating"]["for"] == "1m"  # already shorter
     assert capped["GpuOverheating"]["keep_firing_for"] == "1m30s"  # 2m capped
@@ -61,8 +61,8 @@ def test_first_rule_set_contract():
         "GpuRemapPending": "warning", "GpuRecoveryActionRequired": "critical", "GpuMissing": "critical",
         "GpuExporterAbsent": "warning", "GpuLoadOutsideBaseline": "warning",
     }.items()
-    assert [p.name for p in rules.default_spec_paths()] == ["aiops.yaml", "baselines.yaml", "gpu.yaml", "jobs.yaml", "node.yaml",
-                                                          "service.yaml"]
+    assert [p.name for p in rules.default_spec_paths()] == ["aiops.yaml", "baselines.yaml", "gpu.yaml", "gpu_links.yaml", "jobs.yaml", "node.yaml",
+                                                          "service.yaml", "slo.yaml"]
     for alert in ruleset.alerts:
         anchor = alert.runbook_url.split("#")[1]
         assert alert.runbook_url == f"docs/runbooks.md#{alert.name.lower()}" == f"docs/runbooks.md#{anchor}"
