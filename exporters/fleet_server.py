@@ -85,6 +85,7 @@ class FleetServer:
         """First collection of every node, then listeners, scheduler, XID pump and chaos API."""
         for collector in self.collectors.values():
             collector.start(loop=False)
+            collector.exposition()  # rendered now: the first scrape round of a large fleet finds every page ready
         if self.single_port:
             self.shared = self.http.listen(self.host, self.port, self._shared_body)
         for target in self.targets.values():

@@ -1,0 +1,177 @@
+"""Rule evaluation cost of the whole shipped catalog over a simulated fleet, as the real Prometheus runs it.
+
+    .venv/bin/python bench/rules/run.py [--nodes 250,1250,2500] [--gpus 8] [--evaluations 4] [--record]
+
+For each size: the simulated fleet in one process (`vigil exporter gpu --backend sim --single-port`,
+each node its own scrape target), the real Prometheus scraping it every 15 s with the rules of
+`vigil rules generate` evaluated every 15 s. Once every target is up, it watches `--evaluations`
+evaluations of every rule group and reports, per group, the last and the largest
+`prometheus_rule_group_last_duration_seconds`; the costliest rules (`/api/v1/rules` evaluationTime);
+targets up; Prometheus CPU (rate of `process_cpu_seconds_total` over the window), RSS and head series;
+the fleet's threads, CPU and RSS; and the load average. Then the growth between sizes: linear when the
+time ratio is close to the node ratio.
+
+The first minutes of a Prometheus are measured: `offset 10m` and long ranges read less history than in
+steady state. The machine's cores may be shared with other work: the load average is printed. Writes
+section `rules` of docs/benchmarks.md only with `--record`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import requests
+from prometheus_client.parser import text_string_to_metric_families
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import stack  # noqa: E402  (bench/rules/stack.py)
+
+sys.path.insert(0, str(stack.ROOT))
+from vigil.aiops.benchmark_record import add_record_option, machine_summary, utc_now, write_section  # noqa: E402
+
+SECTION = "rules"
+SCRAPE_S = 15
+
+
+def prom_metrics(url: str) -> dict[str, dict[tuple, float]]:
+    """Prometheus' own /metrics: {name: {sorted label items: value}}."""
+    text = requests.get(f"{url}/metrics", timeout=30).text
+    found: dict[str, dict[tuple, float]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            found.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
+    return found
+
+
+def one(metrics: dict, name: str) -> float:
+    values = metrics.get(name) or {}
+    return next(iter(values.values()), float("nan"))
+
+
+def targets_up(url: str) -> int:
+    result = requests.get(f"{url}/api/v1/query", params={"query": 'count(up{job="vigil-gpu"} == 1)'},
+                          timeout=30).json()["data"]["result"]
+    return int(float(result[0]["value"][1])) if result else 0
+
+
+def measure(nodes: int, args: argparse.Namespace, rules: Path, workdir: Path) -> dict:
+    with stack.fleet(nodes, args.gpus, args.fleet_refresh, workdir) as (fleet, fleet_port):
+        prom_port = stack.free_port()
+        config = stack.prometheus_config(fleet_port, nodes, rules, prom_port, SCRAPE_S)
+        with stack.prometheus(config, workdir) as (prom, url):
+            stack.wait_until(lambda: targets_up(url) >= nodes, 60 + nodes / 20, f"{nodes} targets up", step=2, process=prom)
+            return observe(url, prom.pid, fleet.pid, nodes, args.evaluations)
+
+
+def observe(url: str, prom_pid: int, fleet_pid: int, nodes: int, evaluations: int) -> dict:
+    """Watch `evaluations` evaluations of every group; everything else is read over the same window."""
+    started, m0, f0 = time.time(), prom_metrics(url), stack.proc_figures(fleet_pid)
+    seen: dict[str, dict[float, float]] = {}  # group -> {evaluation timestamp: duration}
+    rules: dict[tuple[str, str], float] = {}  # (group, rule) -> largest evaluationTime
+    up_min, load_max, threads_max = nodes, 0.0, f0["threads"]
+    listed = requests.get(f"{url}/api/v1/rules", timeout=30).json()["data"]["groups"]
+    # a group evaluated every minute is watched over the same span: fewer evaluations, at least one
+    wanted = {g["name"]: max(1, round(evaluations * SCRAPE_S / g["interval"])) for g in listed}
+    deadline = started + SCRAPE_S * evaluations + 2 * max(g["interval"] for g in listed) + 30
+    while time.time() < deadline:
+        try:  # an overloaded Prometheus may not answer a poll in time: the next one counts
+            metrics = prom_metrics(url)
+            durations = metrics.get("prometheus_rule_group_last_duration_seconds", {})
+            stamps = metrics.get("prometheus_rule_group_last_evaluation_timestamp_seconds", {})
+            for labels, stamp in stamps.items():
+                group = dict(labels)["rule_group"].split(";", 1)[1]
+                if stamp > started and labels in durations:
+                    seen.setdefault(group, {})[stamp] = durations[labels]
+            for group in requests.get(f"{url}/api/v1/rules", timeout=30).json()["data"]["groups"]:
+                for rule in group["rules"]:
+                    key = (group["name"], rule["name"])
+                    rules[key] = max(rules.get(key, 0.0), rule.get("evaluationTime", 0.0))
+            up_min = min(up_min, targets_up(url))
+            load_max = max(load_max, os.getloadavg()[0])
+            threads_max = max(threads_max, stack.proc_figures(fleet_pid)["threads"])
+        except requests.RequestException as error:
+            print(f"poll skipped: {error.__class__.__name__}", flush=True)
+        if all(len(seen.get(name, {})) >= n for name, n in wanted.items()):
+            break
+        time.sleep(3)
+    m1, f1, window = prom_metrics(url), stack.proc_figures(fleet_pid), time.time() - started
+    groups = {g: {"last_ms": 1000 * d[max(d)], "max_ms": 1000 * max(d.values()), "evaluations": len(d)}
+              for g, d in sorted(seen.items())}
+    return {
+        "nodes": nodes, "groups": groups, "targets_up_min": up_min, "targets_up_end": targets_up(url),
+        "top_rules": sorted(((v * 1000, g, r) for (g, r), v in rules.items()), reverse=True)[:5],
+        "prom_cpu": (one(m1, "process_cpu_seconds_total") - one(m0, "process_cpu_seconds_total")) / window,
+        "prom_rss_mib": one(m1, "process_resident_memory_bytes") / 2**20,
+        "head_series": one(m1, "prometheus_tsdb_head_series"),
+        "fleet_cpu": (f1["cpu_s"] - f0["cpu_s"]) / window, "fleet_rss_mib": f1["rss_mib"],
+        "fleet_threads": threads_max, "load_max": load_max,
+    }
+
+
+def report(results: list[dict], args: argparse.Namespace) -> str:
+    lines = [f"Machine: {machine_summary()}. Date: {utc_now()}. Command: `.venv/bin/python bench/rules/run.py "
+             f"--nodes {args.nodes} --evaluations {args.evaluations}`. Load average at start: {args.load_at_start:.1f}. Fleet: N nodes x {args.gpus} GPUs in one process "
+             f"(refresh every {args.fleet_refresh} s), scraped every {SCRAPE_S} s; rules of `vigil rules generate` "
+             f"evaluated every {SCRAPE_S} s (a group with an `interval` of its own at that interval); "
+             f"{args.evaluations} evaluations per 15-second group after every target is up. "
+             "The cores are shared with other work (see the load average).", ""]
+    groups = sorted({g for r in results for g in r["groups"]})
+    header = ["Group"] + [f"{r['nodes']} nodes last / max ms" for r in results]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for g in groups:
+        cells = [f"{r['groups'][g]['last_ms']:.0f} / {r['groups'][g]['max_ms']:.0f}" if g in r["groups"] else "-"
+                 for r in results]
+        lines.append(f"| {g} | " + " | ".join(cells) + " |")
+    lines += ["", "| Nodes | targets up (min, end) | head series | Prometheus CPU | Prometheus RSS | "
+              "fleet threads | fleet CPU | fleet RSS | load avg (max 1 min) |", "|" + "---|" * 9]
+    for r in results:
+        lines.append(f"| {r['nodes']} | {r['targets_up_min']}, {r['targets_up_end']} | {r['head_series']:,.0f} | "
+                     f"{r['prom_cpu']:.2f} cores | {r['prom_rss_mib']:,.0f} MiB | {r['fleet_threads']} | "
+                     f"{r['fleet_cpu']:.2f} cores | {r['fleet_rss_mib']:,.0f} MiB | {r['load_max']:.1f} |")
+    if len(results) > 1:
+        lines += ["", "Growth (largest group evaluation, max ms; linear when the time ratio is close to the node ratio):", ""]
+        for a, b in zip(results, results[1:]):
+            for g in groups:
+                if g in a["groups"] and g in b["groups"] and a["groups"][g]["max_ms"] > 0:
+                    ratio = b["groups"][g]["max_ms"] / a["groups"][g]["max_ms"]
+                    lines.append(f"- {g}: {a['nodes']} -> {b['nodes']} nodes (x{b['nodes'] / a['nodes']:.1f}): "
+                                 f"time x{ratio:.1f}")
+    lines += ["", "Costliest rules (largest evaluationTime seen):", ""]
+    for r in results:
+        lines.append(f"- {r['nodes']} nodes: " + "; ".join(f"{g}/{name} {ms:.0f} ms" for ms, g, name in r["top_rules"]))
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", default="250,1250,2500", help="fleet sizes, comma-separated")
+    parser.add_argument("--gpus", type=int, default=8)
+    parser.add_argument("--evaluations", type=int, default=4, help="evaluations watched per group and size")
+    parser.add_argument("--fleet-refresh", type=int, default=120, help="seconds between the fleet's NVML cycles")
+    add_record_option(parser)
+    args = parser.parse_args()
+    sizes = [int(n) for n in args.nodes.split(",")]
+    args.load_at_start = os.getloadavg()[0]
+    print(f"{os.cpu_count()} cores, load average {args.load_at_start:.1f} at start (shared with other work)")
+    results = []
+    with tempfile.TemporaryDirectory(prefix="vigil-bench-rules-") as tmp:
+        rules = stack.generate_rules(Path(tmp) / "rules")
+        for nodes in sizes:
+            workdir = Path(tmp) / f"n{nodes}"
+            workdir.mkdir()
+            began = time.monotonic()
+            results.append(measure(nodes, args, rules, workdir))
+            print(f"{nodes} nodes measured in {time.monotonic() - began:.0f} s", flush=True)
+    text = report(results, args)
+    print(text)
+    if args.record:
+        write_section(stack.ROOT / "docs" / "benchmarks.md", SECTION, "## Rule evaluation\n\n" + text)
+
+
+if __name__ == "__main__":
+    main()
