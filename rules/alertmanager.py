@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .alertmanager_routing import Routing
-from .generate import alertmanager_inhibit_rules
+from .generate import alertmanager_inhibit_rules, inhibit_source_matchers
 from .model import SEVERITIES, RuleSet
 from .promql import quote
 
@@ -98,7 +98,7 @@ def route_tree(ruleset: RuleSet, routing: Routing,
 
 def inhibit_rules(ruleset: RuleSet, routing: Routing) -> list[dict]:
     """The specs' inhibit rules, then one per cross-family inhibition of the routing file."""
-    extra = [{"source_matchers": [_matcher("alertname", inh.source)],
+    extra = [{"source_matchers": inhibit_source_matchers(inh.source, inh.equal),
               "target_matchers": [f"alertname=~{quote('|'.join(inh.targets))}"],
               "equal": list(inh.equal)} for inh in routing.inhibits]
     return alertmanager_inhibit_rules(ruleset) + extra

@@ -64,13 +64,20 @@ def prometheus_rule_file(ruleset: RuleSet, *, max_for_seconds: float | None = No
     return {"groups": [rule_group(group, max_for_seconds) for group in ruleset.groups]}
 
 
+def inhibit_source_matchers(alertname: str, equal: tuple[str, ...] | list[str]) -> list[str]:
+    """The source side of an inhibit rule. Alertmanager counts a label that both alerts lack as equal,
+    so a source without one of the `equal` labels would mute every target lacking it too (a NodeDown
+    with no `node` muting the Watchdog); the source must carry each of them."""
+    return [f"alertname={quote(alertname)}", *(f"{label}=~{quote('.+')}" for label in equal)]
+
+
 def inhibit_rule(inhibition: Inhibition) -> dict:
-    source = f"alertname={quote(inhibition.source)}"
     if inhibition.target == ALL_OTHER_ALERTS:
         target = f"alertname!={quote(inhibition.source)}"
     else:
         target = f"alertname={quote(inhibition.target)}"
-    return {"source_matchers": [source], "target_matchers": [target], "equal": list(inhibition.equal)}
+    return {"source_matchers": inhibit_source_matchers(inhibition.source, inhibition.equal),
+            "target_matchers": [target], "equal": list(inhibition.equal)}
 
 
 def alertmanager_inhibit_rules(ruleset: RuleSet) -> list[dict]:

@@ -67,7 +67,7 @@ def muted(url: str, expected: set[tuple[str, str, str]]) -> set[tuple[str, str, 
     deadline = time.monotonic() + 15
     while True:
         alerts = requests.get(f"{url}/api/v2/alerts", timeout=5).json()
-        result = {(a["labels"]["alertname"], a["labels"]["node"], a["labels"].get("gpu", ""))
+        result = {(a["labels"]["alertname"], a["labels"].get("node", ""), a["labels"].get("gpu", ""))
                   for a in alerts if a["status"]["inhibitedBy"]}
         if result == expected or time.monotonic() > deadline:
             return result
@@ -114,4 +114,20 @@ def test_a_lost_gpu_silences_that_gpus_ecc_xid_and_thermal_alerts(alertmanager):
     assert requests.post(f"{alertmanager}/api/v2/alerts", json=sent, timeout=5).ok
     expected = {("GpuUncorrectableEccErrors", "node-1", "2"), ("GpuCriticalXid", "node-1", "2"),
                 ("GpuTemperatureHigh", "node-1", "2")}
+    assert muted(alertmanager, expected) == expected
+
+
+def test_a_node_alert_without_a_node_label_mutes_nothing_that_lacks_one_too(alertmanager):
+    """Alertmanager counts a label both alerts lack as equal: the generated inhibit rules require the
+    source to carry its `equal` labels, so a mislabelled NodeDown cannot mute the Watchdog or a whole
+    service's alerts."""
+    no_node = gpu_alert("NodeDown", "x")
+    del no_node["labels"]["node"]
+    watchdog = {"labels": {"alertname": "Watchdog", "severity": "info", "team": "platform"}, "annotations": {}}
+    target_down = {"labels": {"alertname": "TargetDown", "severity": "warning", "team": "platform",
+                              "job": "vigil-aiops"}, "annotations": {}}
+    sent = [no_node, watchdog, target_down, gpu_alert("NodeDown", "node-7"),
+            gpu_alert("GpuCriticalXid", "node-7", "1")]  # muted: its node's NodeDown carries `node`
+    assert requests.post(f"{alertmanager}/api/v2/alerts", json=sent, timeout=5).ok
+    expected = {("GpuCriticalXid", "node-7", "1")}
     assert muted(alertmanager, expected) == expected

@@ -150,11 +150,11 @@ def test_durations_and_numbers_format_deterministically():
 
 def test_inhibit_rules_follow_the_specs():
     inhibit = rules.alertmanager_inhibit_rules(rules.load_specs(rules.default_spec_paths()))
-    assert {"source_matchers": ['alertname="GpuNodeDown"'], "target_matchers": ['alertname!="GpuNodeDown"'],
+    assert {"source_matchers": ['alertname="GpuNodeDown"', 'node=~".+"'], "target_matchers": ['alertname!="GpuNodeDown"'],
             "equal": ["node"]} in inhibit
-    assert {"source_matchers": ['alertname="GpuOverheating"'], "target_matchers": ['alertname="GpuTemperatureHigh"'],
+    assert {"source_matchers": ['alertname="GpuOverheating"', 'node=~".+"', 'gpu=~".+"'], "target_matchers": ['alertname="GpuTemperatureHigh"'],
             "equal": ["node", "gpu"]} in inhibit
-    assert {"source_matchers": ['alertname="GpuFallenOffBus"'], "target_matchers": ['alertname="GpuMissing"'],
+    assert {"source_matchers": ['alertname="GpuFallenOffBus"', 'node=~".+"'], "target_matchers": ['alertname="GpuMissing"'],
             "equal": ["node"]} in inhibit
     assert len(inhibit) == len({yaml.safe_dump(rule) for rule in inhibit})  # no duplicates
 

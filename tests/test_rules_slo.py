@@ -50,7 +50,7 @@ def test_the_shipped_slos_expand_to_the_workbook_rules():
                                              "(sum_over_time(slo:gpu_availability_up:count[3d]) > 0)")
     assert "GpuFallenOffBus" in fast["annotations"]["description"]  # says what to do
     inhibit = rules.alertmanager_inhibit_rules(rules.load_specs([SLO_SPEC]))
-    assert {"source_matchers": ['alertname="GpuAvailabilityErrorBudgetBurnFast"'],
+    assert {"source_matchers": ['alertname="GpuAvailabilityErrorBudgetBurnFast"', 'slo=~".+"'],
             "target_matchers": ['alertname="GpuAvailabilityErrorBudgetBurnSlow"'], "equal": ["slo"]} in inhibit
 
 
