@@ -65,6 +65,7 @@ def measure(nodes: int, args: argparse.Namespace, rules: Path, workdir: Path) ->
         config = stack.prometheus_config(fleet_port, nodes, rules, prom_port, SCRAPE_S)
         with stack.prometheus(config, workdir) as (prom, url):
             stack.wait_until(lambda: targets_up(url) >= nodes, 60 + nodes / 20, f"{nodes} targets up", step=2, process=prom)
+            time.sleep(args.warmup)  # the first rounds create every series: not the steady state measured
             return observe(url, prom.pid, fleet.pid, nodes, args.evaluations)
 
 
@@ -118,7 +119,7 @@ def report(results: list[dict], args: argparse.Namespace) -> str:
              f"--nodes {args.nodes} --evaluations {args.evaluations}`. Load average at start: {args.load_at_start:.1f}. Fleet: N nodes x {args.gpus} GPUs in one process "
              f"(refresh every {args.fleet_refresh} s), scraped every {SCRAPE_S} s; rules of `vigil rules generate` "
              f"evaluated every {SCRAPE_S} s (a group with an `interval` of its own at that interval); "
-             f"{args.evaluations} evaluations per 15-second group after every target is up. "
+             f"{args.evaluations} evaluations per 15-second group, from {args.warmup} s after every target is up. "
              "The cores are shared with other work (see the load average).", ""]
     groups = sorted({g for r in results for g in r["groups"]})
     header = ["Group"] + [f"{r['nodes']} nodes last / max ms" for r in results]
@@ -152,6 +153,7 @@ def main() -> None:
     parser.add_argument("--nodes", default="250,1250,2500", help="fleet sizes, comma-separated")
     parser.add_argument("--gpus", type=int, default=8)
     parser.add_argument("--evaluations", type=int, default=4, help="evaluations watched per group and size")
+    parser.add_argument("--warmup", type=int, default=45, help="seconds after every target is up before measuring")
     parser.add_argument("--fleet-refresh", type=int, default=120, help="seconds between the fleet's NVML cycles")
     add_record_option(parser)
     args = parser.parse_args()
