@@ -54,10 +54,11 @@ class FleetServer:
 
     def __init__(self, fleet: SimulatedFleet, *, host: str = "127.0.0.1", port: int = 9835,
                  control_host: str = "127.0.0.1", control_port: int = 10835, interval: float = 5.0,
-                 single_port: bool = False, workers: int = 8) -> None:
+                 single_port: bool = False, workers: int = 8, nvlink_per_link: bool = False) -> None:
         self.fleet = fleet
         self.host, self.port, self.single_port = host, port, single_port
-        self.collectors = {name: NvmlCollector(fleet.nvml[name], name, interval=interval, watch_xids=False)
+        self.collectors = {name: NvmlCollector(fleet.nvml[name], name, interval=interval, watch_xids=False,
+                                           nvlink_per_link=nvlink_per_link)
                            for name in fleet.names}
         # one thread polls every node's XID events; an injected fault wakes it at once
         self.xids = XidPump([XidWatcher(fleet.nvml[name], c.handles, c.record_xid) for name, c in self.collectors.items()],

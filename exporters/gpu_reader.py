@@ -20,6 +20,7 @@ Rows = dict[str, list[tuple[tuple[str, ...], float]]]
 MAX_NVLINKS = 18
 # nvmlDeviceGetNvLinkErrorCounter counters (fallback when the batched DL fields are not supported)
 NVLINK_COUNTERS = ((0, "replay"), (1, "recovery"), (2, "crc_flit"), (3, "crc_data"))
+NVLINK_ALL = "all"  # the link label of a per-GPU total, as the DCGM backend labels DCGM's own sums
 CLOCK_EVENT_REASONS = (  # (bit, reason label) of nvmlDeviceGetCurrentClocksEventReasons
     (0x1, "gpu_idle"), (0x2, "applications_clocks"), (0x4, "sw_power_cap"), (0x8, "hw_slowdown"),
     (0x10, "sync_boost"), (0x20, "sw_thermal"), (0x40, "hw_thermal"), (0x80, "hw_power_brake"),
@@ -59,8 +60,9 @@ class GpuMemo:
 class GpuReader:
     """Reads GPUs through the given NVML module (`pynvml` or a simulator with the same functions)."""
 
-    def __init__(self, nvml: Any, node: str, errors: Counter) -> None:
+    def __init__(self, nvml: Any, node: str, errors: Counter, *, nvlink_per_link: bool = False) -> None:
         self.nvml = nvml
+        self.nvlink_per_link = nvlink_per_link
         self.node = node
         self.errors = errors
         self._names = error_names(nvml)
@@ -166,15 +168,23 @@ class GpuReader:
         put("vigil_gpu_pcie_replays_total", field_or_call(FV.PCIE_REPLAY, "nvmlDeviceGetPcieReplayCounter"))
 
     def _read_links(self, memo: GpuMemo, fields: FV.FieldValues, put: Callable[..., None]) -> None:
+        """Per-GPU NVLink error totals (link="all", summed over the active links) unless the reader was
+        made with `nvlink_per_link`: 18 links x 3 counters x 8 GPUs is 432 series a node otherwise."""
+        totals: dict[str, float] = {}
         for link in memo.nvlinks or ():
-            batched = {label: fields.get((field, link)) for label, field in FV.NVLINK_DL.items()}
-            if None not in batched.values():
-                for label, count in batched.items():
+            counts = {label: fields.get((field, link)) for label, field in FV.NVLINK_DL.items()}
+            if None in counts.values():
+                counts = {label: self.call("nvmlDeviceGetNvLinkErrorCounter", memo.handle, link, counter)
+                          for counter, label in NVLINK_COUNTERS}
+            for label, count in counts.items():
+                if count is None:
+                    continue
+                if self.nvlink_per_link:
                     put("vigil_gpu_nvlink_errors_total", count, str(link), label)
-                continue
-            for counter, label in NVLINK_COUNTERS:
-                put("vigil_gpu_nvlink_errors_total",
-                    self.call("nvmlDeviceGetNvLinkErrorCounter", memo.handle, link, counter), str(link), label)
+                else:
+                    totals[label] = totals.get(label, 0.0) + count
+        for label, total in totals.items():
+            put("vigil_gpu_nvlink_errors_total", total, NVLINK_ALL, label)
 
     def _read_clock_events(self, h: Any, put: Callable[..., None]) -> None:
         reasons = self.call("nvmlDeviceGetCurrentClocksEventReasons", h)

@@ -68,7 +68,9 @@ SPECS: list[MetricSpec] = [
           "nvmlDeviceGetFieldValues field 230 (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION)"),
     _spec("vigil_gpu_pcie_replays_total", "counter", "", GPU, "PCIe replays", "field 94, else nvmlDeviceGetPcieReplayCounter"),
     _spec("vigil_gpu_nvlink_errors_total", "counter", "", GPU + ("link", "error_type"),
-          "NVLink errors per link: replay, recovery, crc_flit; crc_data only from the per-link call",
+          "NVLink errors: replay, recovery, crc_flit; crc_data only from the per-link call. By default one "
+          "total per GPU summed over its links (link=\"all\", as dcgm-exporter and the DCGM backend); "
+          "per link (link=\"0\"..\"17\") with `--nvlink-per-link`",
           "nvmlDeviceGetFieldValues fields 161-163 per link, else nvmlDeviceGetNvLinkErrorCounter"),
     _spec("vigil_gpu_clock_event_active", "gauge", "", GPU + ("reason",),
           "1 while the reason holds clocks down (gpu_idle, sw_power_cap, hw_slowdown, sw_thermal, hw_thermal, ...)",

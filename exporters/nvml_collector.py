@@ -34,7 +34,7 @@ class NvmlCollector:
 
     def __init__(self, nvml: Any, node: str, *, interval: float = 5.0, expected_gpus: int | None = None,
                  watch_xids: bool = True, xid_wait_ms: int = 500, gpu_timeout: float | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, nvlink_per_link: bool = False) -> None:
         if interval <= 0:
             raise ValueError("interval must be positive")
         self.nvml = nvml
@@ -43,7 +43,7 @@ class NvmlCollector:
         self.expected_gpus = expected_gpus
         self.clock = clock
         self._errors: Counter[str] = Counter()
-        self._reader = GpuReader(nvml, node, self._errors)
+        self._reader = GpuReader(nvml, node, self._errors, nvlink_per_link=nvlink_per_link)
         self._memos: dict[int, GpuMemo] = {}
         self._initialized = False
         self._system: tuple[str, str] = ("", "")  # driver, cuda

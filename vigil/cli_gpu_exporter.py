@@ -75,13 +75,16 @@ def _serve_registry(registry: Any, host: str, port: int) -> Any:
               help="sim: HOST:PORT of the chaos API [default: listen host, listen port + 1000].")
 @click.option("--single-port", is_flag=True,
               help="sim: serve every node on the --listen port as /metrics?node=node-N (large fleets).")
+@click.option("--nvlink-per-link", is_flag=True,
+              help="nvml, sim: export NVLink error counters per link (18 x 3 series a GPU) instead of one total "
+                   "per GPU and counter (link=\"all\").")
 @click.option("--dcgm-url", default="http://127.0.0.1:9400/metrics", show_default=True,
               help="dcgm: URL of dcgm-exporter's /metrics.")
 @click.option("--dcgm-timeout", type=Duration(positive=True), default="2s", show_default=True,
               help="dcgm: give up on a read of dcgm-exporter's page after this long (it then counts as down).")
 def gpu(backend: str | None, listen: tuple[str, int], interval: float, node: str | None, expected_gpus: int | None,
-        gpu_timeout: float, job_sources: str, sim_nodes: int, sim_gpus: int, control_listen: tuple[str, int] | None, single_port: bool, dcgm_url: str,
-        dcgm_timeout: float) -> None:
+        gpu_timeout: float, job_sources: str, sim_nodes: int, sim_gpus: int, control_listen: tuple[str, int] | None, single_port: bool, nvlink_per_link: bool,
+        dcgm_url: str, dcgm_timeout: float) -> None:
     """Export GPU health and utilization metrics for Prometheus until SIGTERM/SIGINT."""
     stop = _stop_on_signals()
     host, port = listen
@@ -91,15 +94,16 @@ def gpu(backend: str | None, listen: tuple[str, int], interval: float, node: str
         if backend == "sim":
             click.secho(f"WARNING: {WARNING_SIMULATED}", fg="yellow", bold=True, err=True)
     if backend == "sim":
-        _run_sim(stop, host, port, control_listen, interval, sim_nodes, sim_gpus, single_port)
+        _run_sim(stop, host, port, control_listen, interval, sim_nodes, sim_gpus, single_port, nvlink_per_link)
     elif backend == "nvml":
-        _run_nvml(stop, host, port, node, interval, expected_gpus, gpu_timeout, _job_sources(job_sources))
+        _run_nvml(stop, host, port, node, interval, expected_gpus, gpu_timeout, _job_sources(job_sources),
+                  nvlink_per_link)
     else:
         _run_dcgm(stop, host, port, node, dcgm_url, interval, dcgm_timeout, expected_gpus)
 
 
 def _run_sim(stop: threading.Event, host: str, port: int, control_listen: tuple[str, int] | None, interval: float,
-             nodes: int, gpus: int, single_port: bool) -> None:
+             nodes: int, gpus: int, single_port: bool, nvlink_per_link: bool = False) -> None:
     from vigil.exporters.fleet_server import FleetServer
     from vigil.exporters.sim.fleet import SimulatedFleet
 
@@ -114,7 +118,8 @@ def _run_sim(stop: threading.Event, host: str, port: int, control_listen: tuple[
         raise click.ClickException(f"cannot listen on {host}:{port}..{last_port} (is another exporter running?)")
     try:
         server = FleetServer(SimulatedFleet(nodes, gpus), host=host, port=port, control_host=control_host,
-                             control_port=control_port, interval=interval, single_port=single_port)
+                             control_port=control_port, interval=interval, single_port=single_port,
+                             nvlink_per_link=nvlink_per_link)
     except OSError as error:
         raise click.ClickException(f"cannot listen on {control_host}:{control_port} for the chaos API: "
                                    f"{error.strerror or error}") from None
@@ -160,7 +165,7 @@ def _job_sources(spec: str) -> list[Any]:
 
 
 def _run_nvml(stop: threading.Event, host: str, port: int, node: str, interval: float, expected_gpus: int | None,
-              gpu_timeout: float, job_sources: list[Any]) -> None:
+              gpu_timeout: float, job_sources: list[Any], nvlink_per_link: bool = False) -> None:
     import pynvml
     from prometheus_client import CollectorRegistry, generate_latest
 
@@ -172,7 +177,7 @@ def _run_nvml(stop: threading.Event, host: str, port: int, node: str, interval: 
     if problem is not None:
         raise click.ClickException(f"NVML is not usable on this machine ({problem}); try --backend sim")
     collector = NvmlCollector(pynvml, node, interval=interval, expected_gpus=expected_gpus,
-                              gpu_timeout=gpu_timeout or None)
+                              gpu_timeout=gpu_timeout or None, nvlink_per_link=nvlink_per_link)
     jobs = CollectorRegistry()
     if job_sources:  # the job map is cached and rebuilt in the background: appending it costs little
         jobs.register(JobAttributionCollector(collector.processes, job_sources, node))
