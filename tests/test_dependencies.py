@@ -71,7 +71,8 @@ def third_party_imports(*folders: str) -> list[Import]:
         for path in sorted(root.rglob("*.py")):
             for name, line, lazy in _imports(ast.parse(path.read_text(), str(path))):
                 top = name.split(".")[0]
-                if top in sys.stdlib_module_names or top in local or top in ("vigil", "__future__"):
+                sibling = (path.parent / f"{top}.py").exists()  # a script's own folder is first on sys.path
+                if top in sys.stdlib_module_names or top in local or sibling or top in ("vigil", "__future__"):
                     continue
                 found.append(Import(top, f"{path.relative_to(REPO)}:{line}", lazy))
     return found

@@ -70,8 +70,9 @@ def test_a_disk_with_pending_sectors_fires_the_disk_rule_for_that_disk_only(prom
     wait_until(lambda: expected <= firing(url), timeout=60, step=0.5)
     # a few more evaluations: nothing else of this node fires (healthy disks, SMART readable and fresh)
     def rounds() -> float:
-        now = requests.get(f"{url}/api/v1/query", params={"query": "min(prometheus_rule_group_iterations_total)"},
-                           timeout=5).json()["data"]["result"]
+        # the node family's group (groups with an `interval` of their own, e.g. 1m, run less often)
+        query = 'min(prometheus_rule_group_iterations_total{rule_group=~".*;vigil-node"})'
+        now = requests.get(f"{url}/api/v1/query", params={"query": query}, timeout=5).json()["data"]["result"]
         return float(now[0]["value"][1]) if now else 0.0
 
     start = rounds()
