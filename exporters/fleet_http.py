@@ -113,9 +113,15 @@ class MetricsHost:
                 await self._write(writer, Reply(HTTPStatus.BAD_REQUEST, b"bad request line\n"), close=True)
                 return
             method, path, version = parts
-            length = int(headers.get("content-length", "0") or 0)
-            if length:
-                await reader.readexactly(length)  # a body nobody asked for: read past it
+            length = headers.get("content-length", "0") or "0"
+            if not length.isdigit() or int(length) > _MAX_HEAD:  # as http.server: 400, no traceback
+                await self._write(writer, Reply(HTTPStatus.BAD_REQUEST, b"bad Content-Length\n"), close=True)
+                return
+            if int(length):
+                try:
+                    await reader.readexactly(int(length))  # a body nobody asked for: read past it
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
             keep_alive = (headers.get("connection", "").lower() != "close"
                           and (version == "HTTP/1.1" or headers.get("connection", "").lower() == "keep-alive"))
             if method not in ("GET", "HEAD"):
