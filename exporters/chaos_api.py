@@ -6,8 +6,8 @@
                          {"fault": "disk-failing", "node": "node-1", "disk": 0}
     POST /chaos/clear    {"node": "node-2"} or {}                         -> {"ok": true, "cleared": n}
 
-Bad requests get 400 `{"error": "<reason>"}` and change nothing. Disk faults (`disk-failing`) are kept
-here (`DiskFaults`) and listed with the others: the node health exporter reads them from GET /chaos.
+Bad requests get 400 `{"error": "<reason>"}` and change nothing. Disk faults (`disk-failing`) are kept by
+the fleet and listed with the others: the node health exporter reads them from GET /chaos.
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ from typing import Any, Callable
 
 from vigil.common.hostport import http_url
 from vigil.common.http_server import http_server
-from vigil.exporters.sim.disk_faults import DiskFaults
-from vigil.exporters.sim.faults import DISK_FAULTS, Fault, FaultError, parse_fault
+from vigil.exporters.sim.faults import FaultError
 from vigil.exporters.sim.fleet import SimulatedFleet
 
 MAX_BODY = 64 * 1024
@@ -31,8 +30,7 @@ class ChaosApi:
 
     def __init__(self, fleet: SimulatedFleet, host: str, port: int, describe: Callable[[], dict[str, Any]]) -> None:
         self.fleet = fleet
-        self.fleet_describe = describe
-        self.disks = DiskFaults()
+        self.describe = describe
         self.httpd = http_server(host, port, _control_handler(self))
         self.httpd.daemon_threads = True
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="vigil-chaos-api", daemon=True)
@@ -41,22 +39,6 @@ class ChaosApi:
     def url(self) -> str:
         host, port = self.httpd.server_address[:2]
         return http_url(host, port)
-
-    def describe(self) -> dict[str, Any]:
-        """The body of GET /chaos: the fleet's nodes and faults, then the disk faults."""
-        body = self.fleet_describe()
-        disks = [fault.to_json() for fault in self.disks.faults(self.fleet.names)]
-        return {**body, "faults": [*body.get("faults", []), *disks]}
-
-    def inject(self, body: Any) -> Fault:
-        """Apply a fault request: disk faults here, the others in the fleet (which validates them)."""
-        if isinstance(body, dict) and body.get("fault") in DISK_FAULTS:
-            return self.disks.inject(parse_fault(body, {name: self.fleet.gpus for name in self.fleet.names}))
-        return self.fleet.inject(body)
-
-    def clear(self, node: str | None) -> int:
-        cleared = self.fleet.clear(node)  # validates the node name first
-        return cleared + self.disks.clear(node)
 
     def start(self) -> None:
         self._thread.start()
@@ -108,12 +90,12 @@ def _control_handler(server: ChaosApi) -> type[BaseHTTPRequestHandler]:
             try:
                 body = self._body()
                 if path == "/chaos/inject":
-                    fault = server.inject(body)
+                    fault = server.fleet.inject(body)
                     self._reply(200, {"ok": True, "fault": fault.to_json()})
                 elif path == "/chaos/clear":
                     if not isinstance(body, dict):
                         raise FaultError("body must be a JSON object: {} or {\"node\": \"node-1\"}")
-                    self._reply(200, {"ok": True, "cleared": server.clear(body.get("node"))})
+                    self._reply(200, {"ok": True, "cleared": server.fleet.clear(body.get("node"))})
                 else:
                     self._reply(404, {"error": f"no such endpoint {path}; use /chaos/inject or /chaos/clear"})
             except (FaultError, ValueError) as error:

@@ -46,6 +46,17 @@ def test_disk_failing_is_a_node_fault_with_a_disk_index():
         parse_fault({"fault": "disk-failing", "node": "node-1", "disk": 64}, nodes)
 
 
+def test_the_fleet_keeps_disk_faults_beside_its_gpu_faults():
+    """Disk faults live in the fleet, as node-down does: listed and cleared with the rest, GPUs untouched."""
+    fleet = SimulatedFleet(nodes=2, gpus=2)
+    first = fleet.inject({"fault": "disk-failing", "node": "node-2", "disk": 1})
+    assert fleet.inject({"fault": "disk-failing", "node": "node-2", "disk": 1}) is first  # keeps the first start
+    fleet.inject({"fault": "xid79", "node": "node-1", "gpu": 0})
+    assert [(f.fault, f.node) for f in fleet.faults()] == [("xid79", "node-1"), ("disk-failing", "node-2")]
+    assert not fleet.nvml["node-2"].active_faults()
+    assert fleet.clear("node-2") == 1 and [f.fault for f in fleet.faults()] == ["xid79"]
+
+
 def test_injected_disk_fault_grows_in_the_smart_data_of_its_node_only_until_cleared(chaos_api):
     node1, node2 = exporter("node-1", chaos_api), exporter("node-2", chaos_api)
     assert pending(scrape(node1), "/dev/sda") == 0

@@ -2,7 +2,8 @@
 
 The fleet is the state behind the chaos API: `inject` validates a request (raising `FaultError` with a
 reason) and applies it to the right node's simulator; `clear` resets GPUs and brings nodes back.
-Node-level faults (`node-down`) are kept here because they concern the scrape target, not NVML.
+Node-level faults (`node-down`) are kept here because they concern the scrape target, not NVML; disk
+faults (`disk-failing`, `DiskFaults`) because the node health exporter reads them from GET /chaos.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
-from vigil.exporters.sim.faults import NODE_FAULTS, Fault, FaultError, parse_fault
+from vigil.exporters.sim.disk_faults import DiskFaults
+from vigil.exporters.sim.faults import DISK_FAULTS, NODE_FAULTS, Fault, FaultError, parse_fault
 from vigil.exporters.sim.nvml import SimulatedNvml
 
 
@@ -30,6 +32,7 @@ class SimulatedFleet:
         self.gpus = gpus
         self._lock = threading.Lock()
         self._down: dict[str, Fault] = {}
+        self.disks = DiskFaults()
         self._listeners: list[Callable[[str, bool], None]] = [on_node_state] if on_node_state else []
         self._fault_listeners: list[Callable[[Fault], None]] = []
 
@@ -55,6 +58,8 @@ class SimulatedFleet:
                 self._down[fault.node] = fault
             for listener in self._listeners:
                 listener(fault.node, False)
+        elif fault.fault in DISK_FAULTS:
+            fault = self.disks.inject(fault)
         else:
             self.nvml[fault.node].inject(fault)
             for listener in self._fault_listeners:
@@ -68,7 +73,7 @@ class SimulatedFleet:
         names = [node] if node is not None else list(self.nvml)
         cleared = 0
         for name in names:
-            cleared += self.nvml[name].reset()
+            cleared += self.nvml[name].reset() + self.disks.clear(name)
             with self._lock:
                 was_down = self._down.pop(name, None) is not None
             if was_down:
@@ -78,10 +83,10 @@ class SimulatedFleet:
         return cleared
 
     def faults(self) -> list[Fault]:
-        """Active faults, node faults first, in a stable order."""
+        """Active faults, node faults first, then GPU faults, then disk faults, in a stable order."""
         with self._lock:
             down = list(self._down.values())
         gpu_faults = [f for nvml in self.nvml.values() for f in nvml.active_faults()]
         order = {name: i for i, name in enumerate(self.nvml)}  # node-2 before node-10
         return (sorted(down, key=lambda f: (order[f.node], f.since))
-                + sorted(gpu_faults, key=lambda f: (order[f.node], f.gpu, f.since)))
+                + sorted(gpu_faults, key=lambda f: (order[f.node], f.gpu, f.since)) + self.disks.faults(self.names))
