@@ -103,3 +103,11 @@ def test_the_exporter_keeps_the_last_known_faults_while_the_chaos_api_is_unreach
 def test_sim_chaos_url_needs_simulate():
     result = CliRunner().invoke(node, ["--sim-chaos-url", "http://127.0.0.1:1", "--once"])
     assert result.exit_code == 2 and "only with --simulate" in result.output
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:10835", "ftp://127.0.0.1:1", "http://"])
+def test_sim_chaos_url_must_be_an_http_url(url: str):
+    """The reader keeps the last faults while the API is unreachable, so a URL it can never use would
+    fail silently at every pass: it is refused at start instead."""
+    result = CliRunner().invoke(node, ["--simulate", "--sim-chaos-url", url, "--once"])
+    assert result.exit_code == 2 and "expected an http:// URL" in result.output  # a usage error, no traceback

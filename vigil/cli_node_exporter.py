@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import socket
 import time
+from urllib.parse import urlsplit
 
 import click
 
@@ -41,6 +42,9 @@ def node(listen, node, smartctl, no_smart, simulate, sim_disks, sim_faults, sim_
     node_name = node or socket.gethostname()
     if sim_chaos_url and not simulate:
         raise click.BadParameter("only with --simulate", param_hint="--sim-chaos-url")
+    if sim_chaos_url and not _is_http_url(sim_chaos_url):  # the reader retries quietly: say it now
+        raise click.BadParameter(f"expected an http:// URL such as http://127.0.0.1:10835, got {sim_chaos_url!r}",
+                                 param_hint="--sim-chaos-url")
     reader = None if no_smart else _smart_reader(node_name, smartctl, simulate, sim_disks, sim_faults, sim_chaos_url)
     collector = NodeHealthCollector(node_name, reader, sysfs_root=sysfs_root, interval=interval)
     from prometheus_client import CollectorRegistry, generate_latest, start_http_server
@@ -60,6 +64,11 @@ def node(listen, node, smartctl, no_smart, simulate, sim_disks, sim_faults, sim_
     click.echo(f"vigil node exporter for {node_name} on {http_url(host, port, '/metrics')}", err=True)
     while True:
         time.sleep(3600)
+
+
+def _is_http_url(url: str) -> bool:
+    parts = urlsplit(url)
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
 
 
 def _smart_reader(node_name, smartctl, simulate, sim_disks, sim_faults, sim_chaos_url) -> SmartReader | None:
