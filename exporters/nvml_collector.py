@@ -33,7 +33,7 @@ class NvmlCollector:
     """Prometheus collector for the GPUs of one node, read through `nvml` every `interval` seconds."""
 
     def __init__(self, nvml: Any, node: str, *, interval: float = 5.0, expected_gpus: int | None = None,
-                 watch_xids: bool = True, xid_wait_ms: int = 500, gpu_timeout: float | None = None,
+                 watch_xids: bool = True, gpu_timeout: float | None = None,
                  clock: Callable[[], float] = time.time, nvlink_per_link: bool = False) -> None:
         if interval <= 0:
             raise ValueError("interval must be positive")
@@ -56,7 +56,7 @@ class NvmlCollector:
         # gpu_timeout: read each GPU on a worker and give up on a stuck one after that many seconds;
         # None reads in the calling thread (the simulated fleet, where threads are the scarce resource)
         self._guard = StallGuard(gpu_timeout, f"vigil-gpu-read-{node}") if gpu_timeout else None
-        self._xids = (XidWatcher(nvml, self.handles, self.record_xid, clock=clock, wait_ms=xid_wait_ms)
+        self._xids = (XidWatcher(nvml, self.handles, self.record_xid, clock=clock)
                       if watch_xids else None)
         self._cycle = 0
         self._xid_version = 0
