@@ -128,6 +128,10 @@ def test_times_accept_now_relative_unix_and_rfc3339(text, expected):
 @pytest.mark.parametrize("args, message", [
     (["--from", "yesterday"], "'yesterday' is not a time"),
     (["--from", "-1x"], "'-1x' is not a time"),
+    (["--from", "1e400"], "'1e400' is not a time"),  # inf: was an OverflowError traceback
+    (["--to", "1e18"], "'1e18' is not a time"),  # past time_t: was an OSError traceback
+    (["--from", "nan"], "'nan' is not a time"),
+    (["--from", "-99999999999d"], "is not a time"),  # before 1970
     (["--from", "now", "--to", "-1h"], "--to must be after --from"),
     (["--flap-window", "soon"], "'soon' is not a duration"),
     (["--notifier", "http://127.0.0.1:9"], "--notifier and --token-file go together"),

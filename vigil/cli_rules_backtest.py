@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from datetime import datetime, timezone
+from zoneinfo import ZoneInfo
 from pathlib import Path
 
 import click
@@ -18,6 +19,7 @@ import requests
 from vigil.common.click_types import Duration
 from vigil.common.durations import format_duration, parse_duration
 from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
+from vigil.oncall.schedules import LATEST, moment_at
 from vigil.rules.backtest_run import (
     DEFAULT_FLAP_WINDOW, MAX_POINTS, Backtest, Settings, as_json, backtest, incidents_from_api,
     server_evaluation_interval,
@@ -28,25 +30,25 @@ from .runstate import NoStack
 from .stack_client import StackClient, StackRequestError
 
 TIME_FORMS = "now, a duration back from now like -1d or now-6h, UNIX seconds, or RFC 3339 like 2026-11-22T00:00:00Z"
+UTC = ZoneInfo("UTC")
 INCIDENT_LIMIT = 5000  # the notifier's API returns at most the newest 5,000 incidents
 
 
 def parse_moment(text: str, now: float) -> float:
-    """UNIX seconds from `now`, `-1d`, `now-6h`, UNIX seconds or an RFC 3339 time (UTC when it has no offset)."""
+    """UNIX seconds from `now`, `-1d`, `now-6h`, UNIX seconds or an RFC 3339 time (UTC when it has no offset);
+    the absolute forms are the on-call CLIs' (`moment_at`), years 1970 to 2199 for all."""
     value = str(text).strip()
     lowered = value.lower()
     try:
-        if lowered == "now":
-            return now
         if lowered.startswith(("-", "now-")):
-            return now - parse_duration(lowered.split("-", 1)[1])
-        try:
-            return float(value)
-        except ValueError:
-            moment = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
-            return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
-    except (ValueError, OverflowError):
-        raise ValueError(f"{value!r} is not a time ({TIME_FORMS})") from None
+            found = now - parse_duration(lowered.split("-", 1)[1])
+            if 0 <= found < LATEST:
+                return found
+        else:
+            return moment_at(value, UTC, now)
+    except ValueError:
+        pass
+    raise ValueError(f"{value!r} is not a time ({TIME_FORMS}; years 1970 to 2199)")
 
 
 class Moment(click.ParamType):
