@@ -13,7 +13,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from vigil.common.durations import EXAMPLES, parse_duration
+from vigil.common.durations import EXAMPLES, format_duration, parse_duration
 
 HEARTBEAT_ALERT = "HeartbeatMissing"
 DEFAULT_SEVERITY = "critical"
@@ -21,6 +21,8 @@ NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$"
 _LABEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 RESERVED_LABELS = ("alertname", "heartbeat")
 FORMAT = "NAME=TIMEOUT[,LABEL=VALUE...] (e.g. watchdog=5m,team=platform)"
+# a longer timeout is a mistake, and its deadline would lie past what a timestamp can show
+MAX_TIMEOUT_S = 365 * 86400.0
 
 
 class HeartbeatSpec(BaseModel):
@@ -29,8 +31,15 @@ class HeartbeatSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = Field(pattern=NAME_PATTERN)
-    timeout_s: float = Field(gt=0)
+    timeout_s: float
     labels: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("timeout_s")
+    @classmethod
+    def _timeout(cls, seconds: float) -> float:
+        if not 0 < seconds <= MAX_TIMEOUT_S:
+            raise ValueError(f"the timeout must be more than 0 and at most {format_duration(MAX_TIMEOUT_S)}")
+        return seconds
 
     @field_validator("labels")
     @classmethod

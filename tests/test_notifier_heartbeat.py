@@ -180,7 +180,8 @@ def test_two_notifiers_on_one_database_open_one_incident_and_page_once(db_url):
 
 @pytest.mark.parametrize("text, message", [
     ("watchdog", "is not NAME=TIMEOUT"), ("watchdog=soon", "is not a duration"),
-    ("watchdog=0", "greater than 0"), ("watchdog=5m,team", "is not LABEL=VALUE"),
+    ("watchdog=0", "more than 0"), ("watchdog=366d", "at most 1y"), ("watchdog=99999999999999d", "at most"),
+    ("watchdog=5m,team", "is not LABEL=VALUE"),
     ("watchdog=5m,heartbeat=x", "set by the notifier"), ("bad name=5m", "name"),
 ])
 def test_malformed_heartbeat_specs_say_what_is_wrong(text, message):
