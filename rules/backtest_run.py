@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Iterable, Sequence
 
-import requests
 import yaml
 
 from vigil.common.durations import parse_prometheus_duration
@@ -56,17 +55,13 @@ def evaluation_step(interval: float, start: float, end: float, for_s: float) -> 
     return interval * factor, interval
 
 
-def server_evaluation_interval(url: str, timeout: float = 10.0) -> float:
-    """The global `evaluation_interval` of the Prometheus at `url`, read from its loaded configuration."""
+def server_evaluation_interval(client: PrometheusClient) -> float:
+    """The global `evaluation_interval` of the Prometheus `client` talks to, read from its loaded configuration."""
     try:
-        response = requests.get(f"{url.rstrip('/')}/api/v1/status/config", timeout=timeout)
-        body = response.json()
-        config = yaml.safe_load(body["data"]["yaml"]) or {}
-    except requests.RequestException as exc:
-        raise PrometheusUnavailable(f"cannot reach Prometheus at {url}: {exc.__class__.__name__}: {exc}") from exc
-    except (ValueError, KeyError, TypeError, yaml.YAMLError):
-        raise PrometheusUnavailable(f"{url} did not answer /api/v1/status/config like a Prometheus server") from None
-    text = (config.get("global") or {}).get("evaluation_interval")
+        config = yaml.safe_load(client.config()) or {}
+        text = (config.get("global") or {}).get("evaluation_interval")
+    except (yaml.YAMLError, AttributeError):
+        raise PrometheusUnavailable(f"{client.url} answered /api/v1/status/config with no readable configuration") from None
     return PROMETHEUS_DEFAULT_INTERVAL if text is None else parse_prometheus_duration(str(text))
 
 

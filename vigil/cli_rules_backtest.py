@@ -128,9 +128,10 @@ def backtest_command(specs, start, end, prometheus, run_dir, interval, flap_wind
     url = (prometheus or stack.prometheus).rstrip("/")
     notifier = None if no_incidents else _notifier(notifier_url, token_file, stack)
     try:
-        settings = Settings(interval or server_evaluation_interval(url), flap_window, max_for)
+        client = PrometheusClient(url, timeout=60)
+        settings = Settings(interval or server_evaluation_interval(client), flap_window, max_for)
         incidents = None if notifier is None else incidents_from_api(_incident_rows(notifier), start, end)
-        result = backtest(PrometheusClient(url, timeout=60), ruleset, start, end, settings, incidents)
+        result = backtest(client, ruleset, start, end, settings, incidents)
     except PrometheusUnavailable as exc:
         raise click.ClickException(str(exc)) from None
     if as_json_output:

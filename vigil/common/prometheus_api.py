@@ -73,6 +73,13 @@ class PrometheusClient:
             params["end"] = format_time(end)
         return [dict(labels) for labels in self._get("/api/v1/series", params, " or ".join(selectors))]
 
+    def config(self) -> str:
+        """The configuration Prometheus has loaded, as its YAML text (`/api/v1/status/config`)."""
+        data = self._get("/api/v1/status/config", {}, "/api/v1/status/config")
+        if not isinstance(data, dict) or not isinstance(data.get("yaml"), str):
+            raise PrometheusUnavailable(f"{self.url} did not answer /api/v1/status/config like a Prometheus server")
+        return data["yaml"]
+
     def _get(self, path: str, params: dict, what: str) -> dict | list:
         """GET `path`; return the answer's `data`, or raise PrometheusUnavailable saying what went wrong."""
         try:
