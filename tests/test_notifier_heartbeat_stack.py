@@ -44,6 +44,11 @@ def test_a_heartbeat_timeout_one_late_watchdog_would_trip_is_refused():
         load_settings(None, {"watchdog_repeat_interval": 60, "heartbeat_timeout": 90})
 
 
+def test_a_heartbeat_timeout_the_notifier_would_refuse_is_refused_with_the_settings():
+    with pytest.raises(SettingsError, match="heartbeat_timeout: Input should be less than or equal to 31536000"):
+        load_settings(None, {"heartbeat_timeout": "2y"})
+
+
 @pytest.mark.e2e
 def test_stopping_alertmanager_pages_the_heartbeat_incident_and_resuming_it_resolves(tmp_path):
     config = tmp_path / "vigil.yaml"
