@@ -8,6 +8,7 @@ are reported by `unknown_keys()` (this catches typos such as `severty:`).
 from __future__ import annotations
 
 from vigil.common.durations import parse_prometheus_duration
+from vigil.common.yaml_source import plain
 
 from .located import ErrorLog, Located
 from .promql import COMPARISONS, LABEL_NAME, METRIC_NAME, format_number
@@ -65,7 +66,7 @@ class Reader:
         if item is None:
             return None
         if isinstance(item.value, bool) or not isinstance(item.value, (int, float)):
-            self.errors.add(self.file, item.line, f"{self.what}: {key!r} must be a number, got {item.value!r}")
+            self.errors.add(self.file, item.line, f"{self.what}: {key!r} must be a number, got {plain(item)!r}")
             return None
         try:
             return format_number(item.value)
@@ -79,7 +80,7 @@ class Reader:
             return None
         if not isinstance(item.value, str):
             self.errors.add(self.file, item.line,
-                            f"{self.what}: {key!r} must be a duration string like 5m, got {item.value!r}")
+                            f"{self.what}: {key!r} must be a duration string like 5m, got {plain(item)!r}")
             return None
         try:
             parse_prometheus_duration(item.value)

@@ -172,6 +172,8 @@ def test_cli_rejects_a_bad_max_for(tmp_path):
      "    summary: s\n    description: d\n", 4, "'metric' '9bad' is not a valid metric name"),
     ("alerts:\n  A:\n    kind: counter_increase\n    metric: x_total\n    window: 10\n    severity: info\n"
      "    summary: s\n    description: d\n", 5, "'window' must be a duration string like 5m, got 10"),
+    ("alerts:\n  A:\n    kind: counter_increase\n    metric: x_total\n    window: [5m]\n    severity: info\n"
+     "    summary: s\n    description: d\n", 5, "'window' must be a duration string like 5m, got ['5m']"),  # no Located(...)
     ("alerts:\n  A:\n    expr: x\n    severity: info\n    summary: s\n    description: d\n    inhibits: {A: [node]}\n",
      7, "alert A cannot inhibit itself"),
 ])
