@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import Protocol, Sequence
 
+from .promql import quote
 from .query import QuerySyntaxError, parse
 
 MAX_DEPTH = 5  # recording rules reading recording rules: inlined this many levels deep at most
@@ -42,8 +43,7 @@ def _outside_strings(text: str, position: int) -> bool:
 def _replacement(record: RecordingLike) -> str:
     inner = f"({record.expr})"
     for label, value in record.labels:
-        quoted = value.replace("\\", "\\\\").replace('"', '\\"')
-        inner = f'label_replace({inner}, "{label}", "{quoted}", "", "")'
+        inner = f'label_replace({inner}, {quote(label)}, {quote(value)}, "", "")'
     return inner
 
 

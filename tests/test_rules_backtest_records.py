@@ -44,3 +44,10 @@ def test_a_cycle_of_recording_rules_stops_at_the_depth_limit_and_stays_on_histor
     a, b = Rec("a:x:sum", "sum(b:x:sum)"), Rec("b:x:sum", "sum(a:x:sum)")
     inlined, from_history = inline_records("a:x:sum > 0", [a, b])
     assert from_history and parse(inlined)
+
+
+def test_a_record_label_value_with_quotes_and_a_newline_is_inlined_as_a_valid_string():
+    record = Rec("q:x:sum", "sum(up)", (("note", 'say "hi"\nthen \\ go'),))
+    inlined, from_history = inline_records("q:x:sum > 0", [record])
+    assert from_history == [] and inlined == r'label_replace((sum(up)), "note", "say \"hi\"\nthen \\ go", "", "") > 0'
+    parse(inlined)
