@@ -4,6 +4,7 @@ resuming it resolves the incident."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -68,6 +69,8 @@ def test_stopping_alertmanager_pages_the_heartbeat_incident_and_resuming_it_reso
         wait_for(lambda: watchdog()["state"] == "alive", timeout=30, interval=0.2)  # the Watchdog arrives
         listed = stack.cli("notifier", "heartbeats")
         assert listed.returncode == 0 and listed.stdout.splitlines()[1].split()[:2] == ["watchdog", "alive"], listed
+        as_json = stack.cli("notifier", "heartbeats", "--json")
+        assert [(h["name"], h["state"]) for h in json.loads(as_json.stdout)["heartbeats"]] == [("watchdog", "alive")]
         os.kill(alertmanager_pid, signal.SIGSTOP)  # Alertmanager hangs: no notification leaves it
         stopped = time.monotonic()
         incident_id = wait_for(lambda: watchdog()["incident_id"], timeout=TIMEOUT_S + 10, interval=0.2)

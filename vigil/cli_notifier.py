@@ -12,6 +12,7 @@ from vigil.common.click_types import HostPort
 from vigil.common.durations import format_duration
 from vigil.notifier.settings import DEFAULT_MAX_BODY_BYTES
 
+from .cli_incidents import call_notifier, json_option, printed_plainly, when
 from .cli_stack import run_dir_option
 
 
@@ -138,19 +139,11 @@ def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmana
 
 @notifier.command()
 @run_dir_option
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 def heartbeats(run_dir, as_json):
     """The heartbeats the running stack's notifier watches: state, last beat, timeout, open incident."""
-    import json
-
-    from .cli_incidents import call_notifier, when
-
     found = call_notifier(run_dir, lambda client: client.heartbeats())
-    if as_json:
-        click.echo(json.dumps({"heartbeats": found}, indent=2))
-        return
-    if not found:
-        click.echo("no heartbeats watched (vigil notifier serve --heartbeat NAME=TIMEOUT)")
+    if printed_plainly("heartbeats", found, as_json):
         return
     click.echo(f"{'NAME':<16} {'STATE':<8} {'LAST HEARD (UTC)':<20} {'TIMEOUT':>8} {'SILENT':>8}  INCIDENT")
     for beat in found:
