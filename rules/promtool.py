@@ -57,11 +57,13 @@ def check_rules(ruleset: RuleSet, *, max_for_seconds: float | None = None, timeo
 
 def _share_out(names: list[str], sizes: list[int], workers: int) -> list[list[str]]:
     """`names` in `workers` batches of about equal total size (largest first onto the lightest batch)."""
-    batches: list[tuple[int, list[str]]] = [(0, []) for _ in range(max(1, min(workers, len(names))))]
+    count = max(1, min(workers, len(names)))
+    totals, batches = [0] * count, [[] for _ in range(count)]
     for size, name in sorted(zip(sizes, names), reverse=True):
-        total, batch = min(batches, key=lambda b: b[0])
-        batches[batches.index((total, batch))] = (total + size, batch + [name])
-    return [sorted(batch) for _, batch in batches if batch]
+        lightest = totals.index(min(totals))
+        totals[lightest] += size
+        batches[lightest].append(name)
+    return [sorted(batch) for batch in batches if batch]
 
 
 def test_rules(ruleset: RuleSet, test_files: list[Path], *, timeout: float = 120,

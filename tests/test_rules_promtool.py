@@ -51,3 +51,10 @@ def test_missing_promtool_is_a_clear_error():
     assert result.exit_code == 1
     assert "cannot find VIGIL_PROMTOOL='/nonexistent/promtool'" in result.output
     assert "apt-get install prometheus" in result.output
+
+
+def test_test_files_are_shared_out_largest_first_onto_the_lightest_worker():
+    from vigil.rules.promtool import _share_out
+
+    assert _share_out(["a", "b", "c", "d", "e"], [5, 4, 3, 2, 1], workers=2) == [["a", "d", "e"], ["b", "c"]]
+    assert _share_out(["a", "b"], [1, 9], workers=8) == [["b"], ["a"]]  # no more batches than files
