@@ -44,13 +44,13 @@ TIMEOUT_S = 300.0
 class Notifier:
     """One notifier's heartbeat monitor and escalation engine on `db_url`, driven by a shared fake clock."""
 
-    def __init__(self, db_url: str, clock: list[float], *specs: str):
+    def __init__(self, db_url: str, clock: list[float], *specs: str, on_enqueued=None):
         self.store = Store(db_url)
         self.clock = clock
         oncall = parse_oncall(ONCALL)
         route = RouteStage(oncall, None, NotifierMetrics())
         self.monitor = HeartbeatMonitor(self.store, tuple(map(parse_heartbeat, specs or ("watchdog=5m",))), route,
-                                        lambda: self.clock[0])
+                                        lambda: self.clock[0], on_enqueued=on_enqueued)
         self.engine = EscalationEngine(self.store, oncall, lambda: self.clock[0])
 
     def at(self, offset_s: float) -> list[int]:
@@ -217,3 +217,21 @@ def test_a_notifier_joining_a_running_peer_keeps_the_deadline(db_url):
     finally:
         running.store.close()
         joining.store.close()
+
+
+def test_only_an_opened_or_resolved_incident_wakes_the_delivery_worker_and_the_engine(db_url):
+    """A beat is on the hot path: an ordinary one changes no page or escalation, so it wakes nobody."""
+    woken = []
+    notifier = Notifier(db_url, [START], on_enqueued=lambda: woken.append("worker"))
+    notifier.store.escalations.on_change(lambda: woken.append("engine"))
+    try:
+        notifier.at(0)
+        notifier.heard(10)
+        notifier.heard(20)
+        assert notifier.at(20 + TIMEOUT_S - 1) == [] and woken == []
+        notifier.at(20 + TIMEOUT_S)
+        assert woken == ["worker", "engine"]
+        notifier.heard(20 + TIMEOUT_S + 5)  # resolves it: its resolved pages are due
+        assert woken == ["worker", "engine"] * 2
+    finally:
+        notifier.store.close()

@@ -129,6 +129,8 @@ class HeartbeatMonitor:
                 incident = self._write(lambda conn, spec=spec: self._open(conn, spec, now))
                 if incident is not None:
                     opened.append(incident)
+        if opened:
+            self._enqueued()
         return opened
 
     def _start_watching(self, conn: sa.Connection, now: float) -> None:
@@ -158,7 +160,10 @@ class HeartbeatMonitor:
         if spec is None:
             raise UnknownHeartbeat(name)
         now = self._clock()
-        return self._write(lambda conn: self._beat(conn, spec, now))
+        beat = self._write(lambda conn: self._beat(conn, spec, now))
+        if beat.resolved_incident is not None:
+            self._enqueued()
+        return beat
 
     def _beat(self, conn: sa.Connection, spec: HeartbeatSpec, now: float) -> Beat:
         heartbeats = self._store.heartbeats
@@ -174,17 +179,19 @@ class HeartbeatMonitor:
         return Beat(heartbeats.lock(conn, spec.name), resolved)
 
     def _write(self, work: Callable[[sa.Connection], object]):
-        """`work(conn)` in a transaction of its own, run again if a peer's row got there first; the
-        delivery worker and the escalation engine are woken once it committed."""
+        """`work(conn)` in a transaction of its own, run again if a peer's row got there first."""
         for attempt in range(3):
             try:
                 with self._store.engine.begin() as conn:
-                    result = work(conn)
-                break
+                    return work(conn)
             except IntegrityError:
                 if attempt == 2:
                     raise
+        raise AssertionError("unreachable")
+
+    def _enqueued(self) -> None:
+        """Wake the delivery worker and the escalation engine: an incident opened or resolved (an ordinary
+        beat changes nothing of theirs, so it wakes neither)."""
         if self._on_enqueued is not None:
             self._on_enqueued()
         self._store.escalations.changed()
-        return result
