@@ -85,8 +85,7 @@ def lint_record(ctx: LintContext, record: AlertLint, file: str, line: int, error
     query_findings, labels = check_query(query, ctx.catalog, ctx.known_metrics())
     ctx.recorded[record.name] = labels
     if query_findings and query_findings[0][0] == SYNTAX:
-        piece_line, message = _syntax_error(record, line, query_findings[0][1])
-        errors.add(file, piece_line, message.replace(f"alert {record.name}", f"record {record.name}", 1))
+        errors.add(file, *_syntax_error(record, line, query_findings[0][1], what="record"))
     else:
         findings += [f for f in lint(record.expr, None) if f[0] != ABSENT_WITHOUT_FOR] + query_findings
     for check, message in findings:
@@ -94,14 +93,14 @@ def lint_record(ctx: LintContext, record: AlertLint, file: str, line: int, error
             errors.add(file, line, f"record {record.name}: {message} [{check}]")
 
 
-def _syntax_error(alert: AlertLint, line: int, message: str) -> tuple[int, str]:
-    """(line, message) of the first piece of PromQL that does not parse on its own (else the alert's)."""
-    for piece_line, text in alert.pieces:
+def _syntax_error(rule: AlertLint, line: int, message: str, what: str = "alert") -> tuple[int, str]:
+    """(line, message) of the first piece of PromQL that does not parse on its own (else the rule's)."""
+    for piece_line, text in rule.pieces:
         try:
             parse(text)
         except QuerySyntaxError as exc:
-            return piece_line, f"alert {alert.name}: the expression is not valid PromQL: {exc}"
-    return line, f"alert {alert.name}: {message}"
+            return piece_line, f"{what} {rule.name}: the expression is not valid PromQL: {exc}"
+    return line, f"{what} {rule.name}: {message}"
 
 
 def lint_inhibition(ctx: LintContext, inhibition: Inhibition, file: str, line: int, errors: ErrorLog) -> None:
