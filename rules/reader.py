@@ -46,7 +46,9 @@ class Reader:
         if item is None:
             return None
         if not isinstance(item.value, str) or not item.value.strip():
-            self.errors.add(self.file, item.line, f"{self.what}: {key!r} must be a non-empty string")
+            number = isinstance(item.value, (int, float)) and not isinstance(item.value, bool)
+            hint = f", got {item.value!r}: quote it, like \"{item.value}\"" if number else ""
+            self.errors.add(self.file, item.line, f"{self.what}: {key!r} must be a non-empty string{hint}")
             return None
         return item.value
 

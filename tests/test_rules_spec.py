@@ -164,6 +164,8 @@ def test_cli_rejects_a_bad_max_for(tmp_path):
     ("- just\n- a list\n", 1, "a spec file must be a mapping with an 'alerts' key"),
     ("group: g\n", 1, "spec: missing required key 'alerts'"),
     ("alerts: {}\n", 1, "'alerts' must be a mapping of alert name: alert"),
+    ("alerts:\n  A:\n    expr: x\n    severity: info\n    summary: 1.5\n    description: d\n", 5,
+     "'summary' must be a non-empty string, got 1.5: quote it, like \"1.5\""),
     ("alerts:\n  bad-name:\n    expr: x\n    severity: info\n    summary: s\n    description: d\n", 2,
      "alert name 'bad-name' must start with a letter"),
     ("alerts:\n  A:\n    expr: x\n    severity: info\n    summary: s\n    description: d\n    labels: {severity: x}\n",
