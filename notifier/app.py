@@ -15,6 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from vigil.notifier import console
 from vigil.notifier.api import health, heartbeats, inbox, incidents, maintenance, schedules, webhook
 from vigil.notifier.api import links as link_routes
 from vigil.notifier.api.auth import require_bearer_token
@@ -91,6 +92,7 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
 
     for module in (webhook, heartbeats, incidents, maintenance, link_routes, inbox, schedules, health):
         app.include_router(module.router)
+    console.install(app)  # the web console, /console/ (its own login; /api/ keeps the bearer token)
     document_api(app)
     return app
 

@@ -2,7 +2,7 @@
 
 Constraints added after revision 0001 carry explicit names: SQLite's batch mode can only create (and
 later drop) named ones. Revision 0002 adds the on-call engine's tables and columns (design §3); 0003 the
-indexes the webhook's reads need; 0004 the heartbeats table.
+indexes the webhook's reads need; 0004 the heartbeats table; 0005 the console's sessions.
 """
 
 from __future__ import annotations
@@ -168,4 +168,17 @@ heartbeats = sa.Table(
     sa.Column("beats", sa.Integer, nullable=False, server_default="0"),
     sa.Column("missing_since", sa.Float),  # the deadline that passed unheard (the incident's start); null: alive
     sa.Column("incident_id", sa.Integer, sa.ForeignKey("incidents.id", name="fk_heartbeats_incident")),
+)
+
+# the web console's logins (revision 0005; `store/console_sessions.py`): the cookie holds a random token,
+# the table only its SHA-256, so a copy of the database logs nobody in; a deleted row is a revoked session
+console_sessions = sa.Table(
+    "console_sessions", metadata,
+    sa.Column("token_sha256", sa.String(64), primary_key=True),
+    sa.Column("username", sa.Text, nullable=False),
+    sa.Column("csrf", sa.String(64), nullable=False),  # the session's CSRF token, in every console form
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("last_seen_at", sa.Float, nullable=False),
+    sa.Column("expires_at", sa.Float, nullable=False),
+    sa.Index("console_sessions_expiry", "expires_at"),
 )

@@ -77,6 +77,8 @@ class Person(_Strict):
     email: str | None = None  # matches iCal ATTENDEE mailto: on override import
     contacts: dict[str, Contact] = Field(min_length=1)
     notify: tuple[NotifyRule, ...] | None = None  # None: the first contact at once
+    # the web console's login: an Argon2id hash (`vigil oncall hash-password`); None: no console login
+    password_hash: str | None = Field(default=None, pattern=r"^\$argon2id\$v=\d+\$m=\d+,t=\d+,p=\d+\$\S+\$\S+$")
 
     _known_zone = field_validator("timezone")(classmethod(lambda cls, name: _zone(name)))
 

@@ -6,7 +6,8 @@
 - `timeline.py`: the incident timeline (`incident_events`);
 - `escalations.py`: pending escalations (the on-call engine's clock-driven steps);
 - `incident_state.py`: the engine's incident columns (routing, acknowledgement, SLA);
-- `heartbeats.py`: when each watched heartbeat was last heard, and its incident while missing.
+- `heartbeats.py`: when each watched heartbeat was last heard, and its incident while missing;
+- `console_sessions.py`: the web console's logins.
 
 SQLAlchemy Core, so one set of statements serves SQLite (default, WAL, synchronous=FULL: a commit is
 on disk before the webhook is answered) and PostgreSQL (`postgresql://…`, driver psycopg 3).
@@ -16,6 +17,7 @@ Times are stored as UNIX seconds (float) and shown as RFC 3339 UTC. Tables: `not
 from __future__ import annotations
 
 from vigil.notifier.migrate import upgrade_database
+from vigil.notifier.store.console_sessions import ConsoleSessions
 from vigil.notifier.store.engine import engine_for
 from vigil.notifier.store.escalations import Escalations
 from vigil.notifier.store.heartbeats import Heartbeats
@@ -39,6 +41,7 @@ class Store:
         self.timeline = Timeline(self.engine)
         self.escalations = Escalations(self.engine)
         self.heartbeats = Heartbeats(self.engine)
+        self.console_sessions = ConsoleSessions(self.engine)
 
     def close(self) -> None:
         self.engine.dispose()

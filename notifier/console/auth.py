@@ -1,0 +1,183 @@
+"""Who may use the console: login, logout, sessions and CSRF.
+
+- Login with a person's key from the on-call file and their password (`people.<key>.password_hash`,
+  Argon2id), or with the notifier's bearer token as the password (user name left empty or `token`; the
+  actor is then `token`). Five failures for one user name within five minutes lock that name out for
+  the rest of the window (429).
+- A login creates a server-side session (`store/console_sessions.py`); the cookie `vigil_console` holds
+  only its random token: HttpOnly, SameSite=Lax, Path=/console, Secure when the public URL is https.
+  Logout and expiry delete the row, so the cookie is refused from then on.
+- Every console form carries the session's CSRF token (`csrf_field()` in templates); `CheckedForm`
+  refuses a POST without it or with another (403). The login form, before any session exists, carries a
+  token that must match a short-lived cookie (double submit).
+- `ConsoleUser` gives a route the logged-in user; without a live session a GET is redirected to
+  `/console/login?next=…` and anything else answered 401.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from collections import defaultdict, deque
+from typing import Annotated
+from urllib.parse import quote
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
+
+from vigil.notifier.console.passwords import verify_password
+from vigil.notifier.console.render import render
+
+SESSION_COOKIE = "vigil_console"
+LOGIN_COOKIE = "vigil_console_login"
+TOKEN_USER = "token"
+HOME = "/console/incidents"
+MAX_FAILURES, FAILURE_WINDOW_S = 5, 300.0
+
+router = APIRouter(prefix="/console", include_in_schema=False)
+
+
+class LoginRequired(Exception):
+    """No live session: a GET goes to the login page, anything else gets 401."""
+
+
+class CsrfRefused(Exception):
+    """A console POST without the session's CSRF token: 403."""
+
+
+async def _console_user(request: Request) -> str:
+    token = request.cookies.get(SESSION_COOKIE)
+    session = None
+    if token:
+        store, clock = request.app.state.store, request.app.state.clock
+        session = await run_in_threadpool(store.console_sessions.get, token, clock())
+    if session is None:
+        raise LoginRequired()
+    request.state.console_user, request.state.csrf, request.state.session_token = session.username, session.csrf, token
+    return session.username
+
+
+ConsoleUser = Annotated[str, Depends(_console_user)]
+
+
+def _same(given, expected: str | None) -> bool:
+    return isinstance(given, str) and bool(expected) and hmac.compare_digest(given.encode(), expected.encode())
+
+
+async def _checked_form(request: Request, user: ConsoleUser) -> FormData:
+    form = await request.form()
+    if not _same(form.get("csrf_token"), request.state.csrf):
+        raise CsrfRefused()
+    return form
+
+
+CheckedForm = Annotated[FormData, Depends(_checked_form)]
+
+
+def login_redirect(request: Request, _exc: LoginRequired) -> Response:
+    if request.method in ("GET", "HEAD"):
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        return RedirectResponse(f"/console/login?next={quote(target, safe='')}", status_code=303)
+    return render(request, "error.html", status=401, title="Logged out",
+                  message="Your console session has ended (logged out or expired): log in again.")
+
+
+def csrf_refusal(request: Request, _exc: CsrfRefused) -> Response:
+    return render(request, "error.html", status=403, title="Refused",
+                  message="This form was not sent from a console page of your session (missing or wrong CSRF "
+                          "token). Reload the page and try again.")
+
+
+class LoginThrottle:
+    """Failed logins per user name: at most MAX_FAILURES in FAILURE_WINDOW_S."""
+
+    def __init__(self):
+        self._failures: dict[str, deque[float]] = defaultdict(deque)
+
+    def wait_s(self, username: str, now: float) -> float:
+        """Seconds until `username` may try again (0: now)."""
+        failures = self._failures.get(username.lower())
+        while failures and failures[0] <= now - FAILURE_WINDOW_S:
+            failures.popleft()
+        if not failures or len(failures) < MAX_FAILURES:
+            return 0.0
+        return failures[0] + FAILURE_WINDOW_S - now
+
+    def failed(self, username: str, now: float) -> None:
+        self._failures[username.lower()].append(now)
+
+    def succeeded(self, username: str) -> None:
+        self._failures.pop(username.lower(), None)
+
+
+def _secure(request: Request) -> bool:
+    return (request.app.state.settings.public_url or "").startswith("https://")
+
+
+def _safe_next(target: str | None) -> str:
+    """Only a console path of this notifier (never `//elsewhere` or a full URL)."""
+    if target and target.startswith("/console/") and not target.startswith("//") and "\\" not in target:
+        return target
+    return HOME
+
+
+def _authenticate(request: Request, username: str, password: str) -> str | None:
+    """The user this password logs in, or None."""
+    state = request.app.state
+    if username in ("", TOKEN_USER):
+        return TOKEN_USER if _same(password, state.settings.token) else None
+    person = state.oncall.people.get(username)
+    return username if verify_password(person.password_hash if person else None, password) else None
+
+
+@router.get("/login")
+async def login_page(request: Request, next: str | None = None):
+    request.state.csrf = secrets.token_urlsafe(24)
+    page = render(request, "login.html", next=_safe_next(next), error=None)
+    page.set_cookie(LOGIN_COOKIE, request.state.csrf, max_age=3600, path="/console/login", httponly=True,
+                    samesite="strict", secure=_secure(request))
+    return page
+
+
+@router.post("/login")
+async def login(request: Request):
+    form = await request.form()
+    if not _same(form.get("csrf_token"), request.cookies.get(LOGIN_COOKIE)):
+        raise CsrfRefused()
+    username, password = str(form.get("username", "")).strip(), str(form.get("password", ""))
+    target = _safe_next(str(form.get("next", "")))
+    state = request.app.state
+    now = state.clock()
+    request.state.csrf = form.get("csrf_token")
+    wait = state.login_throttle.wait_s(username, now)
+    if wait > 0:
+        return render(request, "login.html", status=429, next=target, username=username,
+                      error=f"Too many failed logins for this user: try again in {int(wait) + 1} s.")
+    user = await run_in_threadpool(_authenticate, request, username, password)
+    if user is None:
+        state.login_throttle.failed(username, now)
+        return render(request, "login.html", status=401, next=target, username=username,
+                      error="Wrong user name or password.")
+    state.login_throttle.succeeded(username)
+    token, session = await run_in_threadpool(state.store.console_sessions.create, user, now)
+    response = RedirectResponse(target, status_code=303)
+    response.set_cookie(SESSION_COOKIE, token, max_age=int(session.expires_at - now), path="/console",
+                        httponly=True, samesite="lax", secure=_secure(request))
+    response.delete_cookie(LOGIN_COOKIE, path="/console/login")
+    return response
+
+
+@router.post("/logout")
+async def logout(request: Request, _form: CheckedForm):
+    await run_in_threadpool(request.app.state.store.console_sessions.delete, request.state.session_token)
+    response = RedirectResponse("/console/login", status_code=303)
+    response.delete_cookie(SESSION_COOKIE, path="/console", httponly=True, samesite="lax", secure=_secure(request))
+    return response
+
+
+@router.get("")
+@router.get("/")
+async def home(_user: ConsoleUser):
+    return RedirectResponse(HOME, status_code=303)

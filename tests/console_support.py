@@ -1,0 +1,72 @@
+"""Helpers of the console tests (no tests here): an on-call file whose people have console passwords,
+a TestClient on the real notifier app with a settable clock, logging in, and reading CSRF tokens."""
+
+from __future__ import annotations
+
+import re
+
+from fastapi.testclient import TestClient
+
+from vigil.notifier.app import create_app
+from vigil.notifier.console.passwords import hash_password
+from vigil.oncall.loader import parse_oncall
+from test_notifier_incidents_api import T0, Clock  # noqa: F401 (a settable clock, re-exported)
+from test_notifier_support import AUTH, alert, make_settings, payload
+
+HOOK = "/api/v1/alerts/alertmanager"
+PASSWORDS = {"alice": "alice-password-1", "bob": "bob-password-2"}
+_HASHES = {name: hash_password(password) for name, password in PASSWORDS.items()}
+CSRF = re.compile(r'name="csrf_token" value="([^"]*)"')
+
+
+def oncall_text() -> str:
+    return f"""
+priorities:
+  P1: {{ack_within: 5m, resolve_within: 1h}}
+severities: {{critical: P1}}
+people:
+  alice:
+    password_hash: "{_HASHES['alice']}"
+    contacts:
+      phone: {{inbox: true, kind: phone}}
+  bob:
+    password_hash: "{_HASHES['bob']}"
+    contacts:
+      phone: {{inbox: true, kind: phone}}
+  carol:
+    contacts:
+      phone: {{inbox: true, kind: phone}}
+teams:
+  gpu: {{policy: main, members: [alice, bob]}}
+policies:
+  main:
+    tiers:
+      - {{notify: [{{person: alice}}], escalate_after: 5m}}
+      - {{notify: [{{person: bob}}], escalate_after: 5m}}
+default_policy: main
+"""
+
+
+def console_client(tmp_path, clock: Clock, **settings) -> TestClient:
+    app = create_app(make_settings(tmp_path, **settings), parse_oncall(oncall_text()), run_worker=False, clock=clock)
+    return TestClient(app, follow_redirects=False)
+
+
+def csrf_of(html: str) -> str:
+    found = CSRF.search(html)
+    assert found, "no CSRF field in the page"
+    return found.group(1)
+
+
+def log_in(client: TestClient, username: str = "alice", password: str | None = None, next: str = ""):
+    page = client.get("/console/login", params={"next": next} if next else None)
+    return client.post("/console/login", data={"username": username, "csrf_token": csrf_of(page.text),
+                                               "password": PASSWORDS.get(username, "") if password is None else password,
+                                               "next": next})
+
+
+def open_incident(client: TestClient, **labels) -> int:
+    answer = client.post(HOOK, json=payload(alert(**labels)), headers=AUTH)
+    assert answer.status_code == 200, answer.text
+    listed = client.get("/api/v1/incidents", headers=AUTH).json()["incidents"]
+    return listed[-1]["id"]
