@@ -29,7 +29,7 @@ def test_full_scale_fleet_serves_every_node_and_delivers_xids() -> None:
                              json={"fault": "xid79", "node": f"node-{NODES}", "gpu": 7}, timeout=10)
         assert reply.ok, reply.text
         last = f"{url}?node=node-{NODES}"
-        wait_until(lambda: 'xid="79"' in session.get(last, timeout=10).text, timeout=15, step=0.25)
+        wait_until(lambda: 'xid="79"' in session.get(last, timeout=10).text, timeout=45, step=0.25)
         xid_lines = [line for line in session.get(last, timeout=10).text.splitlines()
                      if line.startswith("vigil_gpu_xid_errors_total{")]
         assert len(xid_lines) == 1 and 'gpu="7"' in xid_lines[0] and xid_lines[0].endswith(" 1.0")
