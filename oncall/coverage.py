@@ -143,3 +143,12 @@ def team_zone(config, team: str | None):
     """The zone of `team` (its own `timezone`, else the file's, else UTC); the file's for None."""
     known = (getattr(config, "teams", None) or {}).get(team) if team else None
     return zone_named(getattr(known, "timezone", None) or getattr(config, "timezone", None) or "UTC")
+
+
+def team_schedules(config, team: str | None) -> list[str]:
+    """The schedules `team`'s policy pages through, in tier order (every schedule for None)."""
+    if team is None:
+        return list(getattr(config, "schedules", None) or {})
+    policy = (getattr(config, "policies", None) or {}).get(config.teams[team].policy or "")
+    entries = [entry for tier in (policy.tiers if policy else ()) for entry in tier.notify]
+    return list(dict.fromkeys(entry.schedule for entry in entries if entry.schedule))

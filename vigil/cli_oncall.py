@@ -20,7 +20,7 @@ import click
 
 from vigil.cli_stack import run_dir_option
 from vigil.common.yaml_source import line_at, plain, read_yaml
-from vigil.oncall.coverage import gaps, salvage, team_zone, who
+from vigil.oncall.coverage import gaps, salvage, team_schedules, team_zone, who
 from vigil.oncall.ical import person_calendar, person_name, schedule_calendar
 from vigil.oncall.loader import OncallConfigError, load_oncall
 from vigil.oncall.schedule_model import zone_named
@@ -91,7 +91,7 @@ def shifts_command(team, from_text, to_text, as_json, config_file, run_dir):
     end = _moment(to_text, zone, start, "--to") if to_text else start + WEEK_S
     if end <= start:
         raise click.BadParameter("must be after --from", param_hint="--to")
-    rows = [(name, shift) for name in _team_schedules(config, team) for shift in shifts(config, name, start, end)]
+    rows = [(name, shift) for name in team_schedules(config, team) for shift in shifts(config, name, start, end)]
     if as_json:
         click.echo(json.dumps({"shifts": [{"schedule": name, "person": s.person, "start": s.start, "end": s.end,
                                            "source": s.source} for name, s in rows]}, indent=2))
@@ -202,14 +202,6 @@ def _moment(text: str, zone: ZoneInfo, now: float, option: str) -> float:
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint=option) from None
 
-
-
-def _team_schedules(config, team: str | None) -> list[str]:
-    if team is None:
-        return list(config.schedules)
-    policy = config.policies.get(config.teams[team].policy or "")
-    entries = [entry for tier in (policy.tiers if policy else ()) for entry in tier.notify]
-    return list(dict.fromkeys(entry.schedule for entry in entries if entry.schedule))
 
 
 def _format(at: float, zone: ZoneInfo) -> str:
