@@ -19,6 +19,7 @@ from vigil.notifier import console
 from vigil.notifier.api import health, heartbeats, inbox, incidents, maintenance, schedules, webhook
 from vigil.notifier.api import links as link_routes
 from vigil.notifier.api.auth import require_bearer_token
+from vigil.notifier.api.direct import NotifierAPI, serve_webhook_directly
 from vigil.notifier.api.openapi import document_api
 from vigil.notifier.api.parse import Rejected
 from vigil.notifier.clock import Clock, system_clock
@@ -74,7 +75,7 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
                 metrics.registry.unregister(collector)
             store.close()
 
-    app = FastAPI(title="vigil notifier", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app = NotifierAPI(title="vigil notifier", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.settings, app.state.metrics, app.state.clock, app.state.route = settings, metrics, clock, route
     app.state.oncall = oncall  # the on-call routes (who, calendars) read it
     require_bearer_token(app, settings.token, metrics)
@@ -94,6 +95,7 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
         app.include_router(module.router)
     console.install(app)  # the web console, /console/ (its own login; /api/ keeps the bearer token)
     document_api(app)
+    serve_webhook_directly(app, settings.token, metrics)
     return app
 
 

@@ -174,6 +174,15 @@ def test_missing_or_wrong_token_is_401_and_nothing_is_stored(client, headers):
     assert get(client, "/api/v1/notifications")["notifications"] == []
 
 
+def test_other_methods_on_the_webhook_path_get_the_frameworks_answers(client):
+    # the webhook's POST is served past FastAPI (`notifier/api/direct.py`); the path's other methods are not
+    assert client.get(HOOK).status_code == 401
+    assert client.get(HOOK, headers=AUTH).status_code == 405
+    assert client.put(HOOK, json=payload(), headers=AUTH).status_code == 405
+    assert HOOK in client.get("/openapi.json").json()["paths"]
+    assert get(client, "/api/v1/notifications")["notifications"] == []
+
+
 def test_health_and_metrics_are_open(client):
     assert client.get("/healthz").json() == {"ok": True}
     client.post(HOOK, json=payload(), headers=AUTH)
@@ -202,6 +211,7 @@ def _store_failure_then_retry(client, tmp_path):
         db.execute("ALTER TABLE notifications RENAME TO notifications_away")  # the store breaks
     failed = client.post(HOOK, json=payload(), headers=AUTH)
     assert failed.status_code == 500 and "internal error" in failed.json()["error"]
+    assert metric(client, f'vigil_notifier_http_server_errors_total{{route="{HOOK}"}}') == 1
     with sqlite3.connect(tmp_path / "notifier.db") as db:
         db.execute("ALTER TABLE notifications_away RENAME TO notifications")
     assert get(client, "/api/v1/incidents")["incidents"] == []  # the failed request left nothing behind
