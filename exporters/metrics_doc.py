@@ -1,4 +1,5 @@
-"""Generate `docs/metrics.md` from the `MetricSpec` lists of every exporter module.
+"""Generate `docs/metrics.md` from the `MetricSpec` lists of every exporter module (and the notifier's
+on-call health collector).
 
     python -m vigil.exporters.metrics_doc            # print the page
     python -m vigil.exporters.metrics_doc --write    # rewrite docs/metrics.md
@@ -22,6 +23,7 @@ SOURCES = (
     ("vigil.exporters.dcgm", "GPU exporter, DCGM backend (`vigil exporter gpu --backend dcgm`)"),
     ("vigil.exporters.node_health", "Node health exporter (`vigil exporter node`)"),
     ("vigil.exporters.jobs", "GPU process to job attribution"),
+    ("vigil.notifier.analytics.collector", "On-call health, from the notifier's `/metrics` ([oncall-health.md](oncall-health.md))"),
 )
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "metrics.md"
 

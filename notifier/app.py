@@ -16,7 +16,8 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from vigil.notifier import console
-from vigil.notifier.api import health, heartbeats, inbox, incidents, maintenance, schedules, webhook
+from vigil.notifier.analytics.collector import OncallHealthCollector
+from vigil.notifier.api import health, heartbeats, inbox, incidents, maintenance, reports, schedules, webhook
 from vigil.notifier.api import links as link_routes
 from vigil.notifier.api.auth import require_bearer_token
 from vigil.notifier.api.direct import NotifierAPI, serve_webhook_directly
@@ -54,7 +55,7 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
         engine = EscalationEngine(store, oncall, clock, metrics, settings.poll_interval_s, links, worker.wake)
         monitor = HeartbeatMonitor(store, settings.heartbeats, route, clock, settings.poll_interval_s, worker.wake)
         app.state.store, app.state.worker, app.state.engine, app.state.heartbeats = store, worker, engine, monitor
-        collectors = [StoreCollector(store), HeartbeatCollector(monitor)]
+        collectors = [StoreCollector(store), HeartbeatCollector(monitor), OncallHealthCollector(store, oncall, clock)]
         for collector in collectors:
             metrics.registry.register(collector)
         if run_worker:
@@ -91,7 +92,7 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
         metrics.server_errors.labels(getattr(route, "path", "unrouted")).inc()
         return JSONResponse({"error": f"internal error: {type(exc).__name__}"}, status_code=500)
 
-    for module in (webhook, heartbeats, incidents, maintenance, link_routes, inbox, schedules, health):
+    for module in (webhook, heartbeats, incidents, maintenance, link_routes, inbox, schedules, reports, health):
         app.include_router(module.router)
     console.install(app)  # the web console, /console/ (its own login; /api/ keeps the bearer token)
     document_api(app)

@@ -3,18 +3,15 @@ through the run directory the way `vigil inbox` finds it (a run dir whose superv
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 
 import pytest
 import requests
 from click.testing import CliRunner
 
 from vigil.cli import main
-from vigil.runstate import ComponentState, StackState
-from vigil.stack_config import RunLayout
-from test_notifier_support import AUTH, TOKEN, NotifierServer, alert, free_port, make_settings, payload, wait_for
+from test_notifier_support import (AUTH, NotifierServer, alert, free_port, make_settings, payload, run_dir_for,
+                                   wait_for)
 
 ONCALL = """
 people:
@@ -34,18 +31,9 @@ default_policy: main
 @pytest.fixture
 def stack(tmp_path):
     """A notifier served for real, and a run directory that points at it, as `vigil up` leaves one."""
-    layout = RunLayout(tmp_path / "run")
-    layout.secrets_dir.mkdir(parents=True)
-    layout.token_file.write_text(TOKEN + "\n")
-    with NotifierServer(make_settings(tmp_path, port=free_port()), ONCALL) as server:
-        StackState(supervisor_pid=os.getpid(), port_base=9600, gpu_backend="sim", ready=True,
-                   components={"notifier": ComponentState(server.url, server.url + "/healthz"),
-                               "prometheus": ComponentState("http://127.0.0.1:9", "http://127.0.0.1:9/-/ready")},
-                   ).write(layout)
-        with open(layout.lock_file, "a+") as lock:  # the supervisor's lock: the stack is running
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            server.run_dir = layout.root
-            yield server
+    with NotifierServer(make_settings(tmp_path, port=free_port()), ONCALL) as server, \
+            run_dir_for(server, tmp_path / "run"):
+        yield server
 
 
 def vigil(stack, *args: str):

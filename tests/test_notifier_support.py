@@ -1,12 +1,16 @@
 """Helpers shared by the notifier tests (no tests here): payload builders, a real uvicorn server in a
-thread, and a small HTTP endpoint that records what apprise sends it."""
+thread (and a run directory pointing at it, for the CLI), and a small HTTP endpoint that records what
+apprise sends it."""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import socket
 import threading
 import time
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -15,6 +19,8 @@ import uvicorn
 from vigil.notifier.app import create_app
 from vigil.notifier.settings import NotifierSettings
 from vigil.oncall.loader import parse_oncall
+from vigil.runstate import ComponentState, StackState
+from vigil.stack_config import RunLayout
 
 TOKEN = "test-token-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -86,6 +92,23 @@ class NotifierServer:
     def __exit__(self, *exc) -> None:
         self._server.should_exit = True
         self._thread.join(15)
+
+
+@contextmanager
+def run_dir_for(server: NotifierServer, root: Path):
+    """A run directory at `root` that points at `server`, as `vigil up` leaves one (its supervisor's lock
+    held: the stack is running), so the CLI finds the notifier through `--run-dir`; sets `server.run_dir`."""
+    layout = RunLayout(root)
+    layout.secrets_dir.mkdir(parents=True)
+    layout.token_file.write_text(TOKEN + "\n")
+    StackState(supervisor_pid=os.getpid(), port_base=9600, gpu_backend="sim", ready=True,
+               components={"notifier": ComponentState(server.url, server.url + "/healthz"),
+                           "prometheus": ComponentState("http://127.0.0.1:9", "http://127.0.0.1:9/-/ready")},
+               ).write(layout)
+    with open(layout.lock_file, "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        server.run_dir = layout.root
+        yield layout.root
 
 
 def wait_for(check, timeout=15.0, interval=0.05):

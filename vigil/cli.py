@@ -23,6 +23,7 @@ _TOP_COMMANDS = {
     "notifier": ("vigil.cli_notifier:notifier", "Run the notifier (Alertmanager webhook receiver)."),
     "incidents": ("vigil.cli_incidents:incidents", "List, show, acknowledge, resolve, note and escalate incidents."),
     "maintenance": ("vigil.cli_maintenance:maintenance", "Maintenance windows: pages of matching alerts are held."),
+    "report": ("vigil.cli_report:report", "Reports: on-call health (MTTA, MTTR, pages, SLA, noisiest alerts)."),
     "exporter": ("vigil.cli:exporter", "Run a GPU or node health exporter."),
     "aiops": ("vigil.cli:aiops", "Baselines, anomaly detection, failure prediction, correlation."),
 }

@@ -90,6 +90,11 @@ class StackClient:
     def end_maintenance(self, window_id: int) -> dict:
         return self._notifier("POST", f"/api/v1/maintenance/{window_id}/end")
 
+    def oncall_report(self, start: str | None, end: str | None, team: str | None = None) -> dict:
+        """The on-call health report of the incidents opened in [start, end) (`docs/oncall-health.md`)."""
+        params = {key: value for key, value in (("from", start), ("to", end), ("team", team)) if value is not None}
+        return self._notifier("GET", "/api/v1/reports/oncall", params=params)
+
     def chaos(self, method: str, path: str, body: dict | None = None) -> dict:
         """Call the simulated fleet's chaos API (`GET /chaos`, `POST /chaos/inject`, `POST /chaos/clear`)."""
         if self.gpu_control is None:
