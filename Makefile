@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
-DEB_PACKAGES := prometheus prometheus-alertmanager prometheus-node-exporter smartmontools python3-venv
+DEB_PACKAGES := prometheus prometheus-alertmanager prometheus-node-exporter smartmontools python3-venv libpango-1.0-0 libpangoft2-1.0-0
 # the notifier's store is tested against a real PostgreSQL server too
 DEB_TEST_PACKAGES := postgresql
 # postgres: psycopg for the PostgreSQL store; k8s: grpcio for the kubelet pod-resources source;

@@ -22,6 +22,7 @@ _TOP_COMMANDS = {
     "oncall": ("vigil.cli_oncall:oncall", "Who is on call, shifts, coverage checks, iCal export of the on-call file."),
     "notifier": ("vigil.cli_notifier:notifier", "Run the notifier (Alertmanager webhook receiver)."),
     "incidents": ("vigil.cli_incidents:incidents", "List, show, acknowledge, resolve, note and escalate incidents."),
+    "postmortem": ("vigil.cli_postmortem:postmortem", "Write an incident's postmortem (Markdown, HTML or PDF) from what vigil knows."),
     "maintenance": ("vigil.cli_maintenance:maintenance", "Maintenance windows: pages of matching alerts are held."),
     "report": ("vigil.cli_report:report", "Reports: on-call health (MTTA, MTTR, pages, SLA, noisiest alerts)."),
     "exporter": ("vigil.cli:exporter", "Run a GPU or node health exporter."),

@@ -73,6 +73,12 @@ class PrometheusClient:
             params["end"] = format_time(end)
         return [dict(labels) for labels in self._get("/api/v1/series", params, " or ".join(selectors))]
 
+    def alerting_rules(self) -> dict[str, str]:
+        """The expression (`query`) of each alerting rule Prometheus has loaded, by alert name."""
+        data = self._get("/api/v1/rules", {"type": "alert"}, "/api/v1/rules")
+        return {rule["name"]: rule["query"] for group in data.get("groups", [])
+                for rule in group.get("rules", []) if rule.get("type") == "alerting"}
+
     def config(self) -> str:
         """The configuration Prometheus has loaded, as its YAML text (`/api/v1/status/config`)."""
         data = self._get("/api/v1/status/config", {}, "/api/v1/status/config")

@@ -1,0 +1,28 @@
+"""One line of text saying what an incident's timeline event means (the CLI's `incidents show` and the
+postmortem's timeline print the same words)."""
+
+from __future__ import annotations
+
+
+def event_text(event: dict) -> str:
+    """One line saying what a timeline event means."""
+    d, kind = event.get("detail") or {}, event["kind"]
+    to = f"{d.get('person')} via {d.get('contact') or d.get('kind')}"
+    tier = f"tier {d['tier'] + 1}" if isinstance(d.get("tier"), int) else "no tier"
+    if kind == "page_queued":
+        wait = d.get("due_in_s") or 0
+        return f"{d.get('status', 'firing')} page to {to} ({tier})" + (f", due in {wait:.0f} s" if wait else "")
+    if kind == "tier_paged":
+        return f"{tier} ({d.get('tier_name')}): {', '.join(d.get('people') or [])}"
+    if kind == "page_attempt":
+        result = "sent" if d.get("ok") else f"FAILED: {d.get('error')}"
+        return f"{d.get('status', 'page')} page to {to}, attempt {d.get('attempt')}: {result}"
+    if kind == "page_fallback":
+        return f"{d.get('person')}: {d.get('failed_contact')} failed {d.get('attempts')} times, trying {d.get('contact')}"
+    if kind == "page_held":
+        return f"page to {to} held: {d.get('reason')} window {d.get('window')}" + (f" ({d['why']})" if d.get("why") else "")
+    if kind == "page_digested":
+        return f"page to {to} folded into digest page {d.get('digest')} ({d.get('pages')} pages)"
+    if kind == "note":
+        return str(d.get("text", ""))
+    return ", ".join(f"{key}={value}" for key, value in d.items() if value is not None)

@@ -1,0 +1,54 @@
+"""Charts of the metrics around an incident as PNG (matplotlib, Agg backend: no display needed).
+
+Each chart draws the alert's series, its threshold (a dashed line) or the AIOps baseline band (shaded),
+and marks when the fault first showed, when the incident opened and when it was resolved.
+"""
+
+from __future__ import annotations
+
+import io
+from datetime import datetime, timezone
+
+from .evidence import Chart
+
+
+def _utc(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=timezone.utc)
+
+
+def draw(chart: Chart, marks: list[tuple[str, float | None, str]]) -> bytes:
+    """`chart` as PNG bytes; `marks`: (label, time or None, colour) drawn as vertical lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import dates
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(8, 3.2), dpi=100)
+    axes = figure.add_subplot()
+    if chart.band:
+        lower, upper = chart.band
+        upper_at = dict(upper)
+        both = [(t, low, upper_at[t]) for t, low in lower if t in upper_at]
+        axes.fill_between([_utc(t) for t, _, _ in both], [low for _, low, _ in both], [up for _, _, up in both],
+                          color="tab:green", alpha=0.15, label="AIOps baseline band")
+    for line in chart.lines:
+        axes.plot([_utc(t) for t, _ in line.points], [v for _, v in line.points], linewidth=1.4, label=line.label)
+    if chart.threshold:
+        op, value = chart.threshold
+        axes.axhline(value, color="tab:red", linestyle="--", linewidth=1.2, label=f"threshold {op} {value:g}")
+    for label, at, colour in marks:
+        if at is not None:
+            axes.axvline(_utc(at), color=colour, linestyle=":", linewidth=1.2, label=label)
+    if not chart.lines:
+        axes.text(0.5, 0.5, "no samples in this window", transform=axes.transAxes, ha="center", va="center")
+    axes.set_title(chart.title if len(chart.title) <= 90 else chart.title[:87] + "...", fontsize=9)
+    axes.xaxis.set_major_formatter(dates.DateFormatter("%H:%M:%S", tz=timezone.utc))
+    axes.set_xlabel("UTC", fontsize=8)
+    axes.tick_params(labelsize=7)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=7, loc="upper left", framealpha=0.8)
+    figure.tight_layout()
+    out = io.BytesIO()
+    figure.savefig(out, format="png")
+    return out.getvalue()

@@ -1,0 +1,192 @@
+"""What the notifier's store says about an incident, arranged as a postmortem's sections (pure).
+
+Input is the incident as the REST API shows it (`notifier.api.incidents.incident_detail`: the incident
+with its `alerts`, `timeline` and `pages`), the other incidents (for "related"), the metric evidence
+gathered from Prometheus (`evidence.Evidence`, or None when Prometheus was not asked) and `now`.
+Every time is Unix seconds here; the templates format them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from vigil.notifier.incident_text import event_text
+
+RELATED_WITHIN_S = 30 * 86400
+# a page sent this long after it was queued (or after more than one attempt) counts as late
+LATE_AFTER_S = 60.0
+
+
+def parse_time(value: str | None) -> float | None:
+    """RFC 3339 (the API's milliseconds or Alertmanager's nanoseconds) as Unix seconds; None for none
+    and for Alertmanager's zero time (`0001-01-01T00:00:00Z`: a firing alert's end)."""
+    if not value or value.startswith("0001-"):
+        return None
+    text = value.rstrip("Z")
+    if "." in text:
+        whole, fraction = text.split(".", 1)
+        text = f"{whole}.{fraction[:6]}"
+    return datetime.fromisoformat(text).replace(tzinfo=timezone.utc).timestamp()
+
+
+@dataclass
+class Page:
+    person: str
+    contact: str
+    kind: str
+    tier: int | None
+    status: str  # firing | resolved (what the page said)
+    queued_at: float | None
+    sent_at: float | None
+    attempts: int
+    result: str  # sent | failed | pending | held | digested | ...
+    errors: list[str]
+    late: bool
+
+    @property
+    def delay_s(self) -> float | None:
+        return None if self.sent_at is None or self.queued_at is None else self.sent_at - self.queued_at
+
+
+@dataclass
+class Facts:
+    incident: dict
+    title: str
+    opened_at: float
+    resolved_at: float | None
+    now: float
+    alertnames: list[str]
+    nodes: list[str]
+    gpus: list[dict]  # {node, gpu, uuid}
+    jobs: list[str]
+    first_alert: dict  # {name, at, summary}
+    first_sign_at: float | None
+    first_sign_how: str
+    pages: list[Page]
+    escalations: list[dict]  # {at, text}
+    timeline: list[dict]  # {at, kind, actor, text}
+    related: list[dict]  # {id, title, opened_at, state, shares}
+    charts: list = field(default_factory=list)  # evidence.Chart
+
+    @property
+    def end(self) -> float:
+        return self.resolved_at if self.resolved_at is not None else self.now
+
+    @property
+    def duration_s(self) -> float:
+        return self.end - (self.first_sign_at if self.first_sign_at is not None else self.opened_at)
+
+    @property
+    def time_to_detect_s(self) -> float | None:
+        return None if self.first_sign_at is None else max(0.0, self.opened_at - self.first_sign_at)
+
+    @property
+    def received_at(self) -> float | None:
+        """When the notifier got the first notification (the timeline's first event)."""
+        return min((e["at"] for e in self.timeline), default=None)
+
+    @property
+    def acknowledged_at(self) -> float | None:
+        return parse_time(self.incident.get("acknowledged_at"))
+
+    @property
+    def time_to_acknowledge_s(self) -> float | None:
+        return None if self.acknowledged_at is None else self.acknowledged_at - self.opened_at
+
+    @property
+    def time_to_resolve_s(self) -> float | None:
+        return None if self.resolved_at is None else self.resolved_at - self.opened_at
+
+    @property
+    def sla(self) -> dict:
+        return self.incident.get("sla") or {}
+
+    @property
+    def paged(self) -> list[tuple[str, str, str]]:
+        """(person, contact, channel kind) of each firing page sent (or tried and failed), in order, once each;
+        a page still waiting (a fallback channel, due later) when the incident was acknowledged is not."""
+        seen: dict[tuple[str, str, str], None] = {}
+        for page in self.pages:
+            if page.status == "firing" and (page.sent_at is not None or page.attempts):
+                seen.setdefault((page.person, page.contact, page.kind))
+        return list(seen)
+
+    @property
+    def troubled_pages(self) -> list[Page]:
+        return [page for page in self.pages if page.late or page.result == "failed"]
+
+
+def incident_facts(incident: dict, others: list[dict], now: float, jobs_seen: list[str] = (),
+                   first_sign_at: float | None = None, first_sign_how: str = "") -> Facts:
+    """The postmortem's facts about `incident` (an `incident_detail` dict); `others`: incidents to
+    look through for related ones; `jobs_seen` and `first_sign_at` come from the metrics, when known."""
+    alerts = incident.get("alerts") or []
+    opened_at = parse_time(incident["opened_at"])
+    firsts = sorted(((parse_time(a.get("startsAt")) or opened_at, a) for a in alerts), key=lambda item: item[0])
+    first_at, first = firsts[0] if firsts else (opened_at, {"labels": incident.get("labels") or {}})
+    labels = [a.get("labels") or {} for a in alerts] or [incident.get("labels") or {}]
+    gpus = {(l["node"], l["gpu"]): l.get("uuid", "") for l in labels if "node" in l and "gpu" in l}
+    jobs = {l["job_id"] for l in labels if l.get("job_id")} | set(jobs_seen)
+    return Facts(
+        incident=incident, title=incident.get("title") or f"incident {incident['id']}", opened_at=opened_at,
+        resolved_at=parse_time(incident.get("resolved_at")), now=now,
+        alertnames=sorted({l["alertname"] for l in labels if "alertname" in l}),
+        nodes=sorted({l["node"] for l in labels if "node" in l}),
+        gpus=[dict(node=node, gpu=gpu, uuid=uuid) for (node, gpu), uuid in sorted(gpus.items())],
+        jobs=sorted(jobs),
+        first_alert=dict(name=(first.get("labels") or {}).get("alertname", "?"), at=first_at,
+                         summary=first.get("summary", "")),
+        first_sign_at=first_sign_at, first_sign_how=first_sign_how,
+        pages=[_page(p) for p in incident.get("pages") or []],
+        escalations=[_escalation(e) for e in incident.get("timeline") or [] if e["kind"] == "escalated"
+                     or (e["kind"] == "tier_paged" and (e["detail"].get("tier") or 0) > 0)],
+        timeline=[dict(at=parse_time(e["at"]), kind=e["kind"], actor=e.get("actor") or "", text=event_text(e))
+                  for e in incident.get("timeline") or []],
+        related=related_incidents(incident, others, now),
+    )
+
+
+def _escalation(event: dict) -> dict:
+    d, by = event["detail"], f" by {event['actor']}" if event.get("actor") else ""
+    if event["kind"] == "escalated":
+        return dict(at=parse_time(event["at"]), text=f"escalated to tier {(d.get('to_tier') or 0) + 1}{by}")
+    return dict(at=parse_time(event["at"]), text=f"tier {d['tier'] + 1} paged: {', '.join(d.get('people') or []) or 'nobody'}")
+
+
+def _page(page: dict) -> Page:
+    attempts = page.get("attempts") or []
+    queued, sent = parse_time(page.get("created_at")), parse_time(page.get("sent_at"))
+    late = sent is not None and (len(attempts) > 1 or (queued is not None and sent - queued > LATE_AFTER_S))
+    return Page(person=page.get("person") or "?", contact=page.get("contact") or "", kind=page.get("kind") or "",
+                tier=page.get("tier"), status=page.get("status") or "firing", queued_at=queued, sent_at=sent,
+                attempts=len(attempts), result=page.get("state") or "pending",
+                errors=[a["error"] for a in attempts if not a.get("ok") and a.get("error")], late=late)
+
+
+def _places(labels: dict) -> set[tuple[str, ...]]:
+    """What an incident's labels point at: its node, and its GPU (node, gpu) when it names one."""
+    places = set()
+    if labels.get("node"):
+        places.add(("node", labels["node"]))
+        if labels.get("gpu") not in (None, ""):
+            places.add(("gpu", labels["node"], str(labels["gpu"])))
+    return places
+
+
+def related_incidents(incident: dict, others: list[dict], now: float) -> list[dict]:
+    """Other incidents of the last 30 days (before now) on the same node or GPU, newest first."""
+    mine = set().union(*(_places(a.get("labels") or {}) for a in incident.get("alerts") or []),
+                       _places(incident.get("labels") or {}))
+    found = []
+    for other in others:
+        opened = parse_time(other.get("opened_at"))
+        if other["id"] == incident["id"] or opened is None or not now - RELATED_WITHIN_S <= opened <= now:
+            continue
+        shared = mine & _places(other.get("labels") or {})
+        if shared:
+            gpu = next((p for p in shared if p[0] == "gpu"), None)
+            shares = f"GPU {gpu[2]} of {gpu[1]}" if gpu else f"node {next(iter(shared))[1]}"
+            found.append(dict(id=other["id"], title=other.get("title", ""), opened_at=opened,
+                              state=other.get("state") or other.get("status"), shares=shares))
+    return sorted(found, key=lambda r: -r["opened_at"])

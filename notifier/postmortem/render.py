@@ -1,0 +1,107 @@
+"""Postmortems as Markdown, HTML or PDF from Jinja2 templates a team can override.
+
+`render_postmortem(incident, others, fmt=...)` is the one entry point (the CLI and the console use it):
+it gathers the facts from the incident (an `incident_detail` dict), the metric evidence from Prometheus
+when a client is given, draws the charts and renders `postmortem.md.j2` or `postmortem.html.j2` (PDF:
+the HTML through weasyprint). Templates are looked up first in `templates` (a team's folder), then
+in the package's `templates/`: a team's file of the same name replaces the package's, and a team's
+template can `{% extends "base/postmortem.html.j2" %}` (always the package's) to change a block only.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import jinja2
+
+from vigil.common.durations import format_duration
+from vigil.common.prometheus_api import PrometheusClient
+
+from . import charts, evidence
+from .facts import Facts, incident_facts
+
+CONTENT_TYPES = {"md": "text/markdown; charset=utf-8", "html": "text/html; charset=utf-8", "pdf": "application/pdf"}
+PACKAGE_TEMPLATES = Path(__file__).parent / "templates"
+
+
+@dataclass
+class Postmortem:
+    facts: Facts
+    evidence: evidence.Evidence | None
+
+
+def when(seconds: float | None) -> str:
+    if seconds is None:
+        return "unknown"
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def clock(seconds: float | None) -> str:
+    return "-" if seconds is None else datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%H:%M:%S")
+
+
+def duration(seconds: float | None) -> str:
+    return "unknown" if seconds is None else format_duration(round(seconds))
+
+
+def md_cell(text: object) -> str:
+    """A value fit for one Markdown table cell (no pipes or line breaks)."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def environment(templates: Path | None = None) -> jinja2.Environment:
+    """Templates from `templates` first, then the package's; `base/NAME` always names the package's."""
+    package = jinja2.FileSystemLoader(PACKAGE_TEMPLATES)
+    loaders = ([jinja2.FileSystemLoader(templates)] if templates else []) + [package]
+    env = jinja2.Environment(
+        loader=jinja2.ChoiceLoader([*loaders, jinja2.PrefixLoader({"base": package})]),
+        autoescape=jinja2.select_autoescape(["html.j2"]), undefined=jinja2.StrictUndefined,
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters.update(when=when, clock=clock, duration=duration, cell=md_cell)
+    return env
+
+
+def gather(incident: dict, others: list[dict], prometheus: PrometheusClient | None = None,
+           now: float | None = None) -> Postmortem:
+    """The facts of `incident`, with the metric evidence and charts when `prometheus` is given."""
+    now = time.time() if now is None else now
+    found = evidence.gather(prometheus, incident, now) if prometheus is not None else None
+    facts = incident_facts(incident, others, now, jobs_seen=found.jobs if found else (),
+                           first_sign_at=found.first_sign_at if found else None,
+                           first_sign_how=found.first_sign_how if found else "unknown: no Prometheus to ask")
+    if found:
+        marks = [("first sign", facts.first_sign_at, "tab:purple"), ("incident opened", facts.opened_at, "tab:orange"),
+                 ("resolved", facts.resolved_at, "tab:green")]
+        for chart in found.charts:
+            chart.png = charts.draw(chart, marks)
+        facts.charts = found.charts
+    return Postmortem(facts, found)
+
+
+def render(postmortem: Postmortem, fmt: str = "md", templates: Path | None = None,
+           chart_urls: list[str] | None = None) -> bytes:
+    """`postmortem` as `fmt` (md, html or pdf). Charts are embedded as data URLs unless `chart_urls`
+    names where the caller wrote each one's PNG (Markdown next to its images)."""
+    if fmt not in CONTENT_TYPES:
+        raise ValueError(f"unknown postmortem format {fmt!r}; expected one of {', '.join(CONTENT_TYPES)}")
+    f = postmortem.facts
+    urls = chart_urls or ["data:image/png;base64," + base64.b64encode(c.png).decode() for c in f.charts]
+    context = dict(f=f, ev=postmortem.evidence, charts=list(zip(f.charts, urls)), generated_at=f.now)
+    name = "postmortem.md.j2" if fmt == "md" else "postmortem.html.j2"
+    text = environment(templates).get_template(name).render(**context)
+    if fmt != "pdf":
+        return text.encode()
+    import weasyprint
+
+    return weasyprint.HTML(string=text).write_pdf()
+
+
+def render_postmortem(incident: dict, others: list[dict], fmt: str = "md", prometheus: PrometheusClient | None = None,
+                      now: float | None = None, templates: Path | None = None) -> tuple[bytes, str]:
+    """The postmortem of `incident` (an `incident_detail` dict; `others`: incidents to search for related
+    ones) as (bytes, content type) in `fmt`: md, html or pdf."""
+    return render(gather(incident, others, prometheus, now), fmt, templates), CONTENT_TYPES[fmt]

@@ -1,0 +1,126 @@
+"""Postmortems from a seeded store with a fixed clock (no Prometheus): the facts sections (times,
+people, channels, SLA, escalations, related incidents), the Markdown as a Markdown parser reads it, and
+a team's own templates."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+from markdown_it import MarkdownIt
+
+from vigil.notifier.app import create_app
+from vigil.notifier.postmortem import render_postmortem
+from vigil.notifier.postmortem.facts import incident_facts, parse_time
+from vigil.notifier.postmortem.render import when
+from vigil.oncall.loader import parse_oncall
+from test_notifier_incidents_api import HOOK, T0, Clock  # T0: 2027-01-15 08:00:00 UTC
+from test_notifier_incidents_api import ONCALL as INCIDENTS_ONCALL
+from test_notifier_support import AUTH, alert, make_settings, payload
+
+DAY = 86400.0
+# the incidents API tests' team (alice then bob), with response targets so the SLA is measured
+ONCALL = """
+priorities:
+  P1: {ack_within: 5m, resolve_within: 1h}
+severities: {critical: P1}
+""" + INCIDENTS_ONCALL
+
+
+def rfc(seconds: float) -> str:
+    return when(seconds).replace(" UTC", "Z").replace(" ", "T")
+
+
+@pytest.fixture
+def seeded(tmp_path):
+    """Incidents on node-1 GPU 0 (40 days ago, 3 days ago, now), node-1 GPU 2 (yesterday), node-2; the
+    one now is acknowledged by bob after an escalation, then resolved."""
+    clock = Clock()
+    app = create_app(make_settings(tmp_path), parse_oncall(ONCALL), run_worker=False, clock=clock)
+    with TestClient(app) as client:
+        def open_at(at, fp, node="node-1", gpu="0"):
+            clock.now = at
+            body = payload(alert(fp, starts=rfc(at - 60), node=node, gpu=gpu, uuid=f"GPU-{node}-{gpu}", job_id="job-7"),
+                           group_key=f"g-{fp}")
+            response = client.post(HOOK, json=body, headers=AUTH)
+            assert response.status_code == 200, response.text
+            return response.json()["incident_id"]
+
+        old, recent, other_gpu, other_node = (open_at(T0 - 40 * DAY, "old"), open_at(T0 - 3 * DAY, "recent"),
+                                              open_at(T0 - DAY, "gpu2", gpu="2"), open_at(T0 - 3600, "n2", node="node-2"))
+        main = open_at(T0, "main")
+        for at, verb, who in ((T0 + 120, "escalate", "carol"), (T0 + 200, "ack", "bob"), (T0 + 900, "resolve", "bob")):
+            clock.now = at
+            assert client.post(f"/api/v1/incidents/{main}/{verb}", json={"by": who}, headers=AUTH).status_code == 200
+        detail = client.get(f"/api/v1/incidents/{main}", headers=AUTH).json()
+        others = client.get("/api/v1/incidents", headers=AUTH).json()["incidents"]
+    return dict(detail=detail, others=others, ids=dict(old=old, recent=recent, other_gpu=other_gpu,
+                                                        other_node=other_node, main=main), now=T0 + 1000)
+
+
+def test_the_facts_say_when_who_and_how(seeded):
+    facts = incident_facts(seeded["detail"], seeded["others"], seeded["now"])
+    assert facts.opened_at == T0 - 60 and facts.received_at == T0 and facts.resolved_at == T0 + 900
+    assert facts.first_alert["name"] == "GpuLost" and facts.first_alert["at"] == T0 - 60
+    assert (facts.time_to_acknowledge_s, facts.time_to_resolve_s) == (260, 960)
+    assert facts.time_to_detect_s is None  # no metrics: unknown, never guessed
+    assert facts.nodes == ["node-1"] and facts.gpus == [dict(node="node-1", gpu="0", uuid="GPU-node-1-0")]
+    assert facts.jobs == ["job-7"]
+    assert facts.incident["acknowledged_by"] == "bob" and facts.sla == {"ack": "met", "resolve": "met"}
+    assert facts.escalations == [dict(at=T0 + 120, text="escalated to tier 2 by carol")]
+    assert facts.paged == []  # no delivery worker here: alice's page is queued, not sent (the e2e test sends)
+    kinds = [e["kind"] for e in facts.timeline]
+    assert kinds[0] == "opened" and {"escalated", "acknowledged", "resolved"} <= set(kinds)
+    related = {r["id"]: r["shares"] for r in facts.related}
+    ids = seeded["ids"]
+    assert related == {ids["recent"]: "GPU 0 of node-1", ids["other_gpu"]: "node node-1"}
+
+
+def test_late_and_failed_pages_are_called_out(seeded):
+    detail = dict(seeded["detail"])
+    detail["pages"] = [
+        dict(person="alice", contact="phone", kind="phone", tier=0, status="firing", state="sent",
+             created_at=rfc(T0), sent_at=rfc(T0 + 2), attempts=[dict(at=rfc(T0 + 2), ok=True, error=None)]),
+        dict(person="bob", contact="pager", kind="pager", tier=1, status="firing", state="sent",
+             created_at=rfc(T0), sent_at=rfc(T0 + 95), attempts=[dict(at=rfc(T0 + 95), ok=True, error=None)]),
+        dict(person="carol", contact="sms", kind="sms", tier=1, status="firing", state="failed", created_at=rfc(T0),
+             sent_at=None, attempts=[dict(at=rfc(T0 + 1), ok=False, error="HTTP 503"),
+                                     dict(at=rfc(T0 + 3), ok=False, error="HTTP 502")])]
+    facts = incident_facts(detail, [], seeded["now"])
+    assert [(p.person, p.late, p.result, p.delay_s) for p in facts.troubled_pages] == [
+        ("bob", True, "sent", 95.0), ("carol", False, "failed", None)]
+    text = render_postmortem(detail, [], "md", now=seeded["now"])[0].decode()
+    assert "bob via pager sent after 1m35s" in text and "carol via sms failed, 2 attempt(s): HTTP 502" in text
+
+
+def test_the_markdown_renders_with_the_sre_sections_and_tables(seeded):
+    body, content_type = render_postmortem(seeded["detail"], seeded["others"], "md", now=seeded["now"])
+    assert content_type.startswith("text/markdown")
+    tokens = MarkdownIt("commonmark").enable("table").parse(body.decode())
+    headings = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
+    assert headings[0].startswith("Postmortem: ")
+    assert {"Summary", "Impact", "Root causes", "Trigger", "Detection", "Response", "Timeline (UTC)",
+            "Metrics around the incident", "Related incidents (same node or GPU, last 30 days)", "Lessons learned",
+            "Action items"} <= set(headings)
+    tables = [i for i, t in enumerate(tokens) if t.type == "table_open"]
+    assert len(tables) == 4  # header, pages, timeline, action items
+    cells = [t.content for t in tokens if t.type == "inline"]
+    assert "2027-01-15 08:03:20 UTC" in cells  # the acknowledgement on the timeline
+    text = body.decode()
+    assert "acknowledged by bob after 4m20s, resolved after 16m" in text
+    assert "Time to detect: unknown" in text and "SLA: acknowledge met, resolve met" in text
+
+
+def test_a_team_overrides_a_template_or_one_block(seeded, tmp_path):
+    (tmp_path / "postmortem.md.j2").write_text(
+        '{% extends "base/postmortem.md.j2" %}{% block summary %}## Summary\n\nOurs: {{ f.title }}\n{% endblock %}')
+    text = render_postmortem(seeded["detail"], [], "md", now=seeded["now"], templates=tmp_path)[0].decode()
+    assert "Ours: " in text and "## Detection" in text and "acknowledged by bob after" not in text
+    (tmp_path / "postmortem.html.j2").write_text("<p>{{ f.incident.id }} {{ f.title }}</p>")
+    html = render_postmortem(seeded["detail"], [], "html", now=seeded["now"], templates=tmp_path)[0].decode()
+    assert html.startswith(f"<p>{seeded['ids']['main']} ")
+
+
+def test_times_parse_from_the_api_and_alertmanager():
+    assert parse_time("2027-01-15T08:00:00.000Z") == T0
+    assert parse_time("2027-01-15T08:00:00.123456789Z") == pytest.approx(T0 + 0.123456)
+    assert parse_time("0001-01-01T00:00:00Z") is None and parse_time(None) is None

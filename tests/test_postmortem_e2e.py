@@ -1,0 +1,82 @@
+"""End to end: a drill through the real Prometheus, Alertmanager and notifier of `vigil up`, then
+`vigil postmortem` as a user runs it — the times, people and channels of the incident, the charts of
+the alert's series with its threshold, the PDF's pages turned into images (not blank), the Markdown
+parsed by a Markdown library."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pypdfium2
+import pytest
+from markdown_it import MarkdownIt
+
+from stack_support import RunningStack, start_stack
+from vigil.notifier.postmortem.facts import parse_time
+from vigil.notifier.postmortem.render import when
+
+pytestmark = pytest.mark.e2e
+NODE, GPU = "node-1", 1
+
+
+@pytest.fixture(scope="module")
+def drilled(tmp_path_factory):
+    """A stack with one overheat drill done (paged, acknowledged, resolved); yields (stack, incident)."""
+    stack = start_stack(tmp_path_factory.mktemp("postmortem-stack"), nodes=1, gpus=2, node_health=False)
+    try:
+        result = stack.cli("drill", "overheat", "--node", NODE, "--gpu", str(GPU), "--timeout", "60", "--json",
+                           timeout=300)
+        report = json.loads(result.stdout)
+        assert result.returncode == 0 and report["ok"], report
+        incident_id = int(re.match(r"incident #(\d+) ", report["stages"][3]["detail"]).group(1))
+        incident = json.loads(stack.cli("incidents", "show", str(incident_id), "--json").stdout)
+        yield stack, incident
+    finally:
+        assert stack.cli("down").returncode == 0
+
+
+def test_the_postmortem_of_a_drill_says_what_happened(drilled, tmp_path):
+    stack, incident = drilled
+    out = tmp_path / "pm.md"
+    result = stack.cli("postmortem", str(incident["id"]), "--output", str(out))
+    assert result.returncode == 0, result.stderr
+    text = out.read_text()
+    tokens = MarkdownIt("commonmark").enable("table").parse(text)
+    headings = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
+    assert {"Summary", "Impact", "Detection", "Response", "Timeline (UTC)", "Metrics around the incident",
+            "Action items"} <= set(headings)
+    # times, people and channels are the incident's, as the notifier recorded them
+    ack_by = incident["acknowledged_by"]
+    # the demo rota: phone first, an SMS a minute later unless acknowledged (the drill acknowledges at once)
+    [page] = [p for p in incident["pages"] if p["status"] == "firing" and p["sent_at"]]
+    assert f"incident opened {when(parse_time(incident['opened_at']))}" in text
+    assert "resolved after " in text and f"acknowledged by {ack_by} after " in text
+    assert f"Paged: {page['person']} via {page['contact']} ({page['kind']})\n" in text
+    assert f"Affected GPUs: {NODE} GPU {GPU} (" in text
+    assert "SLA: acknowledge met" in text
+    # the first sign comes from the alert's own expression on Prometheus: before the alert fired
+    first_sign = re.search(r"First visible sign in the metrics: (\S+ \S+) UTC; first sample of GpuOverheating", text)
+    assert first_sign, text
+    assert "Time to detect: unknown" not in text
+    # one chart of the temperature, written next to the Markdown, with its threshold in the legend data
+    images = [t for t in tokens if t.type == "inline" and t.children and t.children[0].type == "image"]
+    assert [i.children[0].attrs["src"] for i in images] == ["pm-chart-1.png"]
+    assert "vigil_gpu_temperature_celsius" in images[0].children[0].content
+    assert (tmp_path / "pm-chart-1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_pdf_pages_are_not_blank(drilled, tmp_path):
+    stack, incident = drilled
+    out = tmp_path / "pm.pdf"
+    result = stack.cli("postmortem", str(incident["id"]), "--output", str(out))
+    assert result.returncode == 0, result.stderr
+    pdf = pypdfium2.PdfDocument(str(out))
+    assert len(pdf) >= 2
+    for index in range(len(pdf)):
+        pixels = pdf[index].render(scale=0.5).to_numpy().astype(float)
+        assert pixels.std() > 5, f"page {index + 1} is blank"
+    words = "".join(pdf[i].get_textpage().get_text_range() for i in range(len(pdf)))
+    assert f"incident #{incident['id']}" in words and "Time to detect" in words
+    html = stack.cli("postmortem", str(incident["id"]), "--format", "html").stdout
+    assert html.count('<img src="data:image/png;base64,') == 1 and "threshold" not in html.split("<body>")[0]

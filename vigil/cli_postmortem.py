@@ -1,0 +1,59 @@
+"""`vigil postmortem INCIDENT [--format md|html|pdf] [--output FILE] [--templates DIR]`: a near-finished
+postmortem of an incident of the running stack (found through `--run-dir`, like `vigil incidents`).
+
+The incident, its timeline, pages and SLA come from the notifier's REST API (with the stack's token);
+the charts, the first sign of the fault and the jobs on the affected GPUs from the stack's Prometheus.
+With `--output x.md` the charts are written next to it (`x-chart-1.png` …) and linked; otherwise they
+are embedded as data URLs.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from vigil.common.prometheus_api import PrometheusClient
+from vigil.notifier.postmortem import CONTENT_TYPES, gather, render
+
+from .cli_incidents import call_notifier
+from .cli_stack import run_dir_option
+
+# related incidents are searched among the newest this many
+RELATED_SEARCH_LIMIT = 5000
+
+
+@click.command()
+@run_dir_option
+@click.argument("incident_id", type=click.IntRange(min=1))
+@click.option("--format", "fmt", type=click.Choice(list(CONTENT_TYPES)), default=None,
+              help="Output format  [default: from --output's suffix, else md]")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write here instead of standard output.")
+@click.option("--templates", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              envvar="VIGIL_POSTMORTEM_TEMPLATES", show_envvar=True,
+              help="Folder of Jinja2 templates that replace the shipped ones (postmortem.md.j2, postmortem.html.j2).")
+def postmortem(run_dir, incident_id, fmt, output, templates):
+    """Write the postmortem of INCIDENT from its alerts, timeline, pages and metrics (Google SRE template)."""
+    if fmt is None:
+        suffix = output.suffix.lstrip(".").lower() if output else ""
+        fmt = {"markdown": "md", "htm": "html"}.get(suffix, suffix) if suffix in {*CONTENT_TYPES, "markdown", "htm"} else "md"
+    if fmt == "pdf" and output is None and click.get_text_stream("stdout").isatty():
+        raise click.UsageError("a PDF is not for a terminal: give --output FILE.pdf (or redirect standard output)")
+    client, incident, others = call_notifier(run_dir, lambda c: (c, c.incident(incident_id),
+                                                                  c.incidents(RELATED_SEARCH_LIMIT)))
+    found = gather(incident, others, PrometheusClient(client.prometheus, timeout=10), now=time.time())
+    urls = None
+    if fmt == "md" and output is not None:
+        urls = []
+        for number, chart in enumerate(found.facts.charts, 1):
+            image = output.with_name(f"{output.stem}-chart-{number}.png")
+            image.write_bytes(chart.png)
+            urls.append(image.name)
+    body = render(found, fmt, templates, chart_urls=urls)
+    if output is None:
+        click.get_binary_stream("stdout").write(body)
+        return
+    output.write_bytes(body)
+    click.echo(f"wrote {output} ({fmt}, {len(found.facts.charts)} charts)", err=True)
