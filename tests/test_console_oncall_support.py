@@ -52,6 +52,8 @@ policies:
     tiers:
       - {name: on call, notify: [{schedule: platform-days}]}
 default_policy: gpu
+maintenance:
+  - {match: {rack: r9}, start: "2026-11-24T08:00", end: "2026-11-24T20:00", reason: rack move}
 """
 
 
@@ -71,11 +73,11 @@ class Clock:
         return self.now
 
 
-def client_at(tmp_path, now: float) -> TestClient:
-    """A TestClient on the notifier (no delivery worker) with the clock at `now`, not logged in;
-    `client.clock.now` moves the clock."""
+def client_at(tmp_path, now: float, run_worker: bool = False) -> TestClient:
+    """A TestClient on the notifier (its delivery worker running if `run_worker`) with the clock at
+    `now`, not logged in; `client.clock.now` moves the clock."""
     clock = Clock(now)
-    client = TestClient(create_app(make_settings(tmp_path), config(), run_worker=False, clock=clock),
+    client = TestClient(create_app(make_settings(tmp_path), config(), run_worker=run_worker, clock=clock),
                         follow_redirects=False)
     client.clock = clock
     return client

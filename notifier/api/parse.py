@@ -129,7 +129,13 @@ async def note_body(request: Request) -> NoteBody:
 
 async def maintenance_body(request: Request, now: float) -> NewWindow:
     """The window asked for, its times checked against `now`: it must end after it starts, in the future."""
-    body = _model(MaintenanceBody, await _json_body(request))
+    return new_window(await _json_body(request), now)
+
+
+def new_window(data: object, now: float) -> NewWindow:
+    """A decoded maintenance body (the API's JSON, or the console's form made into the same shape)
+    validated and its times checked against `now`; Rejected (422) saying what is wrong."""
+    body = _model(MaintenanceBody, data)
     if (body.ends_at is None) == (body.for_ is None):
         raise Rejected(422, "invalid_payload", "give exactly one of `ends_at` (a time) and `for` (a duration)")
     try:

@@ -44,16 +44,16 @@ async def oncall_page(request: Request, user: ConsoleUser, at: Text = None, tz: 
     now = request.app.state.clock()
     problems, status, teams, moment = [], 200, [], now
     try:
-        zone, choice = _viewer_zone(request, config, user, tz)
+        zone, choice = viewer_zone(request, config, user, tz)
         moment = _moment(at, zone or zone_named(config.timezone), now, "at")
         teams = await run_in_threadpool(now_on_call, config, moment)
     except Refused as exc:
         problems, status, zone, choice = [str(exc)], exc.status, None, tz or ""
     page = render(request, "oncall.html", status=status, teams=teams, at=moment, at_text=at or "",
-                  live=at is None, problems=problems, **_zone_context(config, user, choice),
-                  shown=lambda seconds, own: _shown(seconds, zone or zone_named(own)),
+                  live=at is None, problems=problems, **zone_context(config, user, choice),
+                  shown=lambda seconds, own: shown(seconds, zone or zone_named(own)),
                   zone_of=lambda own: (zone or zone_named(own)).key)
-    return _remember(page, tz, status)
+    return remember_zone(page, tz, status)
 
 
 @router.get("/schedules")
@@ -65,7 +65,7 @@ async def schedules_page(request: Request, user: ConsoleUser, team: Annotated[st
     now = request.app.state.clock()
     problems, status, views, first, count = [], 200, [], None, DEFAULT_WEEKS
     try:
-        zone, choice = _viewer_zone(request, config, user, tz)
+        zone, choice = viewer_zone(request, config, user, tz)
         names = _schedules(config, team or None, schedule or None)
         count = _weeks(weeks)
         first = _first_day(from_, zone or zone_named(config.timezone), now)
@@ -76,14 +76,14 @@ async def schedules_page(request: Request, user: ConsoleUser, team: Annotated[st
     page = render(request, "schedules.html", status=status, views=views, today=today, problems=problems,
                   teams=sorted(config.teams), team=team or "", schedule=schedule or "",
                   schedule_names=list(config.schedules), weeks=count, week_choices=range(1, MAX_WEEKS + 1),
-                  from_text=from_ or "", first=first, **_zone_context(config, user, choice))
-    return _remember(page, tz, status)
+                  from_text=from_ or "", first=first, **zone_context(config, user, choice))
+    return remember_zone(page, tz, status)
 
 
 # --- what the query asks for ------------------------------------------------------------------------
 
 
-def _viewer_zone(request: Request, config, user: str, tz: str | None) -> tuple[ZoneInfo | None, str]:
+def viewer_zone(request: Request, config, user: str, tz: str | None) -> tuple[ZoneInfo | None, str]:
     """The zone to show times in (None: each team's or schedule's own) and the choice it came from."""
     choice = (tz if tz is not None else request.cookies.get(ZONE_COOKIE, "")).strip()
     if choice == "":
@@ -96,7 +96,7 @@ def _viewer_zone(request: Request, config, user: str, tz: str | None) -> tuple[Z
         raise Refused(422, f"time zone: {exc}") from None
 
 
-def _zone_context(config, user: str, choice: str) -> dict:
+def zone_context(config, user: str, choice: str) -> dict:
     mine = person_zone(config, user).key if user in config.people else None
     known = {"UTC", config.timezone, *(t.timezone for t in config.teams.values() if t.timezone),
              *(s.timezone for s in config.schedules.values() if s.timezone),
@@ -133,11 +133,11 @@ def _first_day(text: str | None, zone: ZoneInfo, now: float) -> date:
     return datetime.fromtimestamp(_moment(text, zone, now, "from"), zone).date()
 
 
-def _shown(seconds: float | None, zone: ZoneInfo) -> str:
+def shown(seconds: float | None, zone: ZoneInfo) -> str:
     return "" if seconds is None else datetime.fromtimestamp(seconds, zone).strftime("%a %d %b %H:%M")
 
 
-def _remember(page, tz: str | None, status: int):
+def remember_zone(page, tz: str | None, status: int):
     if tz is not None and status == 200:
         page.set_cookie(ZONE_COOKIE, tz.strip(), max_age=int(timedelta(days=365).total_seconds()), path="/console",
                         httponly=True, samesite="lax")
