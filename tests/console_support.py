@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import re
 
+import pytest
+from argon2 import PasswordHasher
 from fastapi.testclient import TestClient
 
 from vigil.notifier.app import create_app
-from vigil.notifier.console.passwords import hash_password
 from vigil.oncall.loader import parse_oncall
 from test_notifier_incidents_api import T0, Clock  # noqa: F401 (a settable clock, re-exported)
 from test_notifier_support import AUTH, alert, make_settings, payload
 
 HOOK = "/api/v1/alerts/alertmanager"
 PASSWORDS = {"alice": "alice-password-1", "bob": "bob-password-2"}
-_HASHES = {name: hash_password(password) for name, password in PASSWORDS.items()}
+# cheap Argon2id parameters keep the tests fast; the console checks any Argon2id hash with its own parameters
+_HASHES = {name: PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1).hash(password)
+           for name, password in PASSWORDS.items()}
 CSRF = re.compile(r'name="csrf_token" value="([^"]*)"')
 
 
@@ -47,9 +50,11 @@ default_policy: main
 """
 
 
-def console_client(tmp_path, clock: Clock, **settings) -> TestClient:
-    app = create_app(make_settings(tmp_path, **settings), parse_oncall(oncall_text()), run_worker=False, clock=clock)
-    return TestClient(app, follow_redirects=False)
+def console_client(tmp_path, clock: Clock, run_worker: bool = False, base_url: str = "http://testserver",
+                   **settings) -> TestClient:
+    app = create_app(make_settings(tmp_path, **settings), parse_oncall(oncall_text()), run_worker=run_worker,
+                     clock=clock)
+    return TestClient(app, follow_redirects=False, base_url=base_url)
 
 
 def csrf_of(html: str) -> str:
@@ -70,3 +75,15 @@ def open_incident(client: TestClient, **labels) -> int:
     assert answer.status_code == 200, answer.text
     listed = client.get("/api/v1/incidents", headers=AUTH).json()["incidents"]
     return listed[-1]["id"]
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def client(tmp_path, clock):
+    """The console on a fresh notifier (no worker), nobody logged in."""
+    with console_client(tmp_path, clock) as client:
+        yield client

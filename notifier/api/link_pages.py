@@ -54,7 +54,14 @@ def _summary(incident: dict) -> str:
              ("Opened", incident.get("opened_at")), ("Acknowledged by", incident.get("acknowledged_by")),
              ("Resolved by", incident.get("resolved_by"))]
     rows = "".join(f"<li>{escape(name)}: {escape(str(value))}</li>" for name, value in facts if value)
-    return f"{_para(incident.get('title') or '')}<ul>{rows}</ul>"
+    console = (f'<p><a href="{console_incident_path(incident["id"])}">Open incident #{incident["id"]} in the '
+               f'console</a> (log in to work on it there)</p>')
+    return f"{_para(incident.get('title') or '')}<ul>{rows}</ul>{console}"
+
+
+def console_incident_path(incident_id: int) -> str:
+    """The incident's page in the web console (`notifier/console/incidents.py`)."""
+    return f"/console/incidents/{int(incident_id)}"
 
 
 def _para(text: str) -> str:

@@ -2,6 +2,9 @@
 token (the signature is the credential, `vigil.notifier.links`); answers are small HTML pages for a
 phone's browser.
 
+An `open` link takes someone logged in to the web console to the incident's console page (303); anyone
+else sees the incident read-only. Every link page links to the console's incident page too.
+
 GET never acts, so a mail scanner or a link preview that fetches the URL changes nothing: it shows the
 incident and, for an acknowledge or resolve link, a button that POSTs. The POST acts once (the link's
 nonce goes into `link_uses`). Refusals say why in a sentence: forged 403, expired 410, used already or
@@ -10,13 +13,14 @@ impossible now 409, an `open` link posted 400, the incident gone 404.
 
 from __future__ import annotations
 
-from fastapi import APIRouter
-from fastapi.responses import HTMLResponse
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
 from vigil.notifier.api.deps import ClockDep, SettingsDep, StoreDep
-from vigil.notifier.api.link_pages import action_page, done_page, incident_page, refusal_page
+from vigil.notifier.api.link_pages import action_page, console_incident_path, done_page, incident_page, refusal_page
 from vigil.notifier.api.openapi import LINK_RESPONSES
+from vigil.notifier.console.auth import session_user
 from vigil.notifier.engine import actions
 from vigil.notifier.links import LINK_PATH, Link, LinkRefused, link_key, verify
 from vigil.notifier.store.link_uses import LinkUses
@@ -28,7 +32,7 @@ _DO = {"ack": actions.acknowledge, "resolve": actions.resolve}
 
 
 @router.get(LINK_PATH + "{token}", response_class=HTMLResponse, responses=LINK_RESPONSES)
-async def show_link(token: str, store: StoreDep, settings: SettingsDep, clock: ClockDep):
+async def show_link(request: Request, token: str, store: StoreDep, settings: SettingsDep, clock: ClockDep):
     now = clock()
     link = _verified(settings.token, token, now)
     if isinstance(link, HTMLResponse):
@@ -37,6 +41,8 @@ async def show_link(token: str, store: StoreDep, settings: SettingsDep, clock: C
     if incident is None:
         return refusal_page(404, f"Incident #{link.incident_id} does not exist (any more) on this notifier.")
     if link.action == "open":
+        if await session_user(request) is not None:
+            return RedirectResponse(console_incident_path(link.incident_id), status_code=303)
         timeline = await run_in_threadpool(store.timeline.of, link.incident_id)
         return incident_page(incident, timeline)
     used_at = await run_in_threadpool(LinkUses(store.engine).used_at, link.nonce)

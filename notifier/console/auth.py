@@ -5,7 +5,8 @@
   actor is then `token`). Five failures for one user name within five minutes lock that name out for
   the rest of the window (429).
 - A login creates a server-side session (`store/console_sessions.py`); the cookie `vigil_console` holds
-  only its random token: HttpOnly, SameSite=Lax, Path=/console, Secure when the public URL is https.
+  only its random token: HttpOnly, SameSite=Lax, Secure when the public URL is https, Path=/ (the
+  one-click `open` link reads it too; `/api/` ignores it and keeps requiring the bearer token).
   Logout and expiry delete the row, so the cookie is refused from then on.
 - Every console form carries the session's CSRF token (`csrf_field()` in templates); `CheckedForm`
   refuses a POST without it or with another (403). The login form, before any session exists, carries a
@@ -47,16 +48,24 @@ class CsrfRefused(Exception):
     """A console POST without the session's CSRF token: 403."""
 
 
-async def _console_user(request: Request) -> str:
+async def session_user(request: Request) -> str | None:
+    """The user of the request's live console session (None: no session); sets the request's CSRF token."""
     token = request.cookies.get(SESSION_COOKIE)
-    session = None
-    if token:
-        store, clock = request.app.state.store, request.app.state.clock
-        session = await run_in_threadpool(store.console_sessions.get, token, clock())
+    if not token:
+        return None
+    store, clock = request.app.state.store, request.app.state.clock
+    session = await run_in_threadpool(store.console_sessions.get, token, clock())
     if session is None:
-        raise LoginRequired()
+        return None
     request.state.console_user, request.state.csrf, request.state.session_token = session.username, session.csrf, token
     return session.username
+
+
+async def _console_user(request: Request) -> str:
+    user = await session_user(request)
+    if user is None:
+        raise LoginRequired()
+    return user
 
 
 ConsoleUser = Annotated[str, Depends(_console_user)]
@@ -163,7 +172,7 @@ async def login(request: Request):
     state.login_throttle.succeeded(username)
     token, session = await run_in_threadpool(state.store.console_sessions.create, user, now)
     response = RedirectResponse(target, status_code=303)
-    response.set_cookie(SESSION_COOKIE, token, max_age=int(session.expires_at - now), path="/console",
+    response.set_cookie(SESSION_COOKIE, token, max_age=int(session.expires_at - now), path="/",
                         httponly=True, samesite="lax", secure=_secure(request))
     response.delete_cookie(LOGIN_COOKIE, path="/console/login")
     return response
@@ -173,7 +182,7 @@ async def login(request: Request):
 async def logout(request: Request, _form: CheckedForm):
     await run_in_threadpool(request.app.state.store.console_sessions.delete, request.state.session_token)
     response = RedirectResponse("/console/login", status_code=303)
-    response.delete_cookie(SESSION_COOKIE, path="/console", httponly=True, samesite="lax", secure=_secure(request))
+    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="lax", secure=_secure(request))
     return response
 
 

@@ -1,0 +1,130 @@
+"""The console's incident pages as an on-call engineer uses them: the list and its filters (and the
+fragment the live refresh polls), an incident's alerts, labels, SLA clock, pages and timeline, the
+buttons (acknowledge, note, escalate, resolve) acting as the logged-in user, refusals shown as such, and
+a one-click link from a page in the inbox landing on the console's incident page."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from vigil.notifier.timefmt import rfc3339
+from console_support import AUTH, HOOK, T0, client, clock, console_client, csrf_of, log_in  # noqa: F401 (fixtures)
+from test_notifier_support import alert, payload, wait_for
+
+
+@pytest.fixture
+def user(client):
+    """The console with alice logged in."""
+    log_in(client)
+    return client
+
+
+def listed_ids(html: str) -> list[int]:
+    return [int(found) for found in re.findall(r'<tr data-id="(\d+)"', html)]
+
+
+def fire(client, group: str, **labels) -> int:
+    starts = rfc3339(client.app.state.clock())  # the alert began now (an incident opens at its first alert)
+    body = payload(alert(fingerprint=f"fp-{group}", starts=starts, **labels), group_key=f'{{}}:{{alertname="{group}"}}')
+    assert client.post(HOOK, json=body, headers=AUTH).status_code == 200
+    return client.get("/api/v1/incidents", headers=AUTH).json()["incidents"][-1]["id"]
+
+
+def test_the_list_filters_by_state_priority_team_node_and_time(user, clock):
+    client = user
+    old = fire(client, "a", node="gpu-node-01", severity="critical")
+    clock.now = T0 + 5400  # 1.5 h later (the session is kept alive: idle for less than 2 h)
+    warn = fire(client, "b", node="gpu-node-02", severity="warning")
+    crit = fire(client, "c", node="gpu-node-12", severity="critical")
+    page = client.get(f"/console/incidents/{crit}")
+    client.post(f"/console/incidents/{crit}/ack", data={"csrf_token": csrf_of(page.text)})
+    priorities = {i["id"]: i["priority"] for i in client.get("/api/v1/incidents", headers=AUTH).json()["incidents"]}
+    assert priorities[old] == "P1" != priorities[warn]
+
+    def shown(**query) -> list[int]:
+        answer = client.get("/console/incidents", params=query)
+        assert answer.status_code == 200
+        return listed_ids(answer.text)
+    assert shown() == [crit, warn, old]  # newest first
+    assert shown(state="acknowledged") == [crit] and shown(state="triggered") == [warn, old]
+    assert shown(state="open") == [crit, warn, old] and shown(state="resolved") == []
+    assert shown(priority="P1") == [crit, old]
+    assert shown(team="gpu") == [crit, warn, old] and shown(team="nobody") == []
+    assert shown(node="node-0") == [warn, old] and shown(node="GPU-NODE-12") == [crit]
+    assert shown(since="1h") == [crit, warn] and shown(since="3h") == [crit, warn, old]
+    assert shown(node="node-0", since="1h", priority=priorities[warn]) == [warn]
+    bad = client.get("/console/incidents", params={"state": "sleeping", "since": "soon"})
+    assert bad.status_code == 200 and "unknown state" in bad.text and "is not a duration" in bad.text
+    assert listed_ids(bad.text) == [crit, warn, old]
+
+
+def test_the_live_refresh_fragment_has_the_same_rows_and_sees_a_new_incident(user):
+    client = user
+    first = fire(client, "a")
+    page = client.get("/console/incidents", params={"state": "open"})
+    assert 'data-source="/console/incidents/rows?state=open"' in page.text and "/console/static/live.js" in page.text
+    second = fire(client, "b")
+    rows = client.get("/console/incidents/rows", params={"state": "open"})
+    assert rows.status_code == 200 and "<html" not in rows.text and listed_ids(rows.text) == [second, first]
+    assert client.get("/console/static/live.js").status_code == 200
+
+
+def test_the_incident_page_shows_alerts_labels_and_the_sla_clock(user, clock):
+    client = user
+    incident = fire(client, "a", node="gpu-node-07", gpu="3")
+    clock.now = T0 + 120
+    page = client.get(f"/console/incidents/{incident}")
+    assert page.status_code == 200
+    text = page.text
+    assert "GpuLost" in text and "GPU fell off the bus" in text and "node=gpu-node-07" in text and "gpu=3" in text
+    assert "Acknowledge by" in text and "3m left" in text and "Resolve by" in text and "58m left" in text
+    clock.now = T0 + 400  # past the 5 min acknowledge target: the engine's check marks the breach
+    from vigil.notifier.engine import sla
+    sla.check(client.app.state.store, clock.now)
+    later = client.get(f"/console/incidents/{incident}").text
+    assert "breached by 1m" in later and "sla breach" in later
+    assert client.get("/console/incidents/999").status_code == 404
+
+
+def test_acknowledge_note_escalate_and_resolve_each_show_in_the_timeline_by_the_user(user, clock):
+    client = user
+    incident = fire(client, "a")
+    token = csrf_of(client.get(f"/console/incidents/{incident}").text)
+    steps = [("ack", {}, "acknowledged"), ("note", {"text": "drained <node> & rebooting"}, "noted"),
+             ("escalate", {}, "escalated"), ("resolve", {}, "resolved")]
+    for n, (verb, form, done) in enumerate(steps, start=1):
+        clock.now = T0 + 60 * n
+        answer = client.post(f"/console/incidents/{incident}/{verb}", data={"csrf_token": token, **form})
+        assert answer.status_code == 303 and answer.headers["location"] == f"/console/incidents/{incident}?done={done}"
+    detail = client.get(f"/api/v1/incidents/{incident}", headers=AUTH).json()
+    acted = [(e["kind"], e["actor"]) for e in detail["timeline"] if e["actor"] == "alice"]
+    assert acted == [("acknowledged", "alice"), ("note", "alice"), ("escalated", "alice"), ("resolved", "alice")]
+    page = client.get(f"/console/incidents/{incident}?done=resolved").text
+    assert "drained &lt;node&gt; &amp; rebooting" in page  # escaped, not markup
+    assert 'badge state-resolved' in page and "/ack\"" not in page  # no buttons left but the note
+    refused = client.post(f"/console/incidents/{incident}/ack", data={"csrf_token": token})
+    assert refused.status_code == 409 and "Nothing was done" in refused.text and "is resolved" in refused.text
+    empty = client.post(f"/console/incidents/{incident}/note", data={"csrf_token": token, "text": "  "})
+    assert empty.status_code == 409 and "needs some text" in empty.text
+
+
+def test_a_one_click_link_from_an_inbox_page_opens_the_incident_in_the_console(tmp_path, clock):
+    with console_client(tmp_path, clock, run_worker=True) as client:
+        incident = fire(client, "a")
+        [page] = wait_for(lambda: client.get("/api/v1/inbox", headers=AUTH).json()["pages"])
+        own = client.app.state.settings.own_url
+        links = [word.removeprefix(own) for word in page["body"].split() if "/l/" in word]
+        assert len(links) == 3
+        opened = next(link for link in links if "Open" in client.get(link).text and "<form" not in client.get(link).text)
+        anonymous = client.get(opened)  # not logged in: the read-only page, which points to the console
+        assert anonymous.status_code == 200 and f'href="/console/incidents/{incident}"' in anonymous.text
+        followed = client.get(f"/console/incidents/{incident}")
+        assert followed.status_code == 303 and "next=%2Fconsole%2Fincidents%2F" in followed.headers["location"]
+        log_in(client, next=f"/console/incidents/{incident}")
+        answer = client.get(opened)
+        assert answer.status_code == 303 and answer.headers["location"] == f"/console/incidents/{incident}"
+        shown = client.get(answer.headers["location"])
+        assert shown.status_code == 200 and f"#{incident}" in shown.text and "Pages sent" in shown.text
+        assert re.search(r"<td>alice</td><td>phone</td>", shown.text) and 'class="ok">sent' in shown.text
