@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
-ROW_H, BAR_H, LABEL_W, BAR_W, VALUE_W = 22, 14, 150, 300, 90
-MAX_LABEL = 24  # characters of a label shown (the whole one is in the tooltip)
+ROW_H, BAR_H, LABEL_W, BAR_W, VALUE_W = 22, 14, 110, 190, 130
+MAX_LABEL = 16  # characters of a label shown (the whole one is in the tooltip)
 
 
 @dataclass(frozen=True)
