@@ -220,3 +220,20 @@ def _person(config, key: str) -> str:
 
 def _cover_json(cover, at: float) -> dict:
     return {**asdict(cover), "at": at}
+
+
+@oncall.command("hash-password")
+@click.option("--stdin", "from_stdin", is_flag=True,
+              help="Read the password from the first line of standard input instead of asking twice.")
+def hash_password_command(from_stdin):
+    """Print an Argon2id hash of a web-console password: paste it as `password_hash:` of the person in the
+    on-call file (`people.<key>`); the person then logs in to the console with their key and this password."""
+    from vigil.notifier.console.passwords import hash_password
+
+    if from_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    if not password:
+        raise click.UsageError("the password is empty")
+    click.echo(hash_password(password))
