@@ -1,0 +1,89 @@
+"""The on-call pages in a real browser (Playwright driving Debian's chromium) at a phone's width, against
+a real notifier on a loopback port with its clock fixed: the schedule fits the screen (no sideways
+scrolling) and shows the override; a window added with the form is listed; a page in the inbox leads to
+its incident. `VIGIL_SCREENSHOTS=1` also writes the screenshots `docs/console.md`
+shows under `docs/img/`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import requests
+
+from test_console_oncall_support import at, config
+from test_console_oncall_support import ONCALL, Clock
+from test_notifier_support import AUTH, TOKEN, NotifierServer, alert, free_port, make_settings, payload, wait_for
+
+DOCS_IMG = Path(__file__).parent.parent / "docs" / "img"
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 800}
+
+
+@pytest.fixture
+def browser():
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed (deploy/ensure-system-packages.sh installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+def shot(page, tmp_path: Path, name: str) -> None:
+    page.screenshot(path=str(tmp_path / name), full_page=True)
+    if os.environ.get("VIGIL_SCREENSHOTS") == "1":
+        DOCS_IMG.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(tmp_path / name, DOCS_IMG / name)
+
+
+def test_the_on_call_pages_in_a_browser(tmp_path, browser):
+    assert config()  # the file the server runs with validates
+    server = NotifierServer(make_settings(tmp_path, port=free_port()), ONCALL, run_worker=True,
+                            clock=Clock(at("2026-11-24T10:00")))
+    with server:
+        page = browser.new_page(viewport=PHONE, device_scale_factor=2)
+        page.goto(f"{server.url}/console/schedules?schedule=gpu-primary")
+        page.fill("input[name=username]", "token")
+        page.fill("input[name=password]", TOKEN)
+        page.click("button[type=submit]")
+        page.wait_for_selector("#schedule-gpu-primary")
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), "sideways scrolling"
+        override = page.locator("#schedule-gpu-primary li.day").nth(1).locator(".piece.override")
+        assert override.is_visible() and override.inner_text().split() == ["12:00–24:00", "Carol", "Diaz", "override"]
+        box = override.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
+        shot(page, tmp_path, "console-schedule-phone.png")
+
+        page.goto(f"{server.url}/console/oncall")
+        tier = page.locator("#team-gpu li.tier").first
+        assert tier.inner_text().split()[:6] == ["TIER", "1", "·", "DRI", "Dong", "Wei"]
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), "sideways scrolling"
+        shot(page, tmp_path, "console-oncall-phone.png")
+
+        desktop = browser.new_page(viewport=DESKTOP)
+        desktop.context.add_cookies(page.context.cookies())
+        desktop.goto(f"{server.url}/console/maintenance")
+        desktop.fill("input[name=match]", "node=gpu-node-07 gpu=3")
+        desktop.fill("input[name=for]", "2h")
+        desktop.fill("input[name=reason]", "NVLink firmware update")
+        desktop.click("#new-window button[type=submit]")
+        desktop.wait_for_selector("#windows-active tr.window[id]")
+        assert "End now" in desktop.locator("#windows-active").inner_text()
+        shot(desktop, tmp_path, "console-maintenance.png")
+
+        fired = requests.post(f"{server.url}/api/v1/alerts/alertmanager", headers=AUTH, timeout=5,
+                              json=payload(alert(node="gpu-node-03", gpu="5", alertname="GpuXidError")))
+        assert fired.status_code == 200, fired.text
+        wait_for(lambda: requests.get(f"{server.url}/api/v1/inbox", headers=AUTH, timeout=5).json()["pages"])
+        desktop.goto(f"{server.url}/console/inbox")
+        card = desktop.locator("li.page").first
+        assert "to Dong Wei (dong) · phone · tier 1" in card.inner_text()
+        shot(desktop, tmp_path, "console-inbox.png")
+        card.locator("a.incident-link").click()
+        desktop.wait_for_url("**/console/incidents/*")
+        assert "GpuXidError" in desktop.content()
