@@ -55,6 +55,10 @@ class NotifierSettings(BaseModel):
     # heartbeats to watch (`POST /api/v1/heartbeat/{name}`): an incident opens when one stays silent
     # past its timeout (`engine/heartbeat.py`)
     heartbeats: tuple[HeartbeatSpec, ...] = ()
+    # postmortems (the console's button): the Prometheus to chart the incident's metrics from (None: no
+    # charts), and a folder of templates that replace the shipped ones
+    prometheus_url: str | None = None
+    postmortem_templates: Path | None = None
 
     @field_validator("token")
     @classmethod
@@ -85,7 +89,7 @@ class NotifierSettings(BaseModel):
             raise ValueError("--db must be sqlite:///PATH or postgresql://…")
         return url
 
-    @field_validator("alertmanager_url", "public_url")
+    @field_validator("alertmanager_url", "public_url", "prometheus_url")
     @classmethod
     def _http_url(cls, url: str | None) -> str | None:
         if url is not None and not url.startswith(("http://", "https://")):

@@ -78,5 +78,10 @@ def test_the_pdf_pages_are_not_blank(drilled, tmp_path):
         assert pixels.std() > 5, f"page {index + 1} is blank"
     words = "".join(pdf[i].get_textpage().get_text_range() for i in range(len(pdf)))
     assert f"incident #{incident['id']}" in words and "Time to detect" in words
-    html = stack.cli("postmortem", str(incident["id"]), "--format", "html").stdout
-    assert html.count('<img src="data:image/png;base64,') == 1 and "threshold" not in html.split("<body>")[0]
+
+
+def test_an_unknown_incident_is_a_one_line_error(drilled):
+    stack, incident = drilled
+    result = stack.cli("postmortem", str(incident["id"] + 1000))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == f"Error: no incident {incident['id'] + 1000}"

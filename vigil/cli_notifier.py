@@ -65,6 +65,10 @@ def notifier():
               help="Reconcile only groups routed to this Alertmanager receiver (default: all).")
 @click.option("--public-url", default=None,
               help="URL at which the notifier reaches itself for inbox pages (default: the --listen address).")
+@click.option("--prometheus-url", default=None,
+              help="Prometheus to chart an incident's metrics from in its postmortem (docs/postmortems.md).")
+@click.option("--postmortem-templates", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="Folder of Jinja2 templates replacing the shipped postmortem templates.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
               show_default=True)
 @click.option("--max-body-bytes", type=click.IntRange(min=1024), default=DEFAULT_MAX_BODY_BYTES, show_default=True,
@@ -75,7 +79,7 @@ def notifier():
               help="Watch POST /api/v1/heartbeat/NAME: page (an incident with these labels) when it is not heard "
                    "for TIMEOUT, e.g. watchdog=5m,team=platform (repeatable; docs/notifier.md, Heartbeats).")
 def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmanager_receiver, public_url,
-          log_level, max_body_bytes, workers, heartbeats):
+          prometheus_url, postmortem_templates, log_level, max_body_bytes, workers, heartbeats):
     """Serve the notifier API in the foreground."""
     from vigil.notifier.settings import NotifierSettings, is_loopback, others_can_read, read_token_file
     from vigil.oncall.loader import OncallConfigError, load_oncall
@@ -89,7 +93,8 @@ def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmana
         settings = NotifierSettings(host=host, port=port, db_url=db_url, token=token,
                                     oncall_config=oncall_config, alertmanager_url=alertmanager_url,
                                     alertmanager_receiver=alertmanager_receiver, public_url=public_url,
-                                    max_body_bytes=max_body_bytes, heartbeats=heartbeats)
+                                    max_body_bytes=max_body_bytes, heartbeats=heartbeats,
+                                    prometheus_url=prometheus_url, postmortem_templates=postmortem_templates)
     except ValidationError as exc:
         raise click.ClickException("; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: "
                                              f"{e['msg'].removeprefix('Value error, ')}" for e in exc.errors()))

@@ -115,6 +115,7 @@ def component_specs(settings: StackSettings, layout: RunLayout, binaries: dict[s
                                          "--db", f"sqlite:///{layout.notifier_db}", "--token-file", str(layout.token_file),
                                          "--oncall-config", str(settings.oncall_config or layout.oncall_config),
                                          "--alertmanager-url", url(p.alertmanager),
+                                         "--prometheus-url", url(p.prometheus),  # postmortems' charts
                                          # the Watchdog's heartbeat (alertmanager.yml): page when it stops
                                          "--heartbeat", f"watchdog={format_duration(settings.heartbeat_timeout)},team=platform"),
                       url(p.notifier), url(p.notifier, "/healthz"), ports=[p.notifier]),

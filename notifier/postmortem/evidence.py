@@ -26,6 +26,7 @@ MAX_CHARTS = 4
 MATCH_LABELS = ("node", "gpu")
 COMPARISONS = {"==", "!=", ">", "<", ">=", "<="}
 SET_OPERATORS = {"and", "or", "unless"}
+EMPTY_MATCHERS = re.compile(r"([A-Za-z0-9_:])\{\}")
 BASELINE = re.compile(r'vigil_baseline_(?:lower|upper|expected)\{metric="([^"]+)"')
 
 
@@ -71,7 +72,8 @@ def split_threshold(expr: str) -> tuple[str, str, float] | None:
             node = node.lhs
         elif kind == "BinaryExpr" and str(node.op) in COMPARISONS:
             if type(node.rhs).__name__ == "NumberLiteral":
-                return str(node.lhs), str(node.op), float(node.rhs.val)
+                # the parser prints a bare metric name as `name{}`: the same series, shown as written
+                return EMPTY_MATCHERS.sub(r"\1", str(node.lhs)), str(node.op), float(node.rhs.val)
             return None
         else:
             return None
