@@ -3,6 +3,7 @@ each answered only once committed, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import pytest
@@ -105,6 +106,26 @@ def test_a_failing_member_is_refused_alone_and_the_others_are_stored(store):
     ids = {f.result(10).notification_id for f in [first, *good]}
     assert ids == stored_ids(store) and len(ids) == 4
     assert store.outbox.states() == {"pending": 4}  # the bad member's rows were rolled back with it
+
+
+def test_posts_awaited_on_the_event_loop_share_a_transaction_and_each_gets_its_own_answer(store):
+    # the webhook's path: `store` on the event loop, answers handed back to the loop per batch
+    group, planner = GroupCommit(store.engine, store.notifications), HeldPlanner(fail_node="node-bad")
+    counted = commits(store.engine)
+
+    async def post_all():
+        first = asyncio.create_task(group.store(body("first"), 1000.0, planner))
+        await asyncio.sleep(0)  # the first one is queued (its batch holds the committer)
+        rest = [asyncio.create_task(group.store(body(name), 1000.0, planner)) for name in ("a", "bad", "b", "a")]
+        await asyncio.sleep(0)
+        planner.release.set()
+        return await asyncio.wait_for(asyncio.gather(first, *rest, return_exceptions=True), 10)
+
+    first, a, bad, b, a_again = asyncio.run(post_all())
+    assert isinstance(bad, RuntimeError) and "planner broke" in str(bad)
+    assert a_again.duplicate and a_again.notification_id == a.notification_id and not a.duplicate
+    assert {first.notification_id, a.notification_id, b.notification_id} == stored_ids(store)
+    assert counted[0] <= 2  # the first post (alone, unless the rest came in time), then the others together
 
 
 def test_the_committer_thread_ends_when_idle(store):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
@@ -26,7 +24,7 @@ async def alertmanager_webhook(request: Request):
         state.metrics.rejected.labels(exc.reason).inc()
         raise
     # group commit: posts arriving together share one transaction; answered only once it committed
-    result = await asyncio.wrap_future(_group_commit(state).submit(payload, state.clock(), state.route))
+    result = await _group_commit(state).store(payload, state.clock(), state.route)
     if result.duplicate:
         state.metrics.duplicates.inc()
     else:

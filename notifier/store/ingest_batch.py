@@ -12,10 +12,15 @@ fails, every member of the batch gets that error: none of them was stored.
 
 No thread runs while nothing is posted: the first post of a burst starts the committer, which stays
 for `linger_s` after the last batch and then ends.
+
+The webhook awaits `store` (an asyncio future): once a batch is settled, its members' answers go back
+to the event loop in one `call_soon_threadsafe`, not one wake-up of the loop per post. Callers on a
+thread use `submit` (a `concurrent.futures.Future`) or `ingest`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -37,7 +42,7 @@ class _Member:
     payload: WebhookPayload
     now: float
     plan: PagePlanner
-    future: Future = field(default_factory=Future)
+    future: Future | asyncio.Future = field(default_factory=Future)  # an asyncio one is settled on its loop
     retry_alone: bool = False
 
 
@@ -57,6 +62,16 @@ class GroupCommit:
     def submit(self, payload: WebhookPayload, now: float, plan: PagePlanner) -> "Future[IngestResult]":
         """Queue `payload`; the future resolves once it is committed (or fails with the reason)."""
         member = _Member(payload, now, plan)
+        self._queue(member)
+        return member.future
+
+    async def store(self, payload: WebhookPayload, now: float, plan: PagePlanner) -> IngestResult:
+        """`submit` for the event loop: returns once `payload` is committed (or raises the reason)."""
+        member = _Member(payload, now, plan, asyncio.get_running_loop().create_future())
+        self._queue(member)
+        return await member.future
+
+    def _queue(self, member: _Member) -> None:
         with self._changed:
             self._pending.append(member)
             if self._running:
@@ -64,7 +79,6 @@ class GroupCommit:
             else:
                 self._running = True
                 threading.Thread(target=self._drain, name="vigil-notifier-group-commit", daemon=True).start()
-        return member.future
 
     def ingest(self, payload: WebhookPayload, now: float, plan: PagePlanner) -> IngestResult:
         """`submit` and wait: for callers on a thread."""
@@ -88,16 +102,12 @@ class GroupCommit:
                 for member in batch:
                     results.append((member, self._one(conn, member)))
         except BaseException as exc:  # the COMMIT (or BEGIN) failed: nothing of this batch is stored
-            for member in batch:
-                member.future.set_exception(exc)
+            _settle([(member, exc) for member in batch])
             return
-        for member, outcome in results:
+        _settle([(member, outcome) for member, outcome in results if not member.retry_alone])
+        for member, _ in results:
             if member.retry_alone:
                 self._alone(member)
-            elif isinstance(outcome, BaseException):
-                member.future.set_exception(outcome)
-            else:
-                member.future.set_result(outcome)
 
     def _one(self, conn: sa.Connection, member: _Member) -> IngestResult | BaseException | None:
         savepoint(conn, _SAVEPOINT)  # the driver's SAVEPOINT: a third of `begin_nested`'s cost
@@ -115,6 +125,35 @@ class GroupCommit:
 
     def _alone(self, member: _Member) -> None:
         try:
-            member.future.set_result(self.notifications.ingest(member.payload, member.now, member.plan))
+            outcome = self.notifications.ingest(member.payload, member.now, member.plan)
         except Exception as exc:
-            member.future.set_exception(exc)
+            outcome = exc
+        _settle([(member, outcome)])
+
+
+def _settle(outcomes: list[tuple[_Member, IngestResult | BaseException]]) -> None:
+    """Answer each member: thread futures here, asyncio futures on their loop, one call per loop."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future, IngestResult | BaseException]]] = {}
+    for member, outcome in outcomes:
+        if isinstance(member.future, asyncio.Future):
+            by_loop.setdefault(member.future.get_loop(), []).append((member.future, outcome))
+        else:
+            _answer(member.future, outcome)
+    for loop, answers in by_loop.items():
+        try:
+            loop.call_soon_threadsafe(_answer_all, answers)
+        except RuntimeError:  # the loop closed meanwhile: nobody waits for these answers any more
+            pass
+
+
+def _answer_all(answers: list[tuple[asyncio.Future, IngestResult | BaseException]]) -> None:
+    for future, outcome in answers:
+        if not future.done():  # a request cancelled meanwhile (the client went away)
+            _answer(future, outcome)
+
+
+def _answer(future: Future | asyncio.Future, outcome: IngestResult | BaseException) -> None:
+    if isinstance(outcome, BaseException):
+        future.set_exception(outcome)
+    else:
+        future.set_result(outcome)

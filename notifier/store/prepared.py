@@ -13,7 +13,8 @@ A driver error comes back as SQLAlchemy's (`sqlalchemy.exc.IntegrityError` …),
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from operator import itemgetter
 from typing import Any
 
 import sqlalchemy as sa
@@ -26,7 +27,7 @@ class Prepared:
     def __init__(self, statement: sa.Executable, column_keys: Iterable[str] | None = None):
         self._statement = statement
         self._column_keys = list(column_keys) if column_keys is not None else None
-        self._compiled: dict[str, tuple[str, tuple[str, ...] | None, dict]] = {}
+        self._compiled: dict[str, tuple[str, Callable[[Mapping], tuple] | None, dict]] = {}
 
     def rows(self, conn: sa.Connection, params: Mapping[str, Any] | None = None) -> list[tuple]:
         """Run it with `params`; its rows (tuples)."""
@@ -49,8 +50,8 @@ class Prepared:
         sql, names, fixed = self._for(conn.dialect)
         if fixed:  # values written into the statement (`column == "firing"`) are parameters too
             params = [{**fixed, **p} for p in params] if many else {**fixed, **params}
-        if names is not None:  # positional paramstyle (SQLite's qmark)
-            params = [tuple(p[n] for n in names) for p in params] if many else tuple(params[n] for n in names)
+        if names is not None:  # positional paramstyle (SQLite's qmark): `names` picks them in order
+            params = [names(p) for p in params] if many else names(params)
         cursor = conn.connection.dbapi_connection.cursor()
         try:
             if many:
@@ -62,14 +63,22 @@ class Prepared:
                                              dialect=conn.dialect) from exc
         return cursor
 
-    def _for(self, dialect: sa.Dialect) -> tuple[str, tuple[str, ...] | None, dict]:
+    def _for(self, dialect: sa.Dialect) -> tuple[str, Callable[[Mapping], tuple] | None, dict]:
         found = self._compiled.get(dialect.name)
         if found is None:
             compiled = self._statement.compile(dialect=dialect, column_keys=self._column_keys)
-            names = tuple(compiled.positiontup) if compiled.positional else None
+            names = _picker(compiled.positiontup) if compiled.positional else None
             fixed = {name: bind.effective_value for bind, name in compiled.bind_names.items() if not bind.required}
             found = self._compiled[dialect.name] = (compiled.string, names, fixed)
         return found
+
+
+def _picker(names: list[str]) -> Callable[[Mapping], tuple]:
+    """A function giving the values of `names` from a mapping, as a tuple (itemgetter: no Python loop)."""
+    if len(names) == 1:
+        only = names[0]
+        return lambda params: (params[only],)
+    return itemgetter(*names) if names else lambda params: ()
 
 
 def savepoint(conn: sa.Connection, name: str) -> None:

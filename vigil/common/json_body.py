@@ -39,7 +39,7 @@ def decode_json_body(raw: bytes, max_depth: int = MAX_DEPTH) -> Any:
         raise BodyRejected("invalid_json", f"body is not valid JSON: {exc}") from None
     except RecursionError:
         raise BodyRejected("too_deep", f"JSON nested deeper than {max_depth} levels") from None
-    if _SUSPECT_ESCAPE.search(text) is not None or not _shallow(value, max_depth):
+    if _SUSPECT_ESCAPE.search(text) is not None or not _shallow(text, value, max_depth):
         check_plain_json(value, max_depth)  # names what is wrong, and where
     return value
 
@@ -49,8 +49,11 @@ def decode_json_body(raw: bytes, max_depth: int = MAX_DEPTH) -> Any:
 _SUSPECT_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
 
 
-def _shallow(value: Any, max_depth: int) -> bool:
-    """No container of `value` nested deeper than `max_depth` (the cheap walk: containers only)."""
+def _shallow(text: str, value: Any, max_depth: int) -> bool:
+    """No container of `value` (decoded from `text`) nested deeper than `max_depth`: at once when `text` has
+    fewer brackets than that (each container opens with one), else by the cheap walk (containers only)."""
+    if text.count("{") + text.count("[") < max_depth:
+        return True
     level, depth = ([value] if isinstance(value, (dict, list)) else []), 1
     while level:
         nested = [c for item in level for c in (item.values() if isinstance(item, dict) else item)
