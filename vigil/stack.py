@@ -16,7 +16,8 @@ from .components import GpuBackend, component_specs, detect_gpu_backend, find_bi
 from .history import backfill_simulated_history
 from .runstate import ComponentState, StackState
 from .settings import StackSettings
-from .stack_config import RunLayout, write_stack_files
+from .stack_config import RunLayout, ensure_demo_password, write_stack_files
+from .stack_config.demo_oncall import DEMO_CONSOLE_USER
 from .supervisor import Supervisor, taken_ports
 
 log = logging.getLogger("vigil.stack")
@@ -56,6 +57,20 @@ def url_table(state: StackState) -> str:
     lines = [f"{'component':<{width}}  url"]
     lines += [f"{name:<{width}}  {c.url}" for name, c in state.components.items()]
     return "\n".join(lines)
+
+
+def console_hint(settings: StackSettings, layout: RunLayout, state: StackState) -> str:
+    """Where the web console is and how to log in (the demo's login, or how to get one)."""
+    notifier = state.components.get("notifier")
+    if notifier is None:
+        return ""
+    if settings.oncall_config is None:
+        login = (f"log in as {DEMO_CONSOLE_USER}, password {ensure_demo_password(layout)} "
+                 f"(kept in {layout.demo_password_file})")
+    else:
+        login = ("log in as a person of your on-call file who has a password_hash (vigil oncall hash-password), "
+                 f"or with the API token in {layout.token_file}")
+    return f"\n\nweb console: {notifier.url}/console/\n  {login}"
 
 
 def run_stack(settings: StackSettings, gpu_backend: str, say: Callable[[str], None], health_timeout_s: float = 90.0,
@@ -113,7 +128,7 @@ def run_stack(settings: StackSettings, gpu_backend: str, say: Callable[[str], No
             say(f"not healthy after {health_timeout_s:.0f}s: {', '.join(unhealthy)} (see {layout.logs_dir}/<name>.log)")
             return 1
         stop_hint = "" if detached else "Ctrl-C or: "
-        say("\nvigil stack is up:\n" + url_table(state) + f"\n\nrun dir: {layout.root}    stop with {stop_hint}vigil down --run-dir {layout.root}")
+        say("\nvigil stack is up:\n" + url_table(state) + console_hint(settings, layout, state) + f"\n\nrun dir: {layout.root}    stop with {stop_hint}vigil down --run-dir {layout.root}")
         state.ready = True  # after the table was said: `vigil up --detach` shows the log up to here
         state.write(layout)
         restarts = supervisor.restarts()

@@ -1,9 +1,9 @@
 """The files a local stack runs on, generated into its run directory, one module per job:
 
 - `layout`: where everything lives in the run directory;
-- `secret_files`: the webhook token and the notifier database, owner-only;
+- `secret_files`: the webhook token, the demo's console password and the notifier database, owner-only;
 - `prometheus` and `alertmanager`: their configs, built as data (golden files in tests/golden/stack);
-- `demo_oncall`: the on-call file of the demo.
+- `demo_oncall`: the on-call file of the demo (its first DRI has a console login).
 
 `write_stack_files` writes them all, dumped with PyYAML (never text templates).
 """
@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 import vigil.rules as rulegen
+from vigil.notifier.console.passwords import hash_password
 from vigil.rules.alertmanager_routing import ROUTING_FILE, load_routing
 
 from ..settings import StackSettings
@@ -22,9 +23,10 @@ from .alertmanager import alertmanager_config
 from .demo_oncall import demo_oncall_config
 from .layout import RunLayout
 from .prometheus import GPU_JOB, prometheus_config
-from .secret_files import ensure_private_database, ensure_token
+from .secret_files import ensure_demo_password, ensure_private_database, ensure_token
 
-__all__ = ["GPU_JOB", "RunLayout", "alertmanager_config", "demo_oncall_config", "dump_config", "ensure_token",
+__all__ = ["GPU_JOB", "RunLayout", "alertmanager_config", "demo_oncall_config", "dump_config", "ensure_demo_password",
+           "ensure_token",
            "prometheus_config", "write_stack_files"]
 
 
@@ -52,6 +54,6 @@ def write_stack_files(settings: StackSettings, layout: RunLayout, node_names: li
     routing = load_routing(ROUTING_FILE, ruleset)
     _write(layout.alertmanager_config, alertmanager_config(settings, layout, ruleset, routing))
     if settings.oncall_config is None:
-        _write(layout.oncall_config, demo_oncall_config())
+        _write(layout.oncall_config, demo_oncall_config(hash_password(ensure_demo_password(layout))))
     for path in (layout.prometheus_data, layout.alertmanager_data, layout.logs_dir, layout.aiops_dir):
         path.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,8 @@
 A three-person weekly rota of DRIs (tier 1), the same three shifted by one as the senior line (tier 2,
 so it is always somebody else), and a manager (tier 3). Every contact is the local inbox under the
 channel name of the real thing it stands for (phone, sms, im, email), so `vigil inbox` shows which
-channel a real deployment would have used. Waits are short so a drill shows the escalation.
+channel a real deployment would have used. Waits are short so a drill shows the escalation. The first
+DRI (DEMO_CONSOLE_USER) may log in to the web console with the run directory's demo password.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ DEMO_PEOPLE = {
     "chen": "Chen Wei",
 }
 DEMO_MANAGER = "dana"
+DEMO_CONSOLE_USER = "ana"
 ROTA_HANDOFF = "2026-11-02T09:00"  # a Monday; the rota hands over every Monday at 09:00 UTC
 TIER_WAIT = "20s"  # a real team waits minutes; the demo escalates within a drill
 
@@ -39,9 +41,12 @@ def _person(name: str) -> dict:
     }
 
 
-def demo_oncall_config() -> dict:
+def demo_oncall_config(console_password_hash: str | None = None) -> dict:
+    """The demo's on-call file; `console_password_hash`: DEMO_CONSOLE_USER's console login (an Argon2id hash)."""
     rota = list(DEMO_PEOPLE)
     people = {key: _person(name) for key, name in DEMO_PEOPLE.items()}
+    if console_password_hash:
+        people[DEMO_CONSOLE_USER]["password_hash"] = console_password_hash
     people[DEMO_MANAGER] = {"name": "Dana Park (manager)", "timezone": "UTC",
                             "contacts": _inbox_contacts("phone", "email")}
     return {

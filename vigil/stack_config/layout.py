@@ -25,6 +25,11 @@ class RunLayout:
         return self.secrets_dir / "webhook-token"
 
     @property
+    def demo_password_file(self) -> Path:
+        """The demo person's web-console password (the demo on-call file holds only its hash)."""
+        return self.secrets_dir / "console-demo-password"
+
+    @property
     def prometheus_config(self) -> Path:
         return self.root / "prometheus" / "prometheus.yml"
 

@@ -1,4 +1,5 @@
-"""The run directory's secrets, owner-only: the webhook token, and the notifier database it guards.
+"""The run directory's secrets, owner-only: the webhook token, the demo's console password, and the
+notifier database they guard.
 
 `secrets/` is 0700 and the token 0600. `notifier.db` holds every alert and page, so it is created
 0600 before the notifier first opens it; SQLite gives its `-wal` and `-shm` files the database file's
@@ -19,17 +20,26 @@ OWNER_ONLY_FILE = 0o600
 
 def ensure_token(layout: RunLayout) -> str:
     """Return the webhook bearer token, generating it (mode 0600, in a 0700 directory) on first use."""
+    return _ensure_secret(layout, layout.token_file, 32)
+
+
+def ensure_demo_password(layout: RunLayout) -> str:
+    """Return the demo person's console password, generated like the token on first use (shorter: typed)."""
+    return _ensure_secret(layout, layout.demo_password_file, 12)
+
+
+def _ensure_secret(layout: RunLayout, path: Path, nbytes: int) -> str:
     _private_dir(layout.secrets_dir)
-    if layout.token_file.exists():
-        os.chmod(layout.token_file, OWNER_ONLY_FILE)
-        token = layout.token_file.read_text().strip()
-        if token:
-            return token
-    token = secrets.token_urlsafe(32)
-    fd = os.open(layout.token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, OWNER_ONLY_FILE)
+    if path.exists():
+        os.chmod(path, OWNER_ONLY_FILE)
+        secret = path.read_text().strip()
+        if secret:
+            return secret
+    secret = secrets.token_urlsafe(nbytes)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, OWNER_ONLY_FILE)
     with os.fdopen(fd, "w") as fh:
-        fh.write(token + "\n")
-    return token
+        fh.write(secret + "\n")
+    return secret
 
 
 def ensure_private_database(path: Path) -> None:
