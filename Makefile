@@ -4,8 +4,9 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 DEB_PACKAGES := prometheus prometheus-alertmanager prometheus-node-exporter smartmontools python3-venv libpango-1.0-0 libpangoft2-1.0-0
-# the notifier's store is tested against a real PostgreSQL server too
-DEB_TEST_PACKAGES := postgresql
+# the notifier's store is tested against a real PostgreSQL server too; the web console's browser tests
+# drive Debian's chromium through Playwright (never a browser Playwright downloads)
+DEB_TEST_PACKAGES := postgresql chromium
 # postgres: psycopg for the PostgreSQL store; k8s: grpcio for the kubelet pod-resources source;
 # parquet: pyarrow for Parquet history files (the tests read and write them)
 EXTRAS := test,postgres,k8s,parquet
