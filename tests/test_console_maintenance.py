@@ -20,6 +20,14 @@ def client(tmp_path):
         yield test_client
 
 
+@pytest.fixture(scope="module")
+def refusing(tmp_path_factory):
+    """One logged-in client for the tests where every form is refused (nothing is ever added)."""
+    with client_at(tmp_path_factory.mktemp("refusing"), NOW) as test_client:
+        test_client.csrf = logged_in(test_client)
+        yield test_client
+
+
 def api_windows(client) -> list[dict]:
     return [w for w in client.get("/api/v1/maintenance?all=true", headers=AUTH).json()["windows"] if w["id"]]
 
@@ -107,13 +115,13 @@ def test_an_upcoming_window_in_the_viewers_zone_can_be_cancelled(client):
     ({"match": "x", "starts": "junk", "ends": "later"}, ["labels: 'x'", "start: 'junk' is not a time", "end: 'later'"]),
     ({"match": "node=n", "for": "1h", "tz": "Mars/Olympus"}, ["time zone: unknown time zone 'Mars/Olympus'"]),
 ])
-def test_a_bad_form_comes_back_with_every_reason_and_adds_nothing(client, fields, reasons):
-    answer = add(client, **fields)
+def test_a_bad_form_comes_back_with_every_reason_and_adds_nothing(refusing, fields, reasons):
+    answer = add(refusing, **fields)
     assert answer.status_code == 422, answer.text
     shown = " ".join(texts(answer.text, css_class="notice"))
     assert all(reason in shown for reason in reasons), shown
     assert 'value="' + fields["match"] + '"' in answer.text  # what was typed is kept
-    assert api_windows(client) == []
+    assert api_windows(refusing) == []
 
 
 def test_posts_without_the_csrf_token_or_a_session_are_refused(client, tmp_path):
@@ -131,6 +139,6 @@ def test_posts_without_the_csrf_token_or_a_session_are_refused(client, tmp_path)
 
 
 @pytest.mark.parametrize("window_id", ["999", "abc", "0", str(2**70)])
-def test_ending_a_window_that_does_not_exist_is_a_404_page(client, window_id):
-    answer = client.post(f"/console/maintenance/{window_id}/end", data={"csrf_token": client.csrf})
+def test_ending_a_window_that_does_not_exist_is_a_404_page(refusing, window_id):
+    answer = refusing.post(f"/console/maintenance/{window_id}/end", data={"csrf_token": refusing.csrf})
     assert answer.status_code == 404 and f"There is no maintenance window #{window_id}." in answer.text

@@ -5,12 +5,21 @@ from __future__ import annotations
 
 import pytest
 
-from test_console_oncall_support import NEW_YORK, at, client_at, logged_in, text_of, texts
+from console_support import log_in
+from test_console_oncall_support import CAROL_PASSWORD, NEW_YORK, at, client_at, logged_in, text_of, texts
 
 
 @pytest.fixture
 def client(tmp_path):
     with client_at(tmp_path, at("2026-11-24T10:00")) as test_client:
+        logged_in(test_client)
+        yield test_client
+
+
+@pytest.fixture(scope="module")
+def reader(tmp_path_factory):
+    """One logged-in client for the tests that only read (and leave no zone cookie behind)."""
+    with client_at(tmp_path_factory.mktemp("reader"), at("2026-11-24T10:00")) as test_client:
         logged_in(test_client)
         yield test_client
 
@@ -71,6 +80,17 @@ def test_a_schedule_of_one_team_in_another_zone_for_four_weeks(client):
     assert NEW_YORK.key in page.text
 
 
+def test_mine_is_the_logged_in_persons_own_zone(tmp_path):
+    with client_at(tmp_path, at("2026-11-24T10:00")) as carol:
+        assert log_in(carol, "carol", CAROL_PASSWORD).status_code == 303
+        page = carol.get("/console/oncall", params={"tz": "mine"}).text
+        assert '<option value="mine" selected>mine (America/New_York)</option>' in page
+        assert "until Wed 25 Nov 06:00" in texts(page, css_class="tier")[0]  # Berlin noon, in New York
+        days = texts(carol.get("/console/schedules", params={"schedule": "gpu-primary"}).text, css_class="day")
+        assert days[0] == "Tue 24 Nov 00:00–24:00 Dong Wei"  # today where carol is (04:00 in New York)
+        assert days[1] == "Wed 25 Nov 00:00–06:00 Dong Wei 06:00–24:00 Carol Diaz override"
+
+
 @pytest.mark.parametrize("path, params, status, reason", [
     ("/console/oncall", {"at": "yesterday-ish"}, 422, "at: 'yesterday-ish' is not a time"),
     ("/console/oncall", {"tz": "Mars/Olympus"}, 422, "unknown time zone 'Mars/Olympus'"),
@@ -80,8 +100,8 @@ def test_a_schedule_of_one_team_in_another_zone_for_four_weeks(client):
     ("/console/schedules", {"from": "soon"}, 422, "from: 'soon' is not a time"),
     ("/console/schedules", {"from": "9999-12-31"}, 422, "years 1970 to 2199"),
 ])
-def test_bad_queries_answer_a_page_with_the_reason(client, path, params, status, reason):
-    page = client.get(path, params=params)
+def test_bad_queries_answer_a_page_with_the_reason(reader, path, params, status, reason):
+    page = reader.get(path, params=params)
     assert page.status_code == status, page.text
     assert reason in " ".join(texts(page.text, css_class="notice"))
 

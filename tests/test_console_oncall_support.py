@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from console_support import csrf_of, log_in
 from vigil.notifier.app import create_app
+from vigil.notifier.console.passwords import hash_password
 from vigil.oncall.loader import parse_oncall
 from test_notifier_support import TOKEN, make_settings
 
@@ -21,12 +22,14 @@ NEW_YORK = ZoneInfo("America/New_York")
 # gpu-primary, weekly from Monday 2026-11-02 09:00 Berlin: alice, dong, alice, dong (week of the 23rd),
 # carol overriding from Wednesday 25th 12:00 to Thursday 26th 12:00. platform-days, daily from
 # 2026-11-02 08:00 New York: bob on even days since then, erin on odd ones.
+CAROL_PASSWORD = "carol-console-password"
 ONCALL = """
 timezone: Europe/Berlin
 people:
   alice: {name: Alice Chen, contacts: {phone: {inbox: true, kind: phone}}}
   dong: {name: Dong Wei, contacts: {phone: {inbox: true, kind: phone}}}
-  carol: {name: Carol Diaz, timezone: America/New_York, contacts: {phone: {inbox: true, kind: phone}}}
+  carol: {name: Carol Diaz, timezone: America/New_York, password_hash: "CAROL_HASH",
+          contacts: {phone: {inbox: true, kind: phone}}}
   fei: {name: Fei Zhang, contacts: {phone: {inbox: true, kind: phone}}}
   bob: {contacts: {phone: {inbox: true, kind: phone}}}
   erin: {contacts: {phone: {inbox: true, kind: phone}}}
@@ -54,7 +57,7 @@ policies:
 default_policy: gpu
 maintenance:
   - {match: {rack: r9}, start: "2026-11-24T08:00", end: "2026-11-24T20:00", reason: rack move}
-"""
+""".replace("CAROL_HASH", hash_password(CAROL_PASSWORD))
 
 
 def config():
