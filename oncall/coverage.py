@@ -43,7 +43,7 @@ def gaps(config, start: float, end: float) -> list[Gap]:
                 continue
             covered = _covered(config, tier, start, end)
             found += [Gap(policy_name, index, tier_name(tier, index), begin, finish)
-                      for begin, finish in _uncovered(covered, start, end)]
+                      for begin, finish in uncovered(covered, start, end)]
     return found
 
 
@@ -56,7 +56,8 @@ def _covered(config, tier, start: float, end: float) -> list[tuple[float, float]
     return sorted(spans)
 
 
-def _uncovered(covered: list[tuple[float, float]], start: float, end: float) -> list[tuple[float, float]]:
+def uncovered(covered: list[tuple[float, float]], start: float, end: float) -> list[tuple[float, float]]:
+    """The stretches of [start, end] that no (start, end) span of `covered` (sorted by start) covers."""
     holes, cursor = [], start
     for begin, finish in covered:
         if begin > cursor:

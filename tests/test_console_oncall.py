@@ -80,6 +80,13 @@ def test_a_schedule_of_one_team_in_another_zone_for_four_weeks(client):
     assert NEW_YORK.key in page.text
 
 
+def test_a_stretch_with_nobody_on_call_is_shown_as_a_gap(reader):
+    page = reader.get("/console/schedules", params={"schedule": "gpu-primary", "from": "2026-11-01", "weeks": "1"})
+    days = texts(page.text, css_class="day")
+    assert days[:2] == ["Sun 01 Nov 00:00–24:00 nobody on call", "Mon 02 Nov 00:00–09:00 nobody on call 09:00–24:00 Alice Chen"]
+    assert texts(page.text, css_class="nobody")[:2] == ["00:00–24:00 nobody on call", "00:00–09:00 nobody on call"]
+
+
 def test_mine_is_the_logged_in_persons_own_zone(tmp_path):
     with client_at(tmp_path, at("2026-11-24T10:00")) as carol:
         assert log_in(carol, "carol", CAROL_PASSWORD).status_code == 303

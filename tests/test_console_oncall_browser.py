@@ -26,7 +26,7 @@ DESKTOP = {"width": 1280, "height": 800}
 def browser():
     chromium = shutil.which("chromium")
     if chromium is None:
-        pytest.skip("Debian's chromium is not installed (deploy/ensure-system-packages.sh installs it)")
+        pytest.skip("Debian's chromium is not installed (make test installs it: DEB_TEST_PACKAGES)")
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])

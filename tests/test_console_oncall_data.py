@@ -66,6 +66,9 @@ def test_days_follow_the_clock_across_a_dst_change():
     # Berlin leaves summer time on 2026-10-25: that day lasts 25 hours, still one day from 00:00 to 24:00
     view = schedule_view(config(), "gpu-primary", date(2026, 10, 24), 3, BERLIN)
     assert [d.day for d in view.days] == [date(2026, 10, 24), date(2026, 10, 25), date(2026, 10, 26)]
-    assert all(not d.pieces for d in view.days)  # the rota begins on 2026-11-02: nobody before
+    # the rota begins on 2026-11-02: nobody on call before, shown as a gap (the 25-hour day's runs 00:00-24:00)
+    assert [[(p.person, p.name, p.begins, p.ends, p.source) for p in d.pieces] for d in view.days] == [
+        [("", "nobody on call", "00:00", "24:00", "gap")]] * 3
+    assert view.days[1].pieces[0].end - view.days[1].pieces[0].start == 25 * 3600
     first = schedule_view(config(), "gpu-primary", date(2026, 11, 2), 1, BERLIN).days[0].pieces
-    assert [(p.person, p.begins, p.ends) for p in first] == [("alice", "09:00", "24:00")]
+    assert [(p.person, p.begins, p.ends) for p in first] == [("", "00:00", "09:00"), ("alice", "09:00", "24:00")]

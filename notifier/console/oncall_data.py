@@ -4,7 +4,8 @@ a time and a zone (no clock, no request), so they are tested with a fixed moment
 - `now_on_call`: per team (or policy) and tier, who is paged now, through which schedule or as a named
   person, and until when that shift runs (its override, if one put them there).
 - `schedule_view`: a schedule's final shifts over a range cut into local days of the zone asked for, each
-  piece marked with the layer it comes from or as an override (with whom the override replaces).
+  piece marked with the layer it comes from or as an override (with whom the override replaces), and
+  the stretches with nobody on call as pieces of their own.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ from datetime import date, datetime, time, timedelta
 from types import SimpleNamespace
 from zoneinfo import ZoneInfo
 
-from vigil.oncall.coverage import team_zone, who
+from vigil.oncall.coverage import team_zone, uncovered, who
 from vigil.oncall.ical import person_name
 from vigil.oncall.schedules import Shift, schedule_of, schedule_zone, shifts
 
 UNTIL_HORIZON_S = 35 * 86400.0  # how far ahead "on call until" looks; beyond it the shift "runs on"
 OVERRIDE = "override"
+NOBODY = ""  # the person of a gap's piece
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,8 @@ def is_override(shift: Shift) -> bool:
 
 @dataclass(frozen=True)
 class Piece:
-    """Part of a shift inside one local day: `begins`/`ends` are local clock times (`24:00` at midnight)."""
+    """Part of a shift inside one local day: `begins`/`ends` are local clock times (`24:00` at midnight).
+    A stretch with nobody on call (a coverage gap) is a piece too, with `person` empty and `source` "gap"."""
 
     person: str
     name: str
@@ -130,9 +133,12 @@ def schedule_view(config, name: str, first_day: date, days: int, zone: ZoneInfo 
     view_days = []
     for offset in range(days):
         begin, finish = bounds[offset], bounds[offset + 1]
+        inside = [shift for shift in final if shift.start < finish and shift.end > begin]
+        holes = [Shift(NOBODY, hole_start, hole_end, "gap")
+                 for hole_start, hole_end in uncovered([(s.start, s.end) for s in inside], begin, finish)]
         view_days.append(Day(first_day + timedelta(days=offset), tuple(
             _piece(config, shift, max(begin, shift.start), min(finish, shift.end), zone, begin, layered)
-            for shift in final if shift.start < finish and shift.end > begin)))
+            for shift in sorted(inside + holes, key=lambda shift: shift.start))))
     overrides = tuple(_piece(config, shift, shift.start, shift.end, zone, None, layered)
                       for shift in final if is_override(shift))
     return ScheduleView(name, zone.key, own.key, tuple(schedule.layer_name(i) for i in range(len(schedule.layers))),
@@ -155,7 +161,8 @@ def _piece(config, shift: Shift, start: float, end: float, zone: ZoneInfo, day_s
     replaced = tuple(dict.fromkeys(person_name(config, other.person) for other in layered
                                    if other.start < end and other.end > start and other.person != shift.person)
                      ) if override else ()
-    return Piece(shift.person, person_name(config, shift.person), start, end, _clock(start, zone, day_start, False),
+    name = person_name(config, shift.person) if shift.person != NOBODY else "nobody on call"
+    return Piece(shift.person, name, start, end, _clock(start, zone, day_start, False),
                  _clock(end, zone, day_start, True), shift.source, override, replaced)
 
 
