@@ -1,15 +1,17 @@
 """Rule evaluation cost of the whole shipped catalog over a simulated fleet, as the real Prometheus runs it.
 
-    .venv/bin/python bench/rules/run.py [--nodes 250,1250,2500] [--gpus 8] [--evaluations 4] [--record]
+    .venv/bin/python bench/rules/run.py [--nodes 250,1250,2500] [--gpus 8] [--evaluations 4] [--json F] [--record]
 
 For each size: the simulated fleet in one process (`vigil exporter gpu --backend sim --single-port`,
 each node its own scrape target), the real Prometheus scraping it every 15 s with the rules of
 `vigil rules generate` evaluated every 15 s. Once every target is up, it watches `--evaluations`
 evaluations of every rule group and reports, per group, the last and the largest
-`prometheus_rule_group_last_duration_seconds`; the costliest rules (`/api/v1/rules` evaluationTime);
+`prometheus_rule_group_last_duration_seconds`; a table of the 10 costliest rules (median and largest
+`/api/v1/rules` evaluationTime over the evaluations seen);
 targets up; Prometheus CPU (rate of `process_cpu_seconds_total` over the window), RSS and head series;
 the fleet's threads, CPU and RSS; and the load average. Then the growth between sizes: linear when the
-time ratio is close to the node ratio.
+time ratio is close to the node ratio. `--json F` also writes every figure, each rule's evaluation times
+included, to F (to compare two runs rule by rule).
 
 The first minutes of a Prometheus are measured: `offset 10m` and long ranges read less history than in
 steady state. The machine's cores may be shared with other work: the load average is printed. Writes
@@ -19,7 +21,9 @@ section `rules` of docs/benchmarks.md only with `--record`.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -36,6 +40,7 @@ from vigil.aiops.benchmark_record import add_record_option, machine_summary, utc
 
 SECTION = "rules"
 SCRAPE_S = 15
+TOP_RULES = 10
 
 
 def prom_metrics(url: str) -> dict[str, dict[tuple, float]]:
@@ -73,7 +78,7 @@ def observe(url: str, prom_pid: int, fleet_pid: int, nodes: int, evaluations: in
     """Watch `evaluations` evaluations of every group; everything else is read over the same window."""
     started, m0, f0 = time.time(), prom_metrics(url), stack.proc_figures(fleet_pid)
     seen: dict[str, dict[float, float]] = {}  # group -> {evaluation timestamp: duration}
-    rules: dict[tuple[str, str], float] = {}  # (group, rule) -> largest evaluationTime
+    samples: dict[tuple[str, str], dict[str, float]] = {}  # (group, rule) -> {lastEvaluation: evaluationTime}
     up_min, load_max, threads_max = nodes, 0.0, f0["threads"]
     listed = requests.get(f"{url}/api/v1/rules", timeout=30).json()["data"]["groups"]
     # a group evaluated every minute is watched over the same span: fewer evaluations, at least one
@@ -91,7 +96,7 @@ def observe(url: str, prom_pid: int, fleet_pid: int, nodes: int, evaluations: in
             for group in requests.get(f"{url}/api/v1/rules", timeout=30).json()["data"]["groups"]:
                 for rule in group["rules"]:
                     key = (group["name"], rule["name"])
-                    rules[key] = max(rules.get(key, 0.0), rule.get("evaluationTime", 0.0))
+                    samples.setdefault(key, {})[rule.get("lastEvaluation", "")] = rule.get("evaluationTime", 0.0)
             up_min = min(up_min, targets_up(url))
             load_max = max(load_max, os.getloadavg()[0])
             threads_max = max(threads_max, stack.proc_figures(fleet_pid)["threads"])
@@ -105,7 +110,7 @@ def observe(url: str, prom_pid: int, fleet_pid: int, nodes: int, evaluations: in
               for g, d in sorted(seen.items())}
     return {
         "nodes": nodes, "groups": groups, "targets_up_min": up_min, "targets_up_end": targets_up(url),
-        "top_rules": sorted(((v * 1000, g, r) for (g, r), v in rules.items()), reverse=True)[:5],
+        "rules_ms": {f"{g}/{r}": sorted(1000 * v for v in by.values()) for (g, r), by in sorted(samples.items())},
         "prom_cpu": (one(m1, "process_cpu_seconds_total") - one(m0, "process_cpu_seconds_total")) / window,
         "prom_rss_mib": one(m1, "process_resident_memory_bytes") / 2**20,
         "head_series": one(m1, "prometheus_tsdb_head_series"),
@@ -142,10 +147,23 @@ def report(results: list[dict], args: argparse.Namespace) -> str:
                     ratio = b["groups"][g]["max_ms"] / a["groups"][g]["max_ms"]
                     lines.append(f"- {g}: {a['nodes']} -> {b['nodes']} nodes (x{b['nodes'] / a['nodes']:.1f}): "
                                  f"time x{ratio:.1f}")
-    lines += ["", "Costliest rules (largest evaluationTime seen):", ""]
+    return "\n".join(lines + rules_table(results))
+
+
+def rules_table(results: list[dict]) -> list[str]:
+    """The costliest rules of each size by their median `/api/v1/rules` evaluationTime over the evaluations
+    seen, with the largest, and the median's share of the costliest rule's: on shared cores one slow
+    evaluation says little, and the ratios between rules say more than the seconds."""
+    lines = ["", f"Costliest rules ({TOP_RULES} per size, by the median of the evaluationTime seen per evaluation "
+             "in `/api/v1/rules`; share: of the first rule's median):", "",
+             "| Nodes | rank | group / rule | median ms | max ms | evaluations | share |", "|---|---|---|---|---|---|---|"]
     for r in results:
-        lines.append(f"- {r['nodes']} nodes: " + "; ".join(f"{g}/{name} {ms:.0f} ms" for ms, g, name in r["top_rules"]))
-    return "\n".join(lines)
+        ranked = sorted(((statistics.median(ms), max(ms), len(ms), rule) for rule, ms in r["rules_ms"].items() if ms),
+                        reverse=True)[:TOP_RULES]
+        for rank, (median, largest, count, rule) in enumerate(ranked, 1):
+            share = median / ranked[0][0] if ranked[0][0] else 0.0
+            lines.append(f"| {r['nodes']} | {rank} | {rule} | {median:.0f} | {largest:.0f} | {count} | {share:.2f} |")
+    return lines
 
 
 def main() -> None:
@@ -155,6 +173,7 @@ def main() -> None:
     parser.add_argument("--evaluations", type=int, default=4, help="evaluations watched per group and size")
     parser.add_argument("--warmup", type=int, default=45, help="seconds after every target is up before measuring")
     parser.add_argument("--fleet-refresh", type=int, default=120, help="seconds between the fleet's NVML cycles")
+    parser.add_argument("--json", type=Path, help="also write every figure measured (groups, rules) to this file")
     add_record_option(parser)
     args = parser.parse_args()
     sizes = [int(n) for n in args.nodes.split(",")]
@@ -171,6 +190,8 @@ def main() -> None:
             print(f"{nodes} nodes measured in {time.monotonic() - began:.0f} s", flush=True)
     text = report(results, args)
     print(text)
+    if args.json:
+        args.json.write_text(json.dumps({"load_at_start": args.load_at_start, "results": results}, indent=1))
     if args.record:
         write_section(stack.ROOT / "docs" / "benchmarks.md", SECTION, "## Rule evaluation\n\n" + text)
 
