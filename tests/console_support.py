@@ -26,7 +26,8 @@ def oncall_text() -> str:
     return f"""
 priorities:
   P1: {{ack_within: 5m, resolve_within: 1h}}
-severities: {{critical: P1}}
+  P3: {{ack_within: 1h, resolve_within: 1d}}
+severities: {{critical: P1, warning: P3, info: P5}}
 people:
   alice:
     password_hash: "{_HASHES['alice']}"
