@@ -84,6 +84,10 @@ def test_the_on_call_pages_in_a_browser(tmp_path, browser):
         card = desktop.locator("li.page").first
         assert "to Dong Wei (dong) · phone · tier 1" in card.inner_text()
         shot(desktop, tmp_path, "console-inbox.png")
+        for path in ("/console/inbox", "/console/maintenance"):  # long links and tables fit a phone too
+            page.goto(server.url + path)
+            assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), path
+        shot(page, tmp_path, "console-maintenance-phone.png")
         card.locator("a.incident-link").click()
         desktop.wait_for_url("**/console/incidents/*")
         assert "GpuXidError" in desktop.content()
