@@ -24,7 +24,7 @@ def draw(chart: Chart, marks: list[tuple[str, float | None, str]]) -> bytes:
     from matplotlib import dates
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(8, 3.2), dpi=100)
+    figure = Figure(figsize=(8, 3.8), dpi=100)
     axes = figure.add_subplot()
     if chart.band:
         lower, upper = chart.band
@@ -47,7 +47,8 @@ def draw(chart: Chart, marks: list[tuple[str, float | None, str]]) -> bytes:
     axes.set_xlabel("UTC", fontsize=8)
     axes.tick_params(labelsize=7)
     axes.grid(alpha=0.3)
-    axes.legend(fontsize=7, loc="upper left", framealpha=0.8)
+    # the legend under the plot, never over the lines
+    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
     figure.tight_layout()
     out = io.BytesIO()
     figure.savefig(out, format="png")

@@ -138,7 +138,7 @@ def incident_facts(incident: dict, others: list[dict], now: float, jobs_seen: li
         first_alert=dict(name=(first.get("labels") or {}).get("alertname", "?"), at=first_at,
                          summary=first.get("summary", "")),
         first_sign_at=first_sign_at, first_sign_how=first_sign_how,
-        pages=[_page(p) for p in incident.get("pages") or []],
+        pages=[_page(p, incident.get("status") == "resolved") for p in incident.get("pages") or []],
         escalations=[_escalation(e) for e in incident.get("timeline") or [] if e["kind"] == "escalated"
                      or (e["kind"] == "tier_paged" and (e["detail"].get("tier") or 0) > 0)],
         timeline=[dict(at=parse_time(e["at"]), kind=e["kind"], actor=e.get("actor") or "", text=event_text(e))
@@ -154,14 +154,20 @@ def _escalation(event: dict) -> dict:
     return dict(at=parse_time(event["at"]), text=f"tier {d['tier'] + 1} paged: {', '.join(d.get('people') or []) or 'nobody'}")
 
 
-def _page(page: dict) -> Page:
+def _page(page: dict, resolved: bool) -> Page:
     attempts = page.get("attempts") or []
     queued, sent = parse_time(page.get("created_at")), parse_time(page.get("sent_at"))
     late = sent is not None and (len(attempts) > 1 or (queued is not None and sent - queued > LATE_AFTER_S))
     return Page(person=page.get("person") or "?", contact=page.get("contact") or "", kind=page.get("kind") or "",
                 tier=page.get("tier"), status=page.get("status") or "firing", queued_at=queued, sent_at=sent,
-                attempts=len(attempts), result=page.get("state") or "pending",
+                attempts=len(attempts), result=_result(page.get("state") or "pending", resolved),
                 errors=[a["error"] for a in attempts if not a.get("ok") and a.get("error")], late=late)
+
+
+def _result(state: str, resolved: bool) -> str:
+    """A page still pending when the incident was resolved (a fallback channel due later, cancelled by the
+    acknowledgement) was never sent."""
+    return "not sent" if state == "pending" and resolved else state
 
 
 def _places(labels: dict) -> set[tuple[str, ...]]:

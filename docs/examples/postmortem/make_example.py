@@ -1,0 +1,64 @@
+"""Regenerate the example postmortem of docs/postmortems.md from a real drill.
+
+Starts a small fast stack with `vigil up --detach` (the simulated fleet, a private run directory, free
+ports), drills an overheating GPU without acknowledging it (so the page escalates to tier 2), then
+writes `vigil postmortem` as Markdown (with its chart) and as PDF, and the PDF's first page as PNG.
+
+    .venv/bin/python docs/examples/postmortem/make_example.py
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pypdfium2
+
+from vigil.supervisor import port_is_free
+
+HERE = Path(__file__).parent
+VIGIL = str(Path(sys.executable).with_name("vigil"))
+FAST_STACK = {"stack": {"scrape_interval": 1, "evaluation_interval": 1, "exporter_interval": 0.5, "group_wait": 1,
+                        "group_interval": 1, "resend_delay": 1, "max_for": 2, "sim_nodes": 2, "sim_gpus": 4}}
+
+
+def vigil(*args: str) -> str:
+    done = subprocess.run([VIGIL, *args], capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        sys.exit(f"vigil {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
+    return done.stdout
+
+
+def free_port_base() -> int:
+    for _ in range(200):
+        base = random.randrange(20000, 40000, 100)
+        if all(port_is_free(base + i) for i in range(100)):
+            return base
+    sys.exit("no free port range")
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        config, run = Path(tmp) / "vigil.yaml", ["--run-dir", str(Path(tmp) / "run")]
+        config.write_text(json.dumps(FAST_STACK))  # YAML is a superset of JSON
+        vigil("up", "--detach", "--config", str(config), "--port-base", str(free_port_base()), "--gpu-backend", "sim", *run)
+        try:
+            vigil("drill", "overheat", "--node", "node-2", "--gpu", "3", "--no-ack", "--timeout", "90s", *run)
+            incidents = json.loads(vigil("incidents", "list", "--json", *run))["incidents"]
+            incident = next(i for i in reversed(incidents) if i["labels"].get("alertname") == "GpuOverheating")
+            vigil("postmortem", str(incident["id"]), "--output", str(HERE / "example.md"), *run)
+            pdf = Path(tmp) / "example.pdf"
+            vigil("postmortem", str(incident["id"]), "--output", str(pdf), *run)
+            page = pypdfium2.PdfDocument(str(pdf))[0]
+            page.render(scale=1.2).to_pil().save(HERE / "example-pdf-page-1.png", optimize=True)
+        finally:
+            vigil("down", *run)
+    print(f"wrote {HERE / 'example.md'}, its chart and {HERE / 'example-pdf-page-1.png'}")
+
+
+if __name__ == "__main__":
+    main()
