@@ -42,6 +42,9 @@ from vigil.notifier.metrics import NotifierMetrics
 from vigil.notifier.models import WebhookPayload
 from vigil.notifier.store import Store
 from vigil.oncall.loader import parse_oncall
+from vigil.oncall.notify_rules import in_working_hours
+from vigil.oncall.plan import person_hours, person_zone
+from pg_support import db_url, postgres_server  # noqa: F401 (fixtures)
 from test_notifier_support import NotifierServer, alert, free_port, make_settings, payload, run_dir_for
 
 ONCALL = """
@@ -83,8 +86,8 @@ START, END = utc(2026, 11, 23), utc(2026, 11, 30)
 class Seeder:
     """The notifier's parts on one store, driven by a clock the test sets."""
 
-    def __init__(self, tmp_path):
-        self.settings = make_settings(tmp_path)
+    def __init__(self, tmp_path, db_url: str | None = None):
+        self.settings = make_settings(tmp_path, **({"db_url": db_url} if db_url else {}))
         self.store = Store(self.settings.db_url)
         self.oncall = parse_oncall(ONCALL)
         self.now = 0.0
@@ -120,8 +123,8 @@ class Seeder:
         self.store.close()
 
 
-def seed(tmp_path) -> Seeder:
-    s = Seeder(tmp_path)
+def seed(tmp_path, db_url: str | None = None) -> Seeder:
+    s = Seeder(tmp_path, db_url)
     store = s.store
     # 1
     one = s.fire(T1, "GpuLost", "g1", priority="P1")
@@ -153,8 +156,9 @@ def seed(tmp_path) -> Seeder:
 
 
 @pytest.fixture
-def seeded(tmp_path):
-    s = seed(tmp_path)
+def seeded(tmp_path, db_url):
+    """The seeded week, on SQLite and on PostgreSQL."""
+    s = seed(tmp_path, db_url)
     yield s
     s.close()
 
@@ -299,3 +303,15 @@ def test_the_cli_table_and_its_refusals(served):
     assert unknown.exit_code == 1 and "unknown team 'nope'" in unknown.output
     net = json.loads(vigil_report(served, "--team", "net", "--to", "2026-11-30T00:00Z", "--json").output)
     assert (net["team"], net["overall"]["incidents"], net["from"]) == ("net", 1, "2026-11-23T00:00:00.000Z")
+
+
+def test_working_hours_per_day_agree_with_the_notification_rules():
+    """The report works a person's working hours out once per UTC day; at every 17 minutes of three weeks
+    around both DST changes (Berlin 25 Oct, New York 1 Nov 2026) it says what `in_working_hours` says."""
+    oncall = parse_oncall(ONCALL)
+    working = working_hours_of(oncall)
+    disagree = [(person, at) for person in ("alice", "bob", "carol")
+                for at in range(int(utc(2026, 10, 20)), int(utc(2026, 11, 10)), 17 * 60)
+                if working(person, at) != in_working_hours(person_hours(oncall, person), person_zone(oncall, person), at)]
+    assert disagree == []
+    assert working("carol", utc(2026, 11, 24, 20, 59)) and not working("carol", utc(2026, 11, 24, 21))  # 16:00 New York

@@ -5,9 +5,14 @@ computed by `health.py`, the code behind `vigil report oncall`: the metrics and 
 Gauges, not counters: each is a figure over the incidents opened in the last `window_s` (7 days by
 default, `vigil_oncall_window_seconds`). A figure over nothing (no acknowledged incident: no MTTA) is
 left out rather than shown as 0. `SPECS` is their declaration; `docs/metrics.md` is generated from it.
+The figures are worked out at most once per `refresh_s` (60 s) of real time: several Prometheus servers
+scraping, or a scrape retried, read the last ones again instead of the store.
 """
 
 from __future__ import annotations
+
+import threading
+import time
 
 from prometheus_client.core import GaugeMetricFamily
 
@@ -18,6 +23,7 @@ from vigil.notifier.clock import Clock
 from vigil.oncall.model import OncallConfig
 
 WINDOW_S = 7 * 86400.0
+REFRESH_S = 60.0
 _SOURCE = "notifier store (incidents opened in the window)"
 _TP = ("team", "priority")
 
@@ -53,13 +59,22 @@ def _family(name: str, labels: tuple[str, ...] = ()) -> GaugeMetricFamily:
 class OncallHealthCollector:
     """`collect()` yields the `SPECS` families, computed from the store over the last `window_s`."""
 
-    def __init__(self, store, oncall: OncallConfig, clock: Clock, window_s: float = WINDOW_S):
-        self._store, self._clock, self._window_s = store, clock, window_s
-        self._working = working_hours_of(oncall)
+    def __init__(self, store, oncall: OncallConfig, clock: Clock, window_s: float = WINDOW_S,
+                 refresh_s: float = REFRESH_S):
+        self._store, self._oncall, self._clock, self._window_s, self._refresh_s = store, oncall, clock, window_s, refresh_s
+        self._lock = threading.Lock()
+        self._last: tuple[float, list] | None = None  # (time.monotonic() it was worked out, the families)
 
     def collect(self):
+        with self._lock:
+            if self._last is None or time.monotonic() - self._last[0] >= self._refresh_s:
+                self._last = (time.monotonic(), list(self._families()))
+            yield from self._last[1]
+
+    def _families(self):
         now = self._clock()
-        judged = [judge(f, self._working) for f in incidents_opened(self._store.engine, now - self._window_s, now)]
+        working = working_hours_of(self._oncall)  # its cache of working hours lives for one pass
+        judged = [judge(f, working) for f in incidents_opened(self._store.engine, now - self._window_s, now)]
         window = _family("vigil_oncall_window_seconds")
         window.add_metric([], self._window_s)
         yield window

@@ -30,12 +30,12 @@ from typing import Callable, Iterable
 from vigil.notifier.analytics.queries import IncidentFacts
 from vigil.notifier.timefmt import rfc3339
 from vigil.oncall.model import OncallConfig
-from vigil.oncall.notify_rules import in_working_hours
 from vigil.oncall.plan import person_hours, person_zone
 
 ALERTMANAGER = "alertmanager"
 ACTIONS = ("note", "resolved", "escalated")  # what a person does beyond acknowledging
 NOISIEST = 10
+DAY_S = 86400
 NO_TEAM, NO_PRIORITY, NO_ALERTNAME = "none", "none", "(no alertname)"
 
 WorkingHoursFn = Callable[[str, float], bool]  # (person, UNIX seconds) -> inside their working hours
@@ -43,14 +43,21 @@ WorkingHoursFn = Callable[[str, float], bool]  # (person, UNIX seconds) -> insid
 
 def working_hours_of(oncall: OncallConfig) -> WorkingHoursFn:
     """Whether a person is at work at a moment: their zone (own, team's, file's) and their team's hours
-    (else the file's), as the notification rules judge `hours: working`."""
-    cache: dict[str, tuple] = {}
+    (else the file's), as the notification rules judge `hours: working`.
+
+    A person's windows are worked out once per UTC day their pages fall on (`WorkingHours.windows` from
+    that day's start covers the local day before it to a week after), not once per page."""
+    people: dict[str, tuple] = {}
+    windows: dict[tuple[str, int], list[tuple[float, float]]] = {}
 
     def working(person: str, at: float) -> bool:
-        if person not in cache:
-            cache[person] = (person_hours(oncall, person), person_zone(oncall, person))
-        hours, zone = cache[person]
-        return in_working_hours(hours, zone, at)
+        if person not in people:
+            people[person] = (person_hours(oncall, person), person_zone(oncall, person))
+        day = int(at // DAY_S)
+        if (person, day) not in windows:
+            hours, zone = people[person]
+            windows[person, day] = hours.windows(zone, day * DAY_S)
+        return any(start <= at < end for start, end in windows[person, day])
     return working
 
 

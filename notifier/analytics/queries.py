@@ -55,11 +55,13 @@ class IncidentFacts:
 def incidents_opened(engine: sa.Engine, start: float, end: float, team: str | None = None) -> list[IncidentFacts]:
     """The incidents opened in [start, end) (of `team` only, if given), oldest first, with their events
     and sent firing pages."""
-    query = sa.select(incidents).where(incidents.c.opened_at >= start, incidents.c.opened_at < end)
+    c = incidents.c
+    query = sa.select(c.id, c.team, c.priority, c.labels, c.opened_at, c.resolved_at, c.ack_due_at, c.ack_breached_at,
+                      c.resolve_due_at, c.resolve_breached_at).where(c.opened_at >= start, c.opened_at < end)
     if team is not None:
-        query = query.where(incidents.c.team == team)
+        query = query.where(c.team == team)
     with reading(engine) as conn:
-        rows = conn.execute(query.order_by(incidents.c.opened_at, incidents.c.id)).all()
+        rows = conn.execute(query.order_by(c.opened_at, c.id)).all()
         found = {r.id: _facts(r) for r in rows}
         ids = list(found)
         for chunk in (ids[i:i + CHUNK] for i in range(0, len(ids), CHUNK)):
