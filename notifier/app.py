@@ -94,7 +94,7 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
 
     for module in (webhook, heartbeats, incidents, maintenance, link_routes, inbox, schedules, reports, health):
         app.include_router(module.router)
-    console.install(app)  # the web console, /console/ (its own login; /api/ keeps the bearer token)
+    console.install(app, settings.console_templates)  # the web console, /console/ (its own login; /api/ keeps the bearer token)
     document_api(app)
     serve_webhook_directly(app, settings.token, metrics)
     return app

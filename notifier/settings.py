@@ -59,6 +59,8 @@ class NotifierSettings(BaseModel):
     # charts), and a folder of templates that replace the shipped ones
     prometheus_url: str | None = None
     postmortem_templates: Path | None = None
+    # the web console: a folder of Jinja2 templates that replace the shipped pages of the same name
+    console_templates: Path | None = None
 
     @field_validator("token")
     @classmethod

@@ -128,3 +128,16 @@ def test_a_one_click_link_from_an_inbox_page_opens_the_incident_in_the_console(t
         shown = client.get(answer.headers["location"])
         assert shown.status_code == 200 and f"#{incident}" in shown.text and "Pages sent" in shown.text
         assert re.search(r"<td>alice</td><td>phone</td>", shown.text) and 'class="ok">sent' in shown.text
+
+
+def test_a_teams_template_folder_replaces_a_page_and_keeps_the_others(tmp_path, clock):
+    overrides = tmp_path / "templates"
+    overrides.mkdir()
+    (overrides / "incidents_rows.html").write_text(
+        '{% for i in incidents %}<tr data-id="{{ i.id }}"><td>ours: {{ i.title }}</td></tr>{% endfor %}')
+    with console_client(tmp_path, clock, console_templates=overrides) as client:
+        log_in(client)
+        incident = fire(client, "a")
+        page = client.get("/console/incidents")
+        assert f'<tr data-id="{incident}"><td>ours: GpuLost' in page.text and "Opened within" in page.text
+        assert "Timeline" in client.get(f"/console/incidents/{incident}").text  # the shipped incident page

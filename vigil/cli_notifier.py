@@ -69,6 +69,8 @@ def notifier():
               help="Prometheus to chart an incident's metrics from in its postmortem (docs/postmortems.md).")
 @click.option("--postmortem-templates", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="Folder of Jinja2 templates replacing the shipped postmortem templates.")
+@click.option("--console-templates", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="Folder of Jinja2 templates replacing the web console's pages of the same name (docs/console.md).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
               show_default=True)
 @click.option("--max-body-bytes", type=click.IntRange(min=1024), default=DEFAULT_MAX_BODY_BYTES, show_default=True,
@@ -79,7 +81,7 @@ def notifier():
               help="Watch POST /api/v1/heartbeat/NAME: page (an incident with these labels) when it is not heard "
                    "for TIMEOUT, e.g. watchdog=5m,team=platform (repeatable; docs/notifier.md, Heartbeats).")
 def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmanager_receiver, public_url,
-          prometheus_url, postmortem_templates, log_level, max_body_bytes, workers, heartbeats):
+          prometheus_url, postmortem_templates, console_templates, log_level, max_body_bytes, workers, heartbeats):
     """Serve the notifier API in the foreground."""
     from vigil.notifier.settings import NotifierSettings, is_loopback, others_can_read, read_token_file
     from vigil.oncall.loader import OncallConfigError, load_oncall
@@ -94,7 +96,8 @@ def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmana
                                     oncall_config=oncall_config, alertmanager_url=alertmanager_url,
                                     alertmanager_receiver=alertmanager_receiver, public_url=public_url,
                                     max_body_bytes=max_body_bytes, heartbeats=heartbeats,
-                                    prometheus_url=prometheus_url, postmortem_templates=postmortem_templates)
+                                    prometheus_url=prometheus_url, postmortem_templates=postmortem_templates,
+                                    console_templates=console_templates)
     except ValidationError as exc:
         raise click.ClickException("; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: "
                                              f"{e['msg'].removeprefix('Value error, ')}" for e in exc.errors()))
