@@ -48,7 +48,12 @@ def test_a_page_in_the_inbox_links_to_its_incident(client):
 
     assert text_of(client.get("/console/inbox", params={"to": "dong"}).text, f"page-{sent['id']}") == card
     nobody = client.get("/console/inbox", params={"to": "alice"}).text
-    assert texts(nobody, css_class="page") == [] and "No pages yet for alice" in nobody
+    assert texts(nobody, css_class="page") == [] and texts(nobody, css_class="empty")[0].startswith("No pages yet.")
+    # the live refresh's fragment: the same cards, no page around them
+    rows = client.get("/console/inbox/rows", params={"to": "dong"})
+    assert rows.status_code == 200 and "<html" not in rows.text
+    assert text_of(rows.text, f"page-{sent['id']}") == card
+    assert 'data-source="/console/inbox/rows?to=dong"' in client.get("/console/inbox", params={"to": "dong"}).text
     unknown = client.get("/console/inbox", params={"to": "mallory"})
     assert unknown.status_code == 404
     assert texts(unknown.text, css_class="notice") == ["unknown recipient 'mallory': no person of that name in the "
@@ -59,3 +64,5 @@ def test_the_inbox_needs_a_session(tmp_path):
     with client_at(tmp_path, NOW) as anonymous:
         answer = anonymous.get("/console/inbox")
         assert answer.status_code == 303 and answer.headers["location"] == "/console/login?next=%2Fconsole%2Finbox"
+        rows = anonymous.get("/console/inbox/rows")  # the live refresh sees the redirect and says "logged out"
+        assert rows.status_code == 303 and "page-" not in rows.text

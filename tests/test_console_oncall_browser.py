@@ -1,7 +1,7 @@
 """The on-call pages in a real browser (Playwright driving Debian's chromium) at a phone's width, against
 a real notifier on a loopback port with its clock fixed: the schedule fits the screen (no sideways
 scrolling) and shows the override; a window added with the form is listed; a page in the inbox leads to
-its incident. `VIGIL_SCREENSHOTS=1` also writes the screenshots `docs/console.md`
+its incident, the inbox showing it without a reload. `VIGIL_SCREENSHOTS=1` also writes the screenshots `docs/console.md`
 shows under `docs/img/`."""
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from test_console_oncall_support import at, config
-from test_console_oncall_support import ONCALL, Clock
-from test_notifier_support import AUTH, TOKEN, NotifierServer, alert, free_port, make_settings, payload, wait_for
+from test_console_oncall_support import ONCALL, Clock, at, config
+from test_notifier_support import AUTH, TOKEN, NotifierServer, alert, free_port, make_settings, payload
 
 DOCS_IMG = Path(__file__).parent.parent / "docs" / "img"
 PHONE = {"width": 390, "height": 844}
@@ -76,12 +75,14 @@ def test_the_on_call_pages_in_a_browser(tmp_path, browser):
         assert "End now" in desktop.locator("#windows-active").inner_text()
         shot(desktop, tmp_path, "console-maintenance.png")
 
+        desktop.goto(f"{server.url}/console/inbox")  # empty; the page arrives while it is open
+        assert desktop.locator("div.page").count() == 0
         fired = requests.post(f"{server.url}/api/v1/alerts/alertmanager", headers=AUTH, timeout=5,
                               json=payload(alert(node="gpu-node-03", gpu="5", alertname="GpuXidError")))
         assert fired.status_code == 200, fired.text
-        wait_for(lambda: requests.get(f"{server.url}/api/v1/inbox", headers=AUTH, timeout=5).json()["pages"])
-        desktop.goto(f"{server.url}/console/inbox")
-        card = desktop.locator("li.page").first
+        desktop.wait_for_selector("div.page", timeout=15_000)  # the live refresh, no reload
+        assert desktop.locator("#live").inner_text().startswith("live · updated")
+        card = desktop.locator("div.page").first
         assert "to Dong Wei (dong) · phone · tier 1" in card.inner_text()
         shot(desktop, tmp_path, "console-inbox.png")
         for path in ("/console/inbox", "/console/maintenance"):  # long links and tables fit a phone too

@@ -1,5 +1,6 @@
 """The demo inbox in the console: `GET /console/inbox[?to=PERSON]`, the pages the notifier's own inbox
-channel received (`store/inbox.py`, what `GET /api/v1/inbox` lists), newest first. Each page shows who
+channel received (`store/inbox.py`, what `GET /api/v1/inbox` lists), newest first, refreshed live
+(`GET /console/inbox/rows?…`, the same pages as a fragment, fetched by `static/live.js`). Each page shows who
 it went to, on which channel, when, its title and text (its links clickable: the one-click links open,
 acknowledge or resolve the incident), and links to the incident's console page.
 """
@@ -20,6 +21,7 @@ from vigil.oncall.ical import person_name
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 SHOWN = 200
+REFRESH_S = 5  # the live refresh of the page, seconds
 _URL = re.compile(r"https?://[^\s<>\"']+[^\s<>\"'.,;:!?)\]]")
 
 
@@ -57,14 +59,22 @@ def linked(text: str) -> Markup:
 
 @router.get("/inbox")
 async def inbox_page(request: Request, _user: ConsoleUser, to: Annotated[str | None, Query(max_length=200)] = None):
+    status, problems, pages, recipients = await _pages(request, to or None)
+    return render(request, "inbox.html", status=status, pages=pages, recipients=recipients, chosen=to or "",
+                  problems=problems, shown=SHOWN, refresh_s=REFRESH_S, query=request.url.query)
+
+
+@router.get("/inbox/rows")
+async def inbox_rows(request: Request, _user: ConsoleUser, to: Annotated[str | None, Query(max_length=200)] = None):
+    """The pages alone, an HTML fragment: the page's live refresh (`static/live.js`) swaps it in."""
+    status, _problems, pages, _recipients = await _pages(request, to or None)
+    return render(request, "inbox_rows.html", status=status, pages=pages)
+
+
+async def _pages(request: Request, chosen: str | None) -> tuple[int, list[str], list[InboxPage], list[str]]:
     state = request.app.state
     listed = await run_in_threadpool(state.store.inbox.list_pages, SHOWN)
     recipients = sorted({page["recipient"] for page in listed})
-    chosen = to or None
-    status = 200
-    problems = []
     if chosen is not None and chosen not in recipients and chosen not in state.oncall.people:
-        status, problems = 404, [f"unknown recipient {chosen!r}: no person of that name in the on-call file"]
-    pages = inbox_pages(listed, state.oncall, chosen) if status == 200 else []
-    return render(request, "inbox.html", status=status, pages=pages, recipients=recipients, chosen=chosen or "",
-                  problems=problems, shown=SHOWN)
+        return 404, [f"unknown recipient {chosen!r}: no person of that name in the on-call file"], [], recipients
+    return 200, [], inbox_pages(listed, state.oncall, chosen), recipients
