@@ -16,6 +16,8 @@ import requests
 from test_console_oncall_support import ONCALL, Clock, at, config
 from test_notifier_support import AUTH, TOKEN, NotifierServer, alert, free_port, make_settings, payload
 
+pytestmark = pytest.mark.e2e  # a real server and a real browser: seconds, not milliseconds
+
 DOCS_IMG = Path(__file__).parent.parent / "docs" / "img"
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 800}
