@@ -79,6 +79,7 @@ def test_the_incident_page_shows_alerts_labels_and_the_sla_clock(user, clock):
     assert page.status_code == 200
     text = page.text
     assert "GpuLost" in text and "GPU fell off the bus" in text and "node=gpu-node-07" in text and "gpu=3" in text
+    assert f'href="/console/incidents/{incident}/postmortem"' in text  # the postmortem button
     assert "Acknowledge by" in text and "3m left" in text and "Resolve by" in text and "58m left" in text
     clock.now = T0 + 400  # past the 5 min acknowledge target: the engine's check marks the breach
     from vigil.notifier.engine import sla
