@@ -67,6 +67,7 @@ def test_the_schedule_for_the_coming_weeks_shows_the_override(client):
     assert days[1] == "Wed 25 Nov 00:00–12:00 Dong Wei 12:00–24:00 Carol Diaz override"
     assert days[6] == "Mon 30 Nov 00:00–09:00 Dong Wei 09:00–24:00 Alice Chen"
     assert 'class="day today"' in page.text
+    assert texts(page.text, css_class="now") == ["00:00–24:00 Dong Wei", "00:00–08:00 erin"]  # the shifts on now
 
 
 def test_a_schedule_of_one_team_in_another_zone_for_four_weeks(client):

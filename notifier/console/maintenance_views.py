@@ -85,4 +85,4 @@ async def _page(request: Request, user: str, status: int = 200, problems: list[s
     page = render(request, "maintenance.html", status=status, groups=groups, problems=problems, notice=notice,
                   typed=typed or {}, zone=zone.key, durations=DURATIONS,
                   local=lambda moment: shown(seconds_of(moment), zone), **zone_context(config, user, choice))
-    return remember_zone(page, request.query_params.get("tz"), status)
+    return remember_zone(request, page, request.query_params.get("tz"), status)

@@ -53,7 +53,7 @@ async def oncall_page(request: Request, user: ConsoleUser, at: Text = None, tz: 
                   live=at is None, problems=problems, **zone_context(config, user, choice),
                   shown=lambda seconds, own: shown(seconds, zone or zone_named(own)),
                   zone_of=lambda own: (zone or zone_named(own)).key)
-    return remember_zone(page, tz, status)
+    return remember_zone(request, page, tz, status)
 
 
 @router.get("/schedules")
@@ -77,7 +77,7 @@ async def schedules_page(request: Request, user: ConsoleUser, team: Annotated[st
                   teams=sorted(config.teams), team=team or "", schedule=schedule or "",
                   schedule_names=list(config.schedules), weeks=count, week_choices=range(1, MAX_WEEKS + 1),
                   from_text=from_ or "", first=first, **zone_context(config, user, choice))
-    return remember_zone(page, tz, status)
+    return remember_zone(request, page, tz, status)
 
 
 # --- what the query asks for ------------------------------------------------------------------------
@@ -137,9 +137,12 @@ def shown(seconds: float | None, zone: ZoneInfo) -> str:
     return "" if seconds is None else datetime.fromtimestamp(seconds, zone).strftime("%a %d %b %H:%M")
 
 
-def remember_zone(page, tz: str | None, status: int):
+def remember_zone(request: Request, page, tz: str | None, status: int):
+    """Keep the zone asked for (a page that showed with it) for the viewer's next visit: a cookie, like the
+    session's Secure behind https."""
     if tz is not None and status == 200:
+        secure = (request.app.state.settings.public_url or "").startswith("https://")
         page.set_cookie(ZONE_COOKIE, tz.strip(), max_age=int(timedelta(days=365).total_seconds()), path="/console",
-                        httponly=True, samesite="lax")
+                        httponly=True, samesite="lax", secure=secure)
     return page
 
