@@ -23,7 +23,9 @@ with team net's hours 08:00-16:00; others work Mon-Fri 09:00-18:00):
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 import requests
@@ -315,3 +317,29 @@ def test_working_hours_per_day_agree_with_the_notification_rules():
                 if working(person, at) != in_working_hours(person_hours(oncall, person), person_zone(oncall, person), at)]
     assert disagree == []
     assert working("carol", utc(2026, 11, 24, 20, 59)) and not working("carol", utc(2026, 11, 24, 21))  # 16:00 New York
+
+
+def test_the_documented_json_shape_is_the_one_served(tmp_path):
+    """docs/oncall-health.md shows the seeded week's JSON: its SUMMARY is the report's `overall`, and its
+    people and noisiest-alert rows have the keys the report's rows have."""
+    doc = (Path(__file__).parent.parent / "docs" / "oncall-health.md").read_text()
+    seeded = seed(tmp_path)
+    try:
+        found = report(incidents_opened(seeded.store.engine, START, END), working_hours_of(seeded.oncall), START, END)
+    finally:
+        seeded.close()
+    summary = json.loads(re.search(r"where `SUMMARY` is\n\n```json\n(.*?)```", doc, re.S).group(1))
+    assert _approx_equal(summary, found["overall"]), (summary, found["overall"])
+    shape = re.search(r"`--json` prints the notifier's answer, a stable shape:\n\n```json\n(.*?)```", doc, re.S).group(1)
+    assert set(re.findall(r'"(\w+)":', shape.split('"people"')[0])) == {"from", "to", "team", "overall", "teams",
+                                                                           "priorities", "team", "priority"}
+    people = shape.split('"people": [')[1].split("...]")[0]
+    assert set(re.findall(r'"(\w+)":', people)) - {"phone"} == set(found["people"][0])
+    noisiest = shape.split('"noisiest_alerts": [')[1].split("...]")[0]
+    assert set(re.findall(r'"(\w+)":', noisiest)) == set(found["noisiest_alerts"][0])
+
+
+def _approx_equal(documented, served) -> bool:
+    if isinstance(documented, dict):
+        return documented.keys() == served.keys() and all(_approx_equal(documented[k], served[k]) for k in documented)
+    return documented == pytest.approx(served, rel=1e-3)
