@@ -124,3 +124,16 @@ def test_times_parse_from_the_api_and_alertmanager():
     assert parse_time("2027-01-15T08:00:00.000Z") == T0
     assert parse_time("2027-01-15T08:00:00.123456789Z") == pytest.approx(T0 + 0.123456)
     assert parse_time("0001-01-01T00:00:00Z") is None and parse_time(None) is None
+
+
+def test_an_open_incident_without_alerts_says_what_is_unknown():
+    """A heartbeat's incident: no alerts, no pages yet, still open; nothing is guessed."""
+    heartbeat = dict(id=9, title="Heartbeat watchdog silent", opened_at=rfc(T0), resolved_at=None, status="firing",
+                     state="triggered", priority="P2", team="platform", acknowledged_at=None, acknowledged_by=None,
+                     resolved_by=None, labels={"alertname": "HeartbeatMissing", "heartbeat": "watchdog"}, alerts=[],
+                     timeline=[], pages=[], sla={"ack": "pending", "resolve": "pending"})
+    text = render_postmortem(heartbeat, [], "md", now=T0 + 600)[0].decode()
+    for line in ("- Duration: 10m (from the incident's opening to now, still open)", "- Affected nodes: none named",
+                 "- Time to detect: unknown", "- Time to acknowledge: not acknowledged",
+                 "- Time to resolve: not resolved yet", "- Paged: nobody", "- SLA: acknowledge pending, resolve pending"):
+        assert line in text, line

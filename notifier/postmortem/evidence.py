@@ -109,7 +109,8 @@ def gather(prometheus: PrometheusClient, incident: dict, now: float) -> Evidence
         found.problems.append(str(exc))
         return found
     names = sorted({(a.get("labels") or {}).get("alertname") for a in incident.get("alerts") or []} - {None})
-    found.first_sign_how = "unknown: Prometheus has no rule for " + ", ".join(names or ["this incident"])
+    found.first_sign_how = ("unknown: Prometheus has no rule for " + ", ".join(names) if names
+                            else "unknown: the incident has no alerts to look up (a heartbeat's, say)")
     for name in names[:MAX_CHARTS]:
         if name not in rules:
             continue
