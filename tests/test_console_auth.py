@@ -138,3 +138,20 @@ def test_a_console_session_does_not_open_the_api(client):
     log_in(client)
     assert client.get("/api/v1/incidents").status_code == 401
     assert client.get("/api/v1/incidents", headers=AUTH).status_code == 200
+
+
+def test_a_flood_of_made_up_names_neither_grows_the_throttle_nor_unlocks_a_name():
+    from vigil.notifier.console.auth import MAX_TRACKED, LoginThrottle
+    throttle = LoginThrottle()
+    for n in range(MAX_FAILURES):
+        throttle.failed("alice", T0 + n)
+    for n in range(MAX_TRACKED + 50):  # a flood of made-up names
+        throttle.failed(f"made-up-{n}", T0 + 10)
+    assert len(throttle._failures) <= MAX_TRACKED
+    assert throttle.wait_s("alice", T0 + 10) > 0  # still locked out
+    assert throttle.wait_s(f"made-up-{MAX_TRACKED + 49}", T0 + 10) == 0  # one failure: may try again
+
+
+def test_a_huge_password_is_just_wrong(client):
+    answer = log_in(client, "alice", "x" * 100_000)
+    assert answer.status_code == 401

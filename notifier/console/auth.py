@@ -36,6 +36,8 @@ LOGIN_COOKIE = "vigil_console_login"
 TOKEN_USER = "token"
 HOME = "/console/incidents"
 MAX_FAILURES, FAILURE_WINDOW_S = 5, 300.0
+MAX_TRACKED = 10_000  # user names with recent failures kept (a flood of made-up names neither grows it nor unlocks one)
+MAX_FIELD = 1024  # longer user names or passwords are wrong without being hashed
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 
@@ -115,6 +117,13 @@ class LoginThrottle:
         return failures[0] + FAILURE_WINDOW_S - now
 
     def failed(self, username: str, now: float) -> None:
+        if len(self._failures) >= MAX_TRACKED:
+            for name in [n for n, times in self._failures.items() if not times or times[-1] <= now - FAILURE_WINDOW_S]:
+                del self._failures[name]
+            excess = len(self._failures) - MAX_TRACKED + 1
+            if excess > 0:  # the names with the fewest failures go: a locked-out name stays locked
+                for name in sorted(self._failures, key=lambda n: len(self._failures[n]))[:excess]:
+                    del self._failures[name]
         self._failures[username.lower()].append(now)
 
     def succeeded(self, username: str) -> None:
@@ -135,6 +144,8 @@ def _safe_next(target: str | None) -> str:
 def _authenticate(request: Request, username: str, password: str) -> str | None:
     """The user this password logs in, or None."""
     state = request.app.state
+    if len(username) > MAX_FIELD or len(password) > MAX_FIELD:
+        return None
     if username in ("", TOKEN_USER):
         return TOKEN_USER if _same(password, state.settings.token) else None
     person = state.oncall.people.get(username)
