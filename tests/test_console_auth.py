@@ -8,6 +8,7 @@ import pytest
 
 from vigil.notifier.console.auth import MAX_FAILURES, SESSION_COOKIE
 from console_support import AUTH, T0, client, clock, console_client, csrf_of, log_in, open_incident  # noqa: F401 (fixtures)
+from pg_support import db_url, postgres_server  # noqa: F401 (fixtures)
 
 
 def state_of(client, incident_id) -> dict:
@@ -155,3 +156,16 @@ def test_a_flood_of_made_up_names_neither_grows_the_throttle_nor_unlocks_a_name(
 def test_a_huge_password_is_just_wrong(client):
     answer = log_in(client, "alice", "x" * 100_000)
     assert answer.status_code == 401
+
+
+def test_sessions_live_in_the_database_on_sqlite_and_postgresql(tmp_path, clock, db_url):
+    with console_client(tmp_path, clock, db_url=db_url) as first:
+        log_in(first)
+        kept = first.cookies.get(SESSION_COOKIE)
+        with console_client(tmp_path, clock, db_url=db_url) as second:  # another notifier on the same database
+            second.cookies.set(SESSION_COOKIE, kept)
+            assert second.get("/console/incidents").status_code == 200
+            assert first.app.state.store.console_sessions.count(clock.now) == 1
+            first.post("/console/logout", data={"csrf_token": csrf_of(first.get("/console/incidents").text)})
+            assert second.get("/console/incidents").status_code == 303  # revoked everywhere
+            assert first.app.state.store.console_sessions.count(clock.now) == 0
