@@ -55,8 +55,12 @@ def test_the_list_filters_by_state_priority_team_node_and_time(user, clock):
     assert shown(node="node-0") == [warn, old] and shown(node="GPU-NODE-12") == [crit]
     assert shown(since="1h") == [crit, warn] and shown(since="3h") == [crit, warn, old]
     assert shown(node="node-0", since="1h", priority=priorities[warn]) == [warn]
-    bad = client.get("/console/incidents", params={"state": "sleeping", "since": "soon"})
+    day = rfc3339(T0)[:10]  # T0 is 08:00 UTC: 1.5 h later is the same day
+    assert shown(**{"from": day, "to": day}) == [crit, warn, old] and shown(to="2027-01-14") == []
+    assert shown(**{"from": "2027-01-16"}) == []
+    bad = client.get("/console/incidents", params={"state": "sleeping", "since": "soon", "to": "tomorrow"})
     assert bad.status_code == 200 and "unknown state" in bad.text and "is not a duration" in bad.text
+    assert "to: &#39;tomorrow&#39; is not a day" in bad.text
     assert listed_ids(bad.text) == [crit, warn, old]
 
 

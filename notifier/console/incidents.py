@@ -1,9 +1,10 @@
 """The console's incident pages: the list (filters, live refresh) and one incident (alerts, labels, SLA
 clock, timeline, notes, pages and their deliveries) with its buttons.
 
-- `GET /console/incidents?state=&priority=&team=&node=&since=`: newest first. `state` is triggered,
-  acknowledged, resolved or `open` (not resolved); `node` matches a substring of the `node`, `instance`
-  or `hostname` label; `since` a duration (`6h`, `7d`) back from now.
+- `GET /console/incidents?state=&priority=&team=&node=&since=&from=&to=`: newest first, among the newest
+  MAX_ROWS. `state` is triggered, acknowledged, resolved or `open` (not resolved); `node` matches a
+  substring of the `node`, `instance` or `hostname` label; `since` a duration (`6h`, `7d`) back from now;
+  `from` and `to` UTC days (`2026-11-23`, both included) the incident opened in.
 - `GET /console/incidents/rows?…`: the same rows alone, an HTML fragment; the list page's script
   (`static/live.js`) fetches it every few seconds and swaps the table body.
 - `GET /console/incidents/{id}`; `POST …/{id}/ack|resolve|escalate|note` (CSRF-checked form; the actor
@@ -12,6 +13,8 @@ clock, timeline, notes, pages and their deliveries) with its buttons.
 """
 
 from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
 
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse
@@ -41,7 +44,7 @@ def node_of(labels: dict) -> str:
 def _filters(request: Request) -> tuple[dict, list[str]]:
     """The filters in the query string, cleaned; and what was wrong with them."""
     query, problems = request.query_params, []
-    chosen = {name: query.get(name, "").strip() for name in ("state", "priority", "team", "node", "since")}
+    chosen = {name: query.get(name, "").strip() for name in ("state", "priority", "team", "node", "since", "from", "to")}
     if chosen["state"] not in ("", *STATES):
         problems.append(f"unknown state {chosen['state']!r}")
         chosen["state"] = ""
@@ -54,7 +57,20 @@ def _filters(request: Request) -> tuple[dict, list[str]]:
         except ValueError as exc:
             problems.append(str(exc))
             chosen["since"] = ""
+    for end in ("from", "to"):
+        if chosen[end] and _day_start(chosen[end]) is None:
+            problems.append(f"{end}: {chosen[end]!r} is not a day like 2026-11-23")
+            chosen[end] = ""
     return chosen, problems
+
+
+def _day_start(text: str) -> float | None:
+    """UNIX seconds at 00:00 UTC of the day `text` (YYYY-MM-DD), or None."""
+    try:
+        day = date.fromisoformat(text)
+    except ValueError:
+        return None
+    return datetime(day.year, day.month, day.day, tzinfo=timezone.utc).timestamp()
 
 
 def matching_incidents(store, chosen: dict, now: float) -> list[dict]:
@@ -69,6 +85,11 @@ def matching_incidents(store, chosen: dict, now: float) -> list[dict]:
     if chosen["since"]:
         start = now - parse_duration(chosen["since"])
         found = [i for i in found if seconds_of(i["opened_at"]) >= start]
+    if chosen["from"]:
+        found = [i for i in found if seconds_of(i["opened_at"]) >= _day_start(chosen["from"])]
+    if chosen["to"]:
+        end = _day_start(chosen["to"]) + timedelta(days=1).total_seconds()
+        found = [i for i in found if seconds_of(i["opened_at"]) < end]
     for incident in found:
         incident["node"] = node_of(incident["labels"])
     return found[::-1]
