@@ -146,3 +146,17 @@ def test_a_teams_template_folder_replaces_a_page_and_keeps_the_others(tmp_path, 
         page = client.get("/console/incidents")
         assert f'<tr data-id="{incident}"><td>ours: GpuLost' in page.text and "Opened within" in page.text
         assert "Timeline" in client.get(f"/console/incidents/{incident}").text  # the shipped incident page
+
+
+def test_the_pages_load_nothing_from_elsewhere(user):
+    client = user
+    incident = fire(client, "a")
+    for path in ("/console/incidents", f"/console/incidents/{incident}", "/console/login"):
+        page = client.get(path)
+        targets = re.findall(r'(?:src|href|action)="([^"]*)"', page.text)
+        assert targets and all(t.startswith("/") and not t.startswith("//") for t in targets), (path, targets)
+        assert "default-src 'self'" in page.headers["content-security-policy"]
+        assert page.headers["x-frame-options"] == "DENY"
+    for asset in re.findall(r'(?:src|href)="(/console/static/[^"]+)"', client.get("/console/incidents").text):
+        body = client.get(asset)
+        assert body.status_code == 200 and "http://" not in body.text and "https://" not in body.text
