@@ -104,3 +104,10 @@ def test_an_engineer_works_an_incident_in_the_browser(tmp_path, browser):
         phone.wait_for_selector("#timeline")
         assert phone.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), "sideways scrolling"
         shot(phone, tmp_path, "console-incident-phone.png")
+        # someone else acts on the incident shown: the page offers a reload instead of going stale
+        ecc = ids["GpuEccDoubleBitError"]
+        requests.post(f"{server.url}/api/v1/incidents/{ecc}/notes", json={"by": "bob", "text": "on it"},
+                      headers=AUTH, timeout=10)
+        phone.wait_for_selector("#live a:has-text('reload')", timeout=15000)
+        phone.click("#live a")
+        assert phone.wait_for_selector("#timeline li.ev-note .note").inner_text() == "on it"

@@ -160,3 +160,16 @@ def test_the_pages_load_nothing_from_elsewhere(user):
     for asset in re.findall(r'(?:src|href)="(/console/static/[^"]+)"', client.get("/console/incidents").text):
         body = client.get(asset)
         assert body.status_code == 200 and "http://" not in body.text and "https://" not in body.text
+
+
+def test_the_incident_page_knows_when_someone_else_changed_the_incident(user):
+    client = user
+    incident = fire(client, "a")
+    page = client.get(f"/console/incidents/{incident}").text
+    current = re.search(r'data-current="([^"]+)"', page).group(1)
+    assert f'data-version="/console/incidents/{incident}/version"' in page and "/console/static/live.js" in page
+    assert client.get(f"/console/incidents/{incident}/version").text == current
+    client.post(f"/api/v1/incidents/{incident}/ack", json={"by": "bob"}, headers=AUTH)  # bob, elsewhere
+    changed = client.get(f"/console/incidents/{incident}/version").text
+    assert changed != current and changed.startswith("acknowledged:")
+    assert client.get("/console/incidents/999/version").status_code == 404

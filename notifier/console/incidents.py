@@ -7,6 +7,9 @@ clock, timeline, notes, pages and their deliveries) with its buttons.
   `from` and `to` UTC days (`2026-11-23`, both included) the incident opened in.
 - `GET /console/incidents/rows?…`: the same rows alone, an HTML fragment; the list page's script
   (`static/live.js`) fetches it every few seconds and swaps the table body.
+- `GET /console/incidents/{id}/version`: `STATE:EVENTS` (plain text); the incident page's script polls it
+  and offers a reload when someone else changed the incident (it never reloads by itself: a note being
+  typed is kept).
 - `GET /console/incidents/{id}`; `POST …/{id}/ack|resolve|escalate|note` (CSRF-checked form; the actor
   is the logged-in user) run `engine/actions.py` and come back to the page (303), or show the page with
   the reason when the action cannot happen now (409).
@@ -17,7 +20,7 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta, timezone
 
 from fastapi import APIRouter, Request
-from fastapi.responses import RedirectResponse
+from fastapi.responses import PlainTextResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
 from vigil.common.durations import parse_duration
@@ -133,6 +136,21 @@ def sla_clock(incident: dict, now: float) -> list[dict]:
     return clock
 
 
+def version_of(incident: dict, timeline: list[dict]) -> str:
+    """What changes whenever anyone acts on the incident: its state and how many events it has."""
+    return f"{incident['state']}:{len(timeline)}"
+
+
+@router.get("/incidents/{incident_id}/version")
+async def incident_version(request: Request, incident_id: IncidentId, _user: ConsoleUser):
+    store = request.app.state.store
+    incident = await run_in_threadpool(store.notifications.incident, incident_id)
+    if incident is None:
+        return PlainTextResponse("gone", status_code=404)
+    timeline = await run_in_threadpool(store.timeline.of, incident_id)
+    return PlainTextResponse(version_of(incident, timeline), headers={"Cache-Control": "no-store"})
+
+
 async def _incident_page(request: Request, incident_id: int, status: int = 200, notice: str | None = None):
     store = request.app.state.store
     found = await run_in_threadpool(incident_detail, store, incident_id)
@@ -142,6 +160,7 @@ async def _incident_page(request: Request, incident_id: int, status: int = 200, 
     now = request.app.state.clock()
     return render(request, "incident.html", status=status, incident=found, node=node_of(found["labels"]),
                   sla=sla_clock(found, now), notice=notice, done=request.query_params.get("done"),
+                  version=version_of(found, found["timeline"]), refresh_s=REFRESH_S,
                   notes=[e for e in found["timeline"] if e["kind"] == "note"])
 
 
