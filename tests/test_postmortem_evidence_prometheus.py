@@ -47,12 +47,16 @@ def prometheus(tmp_path_factory):
         ("vigil_gpu_job", {**gpu1, "uuid": "GPU-b", "job_id": "job-42"}, t, np.ones(t.size)),
         ("vigil_gpu_job", {"node": "n2", "gpu": "0", "uuid": "GPU-c", "job_id": "job-other"}, t, np.ones(t.size)),
     ]
+    # a disk already bad 7 hours ago: further back than the first sign is looked for
+    old = end - 300.0 * np.arange(85)[::-1]
+    series.append(("vigil_disk_bad", {"node": "n3"}, old, np.ones(old.size)))
     write_openmetrics(work / "history.om", series)
     subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", str(work / "history.om"), str(work / "tsdb")],
                    check=True, capture_output=True)
     shipped = next(a for a in rules.load_specs(rules.default_spec_paths()).alerts if a.name == BASELINE_ALERT)
     (work / "rules.yml").write_text(yaml.safe_dump({"groups": [{"name": "pm", "interval": "1h", "rules": [
-        {"alert": BASELINE_ALERT, "expr": shipped.expr}, {"alert": "GpuHot", "expr": HOT_EXPR}]}]}))
+        {"alert": BASELINE_ALERT, "expr": shipped.expr}, {"alert": "GpuHot", "expr": HOT_EXPR},
+        {"alert": "DiskBad", "expr": "vigil_disk_bad == 1"}]}]}))
     (work / "prometheus.yml").write_text(yaml.safe_dump({"rule_files": [str(work / "rules.yml")]}))
     port = free_port()
     proc = subprocess.Popen(["/usr/bin/prometheus", f"--config.file={work / 'prometheus.yml'}",
@@ -96,3 +100,10 @@ def test_no_rule_of_that_name_leaves_the_first_sign_unknown(prometheus):
     assert found.first_sign_at is None and found.charts == []
     assert found.first_sign_how == "unknown: Prometheus has no rule for RenamedSince"
     assert found.jobs == ["job-42"]
+
+
+def test_a_condition_older_than_the_search_is_not_called_its_first_sign(prometheus):
+    client, fault = prometheus
+    found = gather(client, incident(fault, ("DiskBad", {"node": "n3"})), now=fault + 600)
+    assert found.first_sign_at is None
+    assert found.first_sign_how == "unknown: DiskBad's condition already held at the earliest time looked at, 6 h before the first alert"

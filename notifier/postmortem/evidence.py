@@ -20,6 +20,7 @@ from .facts import parse_time
 
 LOOKBACK_S = 15 * 60  # charts start this long before the first alert
 AFTER_S = 5 * 60  # ... and end this long after the resolution (or now)
+SIGN_LOOKBACK_S = 6 * 3600  # the first sign of the fault is searched this far before the first alert
 MAX_POINTS = 600
 MAX_SERIES = 8  # lines per chart
 MAX_CHARTS = 4
@@ -115,7 +116,7 @@ def gather(prometheus: PrometheusClient, incident: dict, now: float) -> Evidence
         if name not in rules:
             continue
         try:
-            _first_sign(found, prometheus, name, rules[name], targets, step)
+            _first_sign(found, prometheus, name, rules[name], targets)
             found.charts.append(_chart(prometheus, name, rules[name], targets, start, end, step))
         except PrometheusUnavailable as exc:
             found.problems.append(str(exc))
@@ -126,14 +127,23 @@ def gather(prometheus: PrometheusClient, incident: dict, now: float) -> Evidence
     return found
 
 
-def _first_sign(found: Evidence, prometheus: PrometheusClient, name: str, expr: str, targets: list[dict],
-                step: float) -> None:
-    fine_step = max(min(step, 5.0), (found.end - found.start) / 10_000)  # Prometheus answers 11,000 points at most
-    fine = [s for s in prometheus.query_range(expr, found.start, found.end, fine_step) if matches(s.labels, targets)]
-    first = min((s.points[0][0] for s in fine if s.points), default=None)
-    if first is not None and (found.first_sign_at is None or first < found.first_sign_at):
-        found.first_sign_at = first
-        found.first_sign_how = f"first sample of {name}'s expression on the affected series: {expr}"
+def _first_sign(found: Evidence, prometheus: PrometheusClient, name: str, expr: str, targets: list[dict]) -> None:
+    """The first sample of `expr` on the affected series, searched up to SIGN_LOOKBACK_S before the first
+    alert (a long `for:` waits that long); a condition already true at the search's start stays unknown."""
+    begin = found.start + LOOKBACK_S  # the first alert's start
+    start, end = begin - SIGN_LOOKBACK_S, min(found.end, begin + 60)
+    step = max(1.0, (end - start) / 10_000)  # about 2 s; Prometheus answers 11,000 points at most
+    mine = [s for s in prometheus.query_range(expr, start, end, step) if matches(s.labels, targets)]
+    first = min((s.points[0][0] for s in mine if s.points), default=None)
+    if first is None or (found.first_sign_at is not None and first >= found.first_sign_at):
+        return
+    if first < start + step:
+        if found.first_sign_at is None:
+            found.first_sign_how = (f"unknown: {name}'s condition already held at the earliest time looked at, "
+                                    f"{SIGN_LOOKBACK_S // 3600} h before the first alert")
+        return
+    found.first_sign_at = first
+    found.first_sign_how = f"first sample of {name}'s expression on the affected series: {expr}"
 
 
 def _label(labels: dict) -> str:
