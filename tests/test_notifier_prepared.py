@@ -60,3 +60,13 @@ def test_a_driver_error_is_sqlalchemys_and_a_savepoint_undoes_only_its_part(stor
     with store.engine.begin() as conn:
         groups = conn.execute(sa.select(incidents.c.group_key).order_by(incidents.c.id)).scalars().all()
     assert groups == ["g", "h"]
+
+
+def test_count_says_how_many_rows_an_update_changed(store):
+    retitle = Prepared(incidents.update().where(incidents.c.group_key == sa.bindparam("b_group")), ["title"])
+    with store.engine.begin() as conn:
+        NEW.many(conn, [row("g", "resolved"), row("g", "resolved"), row("h")])
+        assert retitle.count(conn, {"b_group": "g", "title": "new"}) == 2
+        assert retitle.count(conn, {"b_group": "nobody", "title": "x"}) == 0
+        titles = conn.execute(sa.select(incidents.c.title).where(incidents.c.group_key == "g")).scalars().all()
+        assert titles == ["new", "new"]

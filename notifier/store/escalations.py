@@ -18,8 +18,15 @@ import sqlalchemy as sa
 
 from vigil.notifier.schema import deliveries, escalations
 from vigil.notifier.store.engine import reading
+from vigil.notifier.store.prepared import Prepared
 
 ESCALATE, REPAGE = "escalate", "repage"
+
+# `put` and `delete` run in every webhook transaction that opens or resolves an incident: made once
+_STEP = ["policy", "tier", "repeat", "round", "mode", "due_at"]
+_SET = Prepared(escalations.update().where(escalations.c.incident_id == sa.bindparam("b_incident_id")), _STEP)
+_ADD = Prepared(escalations.insert(), ["incident_id", *_STEP])
+_DROP = Prepared(escalations.delete().where(escalations.c.incident_id == sa.bindparam("b_incident_id")))
 
 
 @dataclass(frozen=True)
@@ -68,16 +75,15 @@ class Escalations:
             repeat: int = 0, round: int = 0, mode: str = ESCALATE) -> None:
         """Set the incident's pending escalation (replacing any)."""
         values = dict(policy=policy, tier=tier, repeat=repeat, round=round, mode=mode, due_at=due_at)
-        updated = conn.execute(escalations.update().where(escalations.c.incident_id == incident_id).values(**values))
-        if not updated.rowcount:
-            conn.execute(escalations.insert().values(incident_id=incident_id, **values))
+        if not _SET.count(conn, dict(values, b_incident_id=incident_id)):
+            _ADD.execute(conn, dict(values, incident_id=incident_id))
 
     def get(self, conn: sa.Connection, incident_id: int) -> Escalation | None:
         found = conn.execute(sa.select(escalations).where(escalations.c.incident_id == incident_id)).first()
         return None if found is None else Escalation(**found._mapping)
 
     def delete(self, conn: sa.Connection, incident_id: int) -> None:
-        conn.execute(escalations.delete().where(escalations.c.incident_id == incident_id))
+        _DROP.execute(conn, {"b_incident_id": incident_id})
 
     def claim_due(self, conn: sa.Connection, now: float, limit: int) -> list[Escalation]:
         """Up to `limit` escalations due by `now`, earliest first, locked on `conn` until the commit:

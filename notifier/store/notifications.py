@@ -52,6 +52,9 @@ _ANY_RECONCILED = {
 _NEW_INCIDENT = Prepared(incidents.insert().returning(incidents.c.id),
                          ["group_key", "status", "opened_at", "resolved_at", "resolved_by", "labels", "title"])
 _NEW_ALERT_KEYS = Prepared(incident_alerts.insert(), ["incident_id", "alert_key"])
+_LATEST_PAYLOAD = Prepared(sa.select(notifications.c.payload)
+                           .where(notifications.c.incident_id == sa.bindparam("incident_id"))
+                           .order_by(notifications.c.id.desc()).limit(1))
 _NEW_NOTIFICATION = Prepared(notifications.insert().returning(notifications.c.id),
                              ["dedup_key", "received_at", "group_key", "status", "receiver", "incident_id", "payload"])
 
@@ -223,9 +226,8 @@ class Notifications:
 
 def latest_payload(conn: sa.Connection, incident_id: int) -> WebhookPayload | None:
     """The newest notification of the incident (what its pages say), read on `conn`."""
-    text = conn.execute(sa.select(notifications.c.payload).where(notifications.c.incident_id == incident_id)
-                        .order_by(notifications.c.id.desc()).limit(1)).scalar()
-    return None if text is None else WebhookPayload.model_validate_json(text)
+    found = _LATEST_PAYLOAD.first(conn, {"incident_id": incident_id})  # each page reads it: made once
+    return None if found is None else WebhookPayload.model_validate_json(found[0])
 
 
 def _engine_of(plan: PagePlanner) -> IncidentPlanner | None:

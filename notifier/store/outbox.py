@@ -15,6 +15,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from vigil.notifier.deliveries import DIGEST_KEY_PREFIX, Delivery, NewDelivery
 from vigil.notifier.schema import deliveries, delivery_attempts
 from vigil.notifier.store.engine import reading
+from vigil.notifier.store.prepared import Prepared
 from vigil.notifier.store.timeline import Timeline
 from vigil.notifier.timefmt import rfc3339
 
@@ -42,6 +43,15 @@ _AFTER_ATTEMPT = deliveries.update().where(deliveries.c.id == sa.bindparam("b_id
     sent_at=sa.bindparam("b_sent_at"), next_attempt_at=sa.bindparam("b_next"))
 
 
+_PAGE_COLUMNS = ["notification_id", "incident_id", "target", "channel_index", "channel_type", "page_status", "title",
+                 "body", "state", "attempts", "next_attempt_at", "created_at", "tier", "contact", "page_key"]
+# a keyed page, added unless its key is there (`insert_if_new`), made once per database: the webhook's
+# transaction enqueues the pages of every incident it opens
+_ADD_KEYED = {name: Prepared(dialect.insert(deliveries).on_conflict_do_nothing(index_elements=["page_key"])
+                             .returning(deliveries.c.id), _PAGE_COLUMNS)
+              for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))}
+
+
 class Outbox:
     def __init__(self, engine: sa.Engine):
         self._engine = engine
@@ -63,9 +73,9 @@ class Outbox:
         if plain:
             conn.execute(deliveries.insert(), plain)
         added = len(plain)
+        add_keyed = _ADD_KEYED["postgresql" if conn.dialect.name == "postgresql" else "sqlite"]
         for row in keyed:  # RETURNING: PostgreSQL's driver reports no row count for ON CONFLICT DO NOTHING
-            statement = insert_if_new(conn, deliveries, "page_key").values(**row).returning(deliveries.c.id)
-            added += len(conn.execute(statement).all())
+            added += len(add_keyed.rows(conn, row))
         return added
 
     def claim_due(self, now: float, limit: int, lease_s: float,

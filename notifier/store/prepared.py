@@ -41,6 +41,10 @@ class Prepared:
     def execute(self, conn: sa.Connection, params: Mapping[str, Any] | None = None) -> None:
         self._run(conn, params or {}, many=False)
 
+    def count(self, conn: sa.Connection, params: Mapping[str, Any] | None = None) -> int:
+        """Run it (an UPDATE or DELETE); how many rows it changed."""
+        return self._run(conn, params or {}, many=False).rowcount
+
     def many(self, conn: sa.Connection, rows: list[Mapping[str, Any]]) -> None:
         """Run it once per row of `rows` (the driver's executemany)."""
         if rows:
