@@ -26,7 +26,7 @@ RELATED_SEARCH_LIMIT = 5000
 
 @click.command()
 @run_dir_option
-@click.argument("incident_id", type=click.IntRange(min=1))
+@click.argument("incident_id", metavar="INCIDENT", type=click.IntRange(min=1))
 @click.option("--format", "fmt", type=click.Choice(list(CONTENT_TYPES)), default=None,
               help="Output format  [default: from --output's suffix, else md]")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
