@@ -30,6 +30,8 @@ USED_WITHOUT_IMPORT = {
     "httpx": "fastapi.testclient.TestClient runs on it (the notifier's tests)",
     "httptools": "uvicorn's HTTP parser when installed (`vigil notifier serve`, http='auto')",
     "uvloop": "uvicorn's event loop when installed (`vigil notifier serve`, loop='auto')",
+    "python-multipart": "Starlette parses the web console's HTML forms with it (`await request.form()`)",
+    "playwright": "the console's browser tests load it with pytest.importorskip (the `browser` fixture)",
 }
 
 
