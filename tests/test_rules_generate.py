@@ -61,9 +61,9 @@ def test_first_rule_set_contract():
         "GpuRemapPending": "warning", "GpuRecoveryActionRequired": "critical", "GpuMissing": "critical",
         "GpuExporterAbsent": "warning", "GpuLoadOutsideBaseline": "warning",
     }.items()
-    assert [p.name for p in rules.default_spec_paths()] == ["aiops.yaml", "baselines.yaml", "gpu.yaml", "gpu_errors.yaml", "gpu_links.yaml", "gpu_load.yaml", "gpu_nvlink.yaml",
-                                                          "gpu_records.yaml", "jobs.yaml", "node.yaml",
-                                                          "service.yaml", "slo.yaml"]
+    assert [p.name for p in rules.default_spec_paths()] == [
+        "aiops.yaml", "baselines.yaml", "gpu.yaml", "gpu_errors.yaml", "gpu_links.yaml", "gpu_load.yaml", "gpu_memory.yaml",
+        "gpu_nvlink.yaml", "gpu_records.yaml", "jobs.yaml", "node.yaml", "service.yaml", "slo.yaml"]
     for alert in ruleset.alerts:
         anchor = alert.runbook_url.split("#")[1]
         assert alert.runbook_url == f"docs/runbooks.md#{alert.name.lower()}" == f"docs/runbooks.md#{anchor}"
