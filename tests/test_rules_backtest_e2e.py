@@ -46,7 +46,7 @@ NODES, GPUS = ("node-1", "node-2"), 2
 HOUR = 3600.0
 # Like a whole fleet over a long range on a server with the default limit (50 million samples): a day of
 # the noisy rule's 4 series does not fit in one query here, so every backtest goes through query halving.
-MAX_SAMPLES = 2000  # one evaluation of any rule here peaks at 1,009 samples (GpuXidRecurring's 7d subquery); a day of the noisy rule at 2,775
+MAX_SAMPLES = 2000  # one evaluation of a GPU rule stays under it (GpuXidRecurring, 7d subquery, peaked at 1,009 when gpu.yaml held it); a day of the noisy rule at 2,775
 # (fault, node, gpu, hours into the day it is injected, hours into the day it is cleared)
 FAULTS = (("overheat", "node-1", 1, 6.0, 6.5), ("ecc-dbe", "node-2", 0, 14.0, 15.0), ("node-down", "node-2", None, 20.0, 20.5))
 NOISY_SPEC = """\
