@@ -81,8 +81,9 @@ def observe(url: str, prom_pid: int, fleet_pid: int, nodes: int, evaluations: in
     samples: dict[tuple[str, str], dict[str, float]] = {}  # (group, rule) -> {lastEvaluation: evaluationTime}
     up_min, load_max, threads_max = nodes, 0.0, f0["threads"]
     listed = requests.get(f"{url}/api/v1/rules", timeout=30).json()["data"]["groups"]
-    # a group evaluated every minute is watched over the same span: fewer evaluations, at least one
-    wanted = {g["name"]: max(1, round(evaluations * SCRAPE_S / g["interval"])) for g in listed}
+    # a group evaluated every minute is watched over the same span: fewer evaluations, at least two (one
+    # evaluation of a group says more about the machine at that moment than about its rules)
+    wanted = {g["name"]: max(2, round(evaluations * SCRAPE_S / g["interval"])) for g in listed}
     deadline = started + SCRAPE_S * evaluations + 2 * max(g["interval"] for g in listed) + 30
     while time.time() < deadline:
         try:  # an overloaded Prometheus may not answer a poll in time: the next one counts
