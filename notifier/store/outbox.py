@@ -50,6 +50,12 @@ _PAGE_COLUMNS = ["notification_id", "incident_id", "target", "channel_index", "c
 _ADD_KEYED = {name: Prepared(dialect.insert(deliveries).on_conflict_do_nothing(index_elements=["page_key"])
                              .returning(deliveries.c.id), _PAGE_COLUMNS)
               for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))}
+# the dedup stage asks it of every page it sends
+_NEWER_WAITING = Prepared(sa.select(deliveries.c.id).where(
+    deliveries.c.incident_id == sa.bindparam("incident_id"), deliveries.c.target == sa.bindparam("target"),
+    deliveries.c.channel_index == sa.bindparam("channel_index"),
+    deliveries.c.page_status == sa.bindparam("page_status"), deliveries.c.state == "pending",
+    deliveries.c.id > sa.bindparam("after")).limit(1))
 
 
 class Outbox:
@@ -103,12 +109,10 @@ class Outbox:
 
     def newer_page_waiting(self, delivery: Delivery) -> bool:
         """Whether a later page of the same incident and status waits for the same channel."""
-        with reading(self._engine) as conn:
-            return conn.execute(sa.select(deliveries.c.id).where(
-                deliveries.c.incident_id == delivery.incident_id, deliveries.c.target == delivery.target,
-                deliveries.c.channel_index == delivery.channel_index,
-                deliveries.c.page_status == delivery.page_status, deliveries.c.state == "pending",
-                deliveries.c.id > delivery.id).limit(1)).first() is not None
+        with reading(self._engine) as conn, conn.begin():  # a read transaction, as `execute` would begin
+            return _NEWER_WAITING.first(conn, dict(
+                incident_id=delivery.incident_id, target=delivery.target, channel_index=delivery.channel_index,
+                page_status=delivery.page_status, after=delivery.id)) is not None
 
     def writing(self):
         """A transaction for several writes (`with outbox.writing() as conn:`), committed at the end."""
