@@ -91,11 +91,16 @@ def test_a_failing_step_stays_due_and_the_rest_of_its_batch_is_paged(db_url):
 
         oncall = parse_oncall(ONCALL)
         failing = EscalationEngine(store, oncall, lambda: START + WAIT_S + 1, links=links)
-        try:
-            failing.run_once()
-            raise AssertionError("the pass should report the failed step")
-        except RuntimeError as error:
-            assert "1 escalation step(s) failed" in str(error)
+        # a pass ends at the batch that held the failure; on a loaded machine the transaction budget may
+        # have cut the batches before it, leaving the steps after the broken one to the next pass
+        for _ in range(len(incidents)):
+            try:
+                failing.run_once()
+                raise AssertionError("the pass should report the failed step")
+            except RuntimeError as error:
+                assert "1 escalation step(s) failed" in str(error)
+            if sum(senior_pages(store, incidents).values()) == len(incidents) - 1:
+                break
         pages = senior_pages(store, incidents)
         assert pages == {i: 0 if i == broken else 1 for i in incidents}
         assert tier_paged(store, broken) == [0]  # its timeline rows were rolled back with it
