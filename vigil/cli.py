@@ -25,6 +25,7 @@ _TOP_COMMANDS = {
     "postmortem": ("vigil.cli_postmortem:postmortem", "Write an incident's postmortem (Markdown, HTML or PDF) from what vigil knows."),
     "maintenance": ("vigil.cli_maintenance:maintenance", "Maintenance windows: pages of matching alerts are held."),
     "report": ("vigil.cli_report:report", "Reports: on-call health (MTTA, MTTR, pages, SLA, noisiest alerts)."),
+    "dashboards": ("vigil.cli_dashboards:dashboards", "Grafana dashboards as code: build, check (docs/dashboards.md)."),
     "exporter": ("vigil.cli:exporter", "Run a GPU or node health exporter."),
     "aiops": ("vigil.cli:aiops", "Baselines, anomaly detection, failure prediction, correlation."),
 }

@@ -1,0 +1,81 @@
+"""The dashboards and their Grafana provisioning files, as {relative path: text}: pure and deterministic
+(sorted keys, fixed UIDs, panel ids numbered in order), so the checked-in files are a golden copy that
+`vigil dashboards build --check` and the tests compare with.
+
+Layout of the output folder:
+
+    json/<uid>.json                       one dashboard each (Grafana's dashboard JSON model)
+    provisioning/dashboards/vigil.yaml    a file provider reading json/ (copy or mount it at DASHBOARD_PATH)
+    provisioning/datasources/vigil.yaml   the Prometheus datasource, uid `vigil-prometheus`
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+
+from vigil.rules.dump import dump_yaml
+
+from . import fleet, gpu, job, node, stack
+from .panels import DATASOURCE_TYPE, DATASOURCE_UID
+
+GRAFANA_VERSION = "11.6"  # the Grafana release grafana-foundation-sdk's pinned version (…!11.6.0) models
+MODULES = (fleet, node, gpu, job, stack)  # in drill-down order, then the stack's own health
+DEFAULT_OUTPUT = Path(__file__).parent  # the checked-in copy: dashboards/json, dashboards/provisioning
+DEFAULT_PROMETHEUS_URL = "http://127.0.0.1:9600"  # `vigil up`'s Prometheus (port_base)
+DASHBOARD_PATH = "/var/lib/grafana/dashboards/vigil"
+PROVIDER_FILE = "provisioning/dashboards/vigil.yaml"
+DATASOURCE_FILE = "provisioning/datasources/vigil.yaml"
+
+
+def dashboard_models() -> list[dict]:
+    """Each dashboard as Grafana's JSON model (a dict), panel ids numbered 1, 2, … in grid order."""
+    models = []
+    for module in MODULES:
+        model = json.loads(json.dumps(module.build().build(), cls=JSONEncoder))
+        for number, panel in enumerate(model.get("panels", []), start=1):
+            panel["id"] = number
+        models.append(model)
+    return models
+
+
+def provisioning(prometheus_url: str = DEFAULT_PROMETHEUS_URL, scrape_interval: str = "15s") -> dict[str, dict]:
+    """The provisioning documents (Grafana's `apiVersion: 1` files)."""
+    provider = {"apiVersion": 1, "providers": [{
+        "name": "vigil", "folder": "vigil", "type": "file", "disableDeletion": False, "allowUiUpdates": False,
+        "updateIntervalSeconds": 60, "options": {"path": DASHBOARD_PATH, "foldersFromFilesStructure": False}}]}
+    datasource = {"apiVersion": 1, "datasources": [{
+        "name": "vigil Prometheus", "type": DATASOURCE_TYPE, "uid": DATASOURCE_UID, "access": "proxy",
+        "url": prometheus_url, "isDefault": True, "editable": False,
+        "jsonData": {"timeInterval": scrape_interval, "prometheusType": "Prometheus",
+                     "prometheusVersion": "2.42.0", "httpMethod": "POST"}}]}
+    return {PROVIDER_FILE: provider, DATASOURCE_FILE: datasource}
+
+
+def render(prometheus_url: str = DEFAULT_PROMETHEUS_URL) -> dict[str, str]:
+    """{path relative to the output folder: text} of every file `vigil dashboards build` writes."""
+    files = {f"json/{model['uid']}.json": json.dumps(model, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+             for model in dashboard_models()}
+    files.update({path: dump_yaml(doc) for path, doc in provisioning(prometheus_url).items()})
+    return files
+
+
+def stale(output: Path, files: dict[str, str]) -> list[str]:
+    """Paths under `output` that differ from `files` or are missing, and dashboard JSON nobody generates."""
+    changed = [path for path, text in sorted(files.items())
+               if not (output / path).is_file() or (output / path).read_text(encoding="utf-8") != text]
+    extra = sorted(str(p.relative_to(output)) for p in (output / "json").glob("*.json")
+                   if str(p.relative_to(output)) not in files) if (output / "json").is_dir() else []
+    return changed + [f"{path} (not generated any more)" for path in extra]
+
+
+def write(output: Path, files: dict[str, str]) -> list[Path]:
+    written = []
+    for path, text in sorted(files.items()):
+        target = output / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        written.append(target)
+    return written

@@ -1,0 +1,139 @@
+"""Shared building blocks of vigil's dashboards, on top of `grafana-foundation-sdk`'s builders.
+
+Every panel goes through one of these helpers, so every panel has a unit, the fixed Prometheus
+datasource (uid `vigil-prometheus`, the one the provisioning file creates) on the panel and on each
+query, and a width and height on the 24-column grid. Links between dashboards carry the time range and
+the template variables (`keepTime`, `includeVars`, and `var-…` in data links), for the drill-down
+fleet → node → GPU → job.
+"""
+
+from __future__ import annotations
+
+from grafana_foundation_sdk.builders import common as common_builders
+from grafana_foundation_sdk.builders import dashboard as dash
+from grafana_foundation_sdk.builders import heatmap, prometheus, stat, table, timeseries
+from grafana_foundation_sdk.models import common
+from grafana_foundation_sdk.models.dashboard import (
+    DashboardCursorSync, DashboardLinkType, DataSourceRef, Threshold, ThresholdsMode, VariableOption,
+    VariableRefresh, VariableSort,
+)
+from grafana_foundation_sdk.models.prometheus import PromQueryFormat
+
+DATASOURCE_UID = "vigil-prometheus"
+DATASOURCE_TYPE = "prometheus"
+DATASOURCE = DataSourceRef(type_val=DATASOURCE_TYPE, uid=DATASOURCE_UID)
+TAG = "vigil"
+GPU_JOB = "vigil-gpu"  # the GPU exporters' scrape job (vigil.stack_config.prometheus.GPU_JOB)
+
+# Units (Grafana's unit ids)
+PERCENT = "percentunit"  # 0..1 shown as %
+BYTES = "bytes"
+WATTS = "watt"
+CELSIUS = "celsius"
+SECONDS = "s"
+COUNT = "short"
+PER_SECOND = "ops"
+HERTZ = "hertz"
+BOOL = "bool_on_off"
+
+
+# utilization says a kernel ran; the DCGM profiling metrics say how much of the GPU it used
+PROFILING = (("vigil_gpu_utilization_ratio", "utilization (a kernel ran)"), ("vigil_gpu_sm_active_ratio", "SM active"),
+             ("vigil_gpu_tensor_pipe_active_ratio", "tensor pipe active"), ("vigil_gpu_dram_active_ratio", "DRAM active"))
+
+
+def profiling(wrap) -> list[tuple[str, str]]:
+    """(query, legend) of utilization and each profiling metric, `wrap(metric)` giving the query."""
+    return [(wrap(metric), legend) for metric, legend in PROFILING]
+
+
+def query(expr: str, legend: str = "", ref: str = "A", instant: bool = False) -> prometheus.Dataquery:
+    q = prometheus.Dataquery().expr(expr).ref_id(ref).datasource(DATASOURCE)
+    if legend:
+        q = q.legend_format(legend)
+    return q.instant() if instant else q.range()
+
+
+def _queries(panel, queries):
+    """`queries`: one PromQL string, or a list of (expr, legend) pairs."""
+    if isinstance(queries, str):
+        queries = [(queries, "")]
+    for index, (expr, legend) in enumerate(queries):
+        panel = panel.with_target(query(expr, legend, ref=chr(ord("A") + index),
+                                        instant=isinstance(panel, (stat.Panel, table.Panel))))
+    return panel
+
+
+def _common(panel, title: str, description: str, unit: str, width: int, height: int, links):
+    panel = panel.title(title).description(description).datasource(DATASOURCE).unit(unit).span(width).height(height)
+    return panel.data_links(links) if links else panel
+
+
+def graph(title: str, queries, unit: str, description: str, width: int = 12, height: int = 8, links=(),
+          minimum: float | None = None, maximum: float | None = None, stacked: bool = False) -> timeseries.Panel:
+    """A time series panel."""
+    panel = _common(timeseries.Panel(), title, description, unit, width, height, list(links))
+    panel = panel.fill_opacity(10).legend(common_builders.VizLegendOptions().display_mode(
+        common.LegendDisplayMode.TABLE).placement(common.LegendPlacement.BOTTOM).show_legend(True)
+        .calcs(["mean", "max"]))
+    if stacked:
+        panel = panel.stacking(common_builders.StackingConfig().mode(common.StackingMode.NORMAL))
+    if minimum is not None:
+        panel = panel.min(minimum)
+    if maximum is not None:
+        panel = panel.max(maximum)
+    return _queries(panel, queries)
+
+
+def single(title: str, queries, unit: str, description: str, width: int = 4, height: int = 4, links=(),
+           thresholds: tuple[tuple[float, str], ...] = ()) -> stat.Panel:
+    """A stat panel (instant queries): one big number per series, coloured by `thresholds`."""
+    panel = _common(stat.Panel(), title, description, unit, width, height, list(links))
+    panel = (panel.graph_mode(common.BigValueGraphMode.NONE).color_mode(common.BigValueColorMode.BACKGROUND)
+             .reduce_options(common_builders.ReduceDataOptions().calcs(["lastNotNull"]).values(False)))
+    if thresholds:
+        panel = panel.thresholds(dash.ThresholdsConfig().mode(ThresholdsMode.ABSOLUTE).steps(
+            [Threshold(value=value, color=color) for value, color in thresholds]))
+    return _queries(panel, queries)
+
+
+def listing(title: str, queries, unit: str, description: str, width: int = 12, height: int = 8,
+            links=()) -> table.Panel:
+    """A table of the series of instant queries (labels as columns)."""
+    panel = _common(table.Panel(), title, description, unit, width, height, list(links))
+    for index, (expr, legend) in enumerate([(queries, "")] if isinstance(queries, str) else queries):
+        panel = panel.with_target(query(expr, legend, ref=chr(ord("A") + index), instant=True)
+                                  .format(PromQueryFormat.TABLE))
+    return panel
+
+
+def heat(title: str, expr: str, unit: str, description: str, width: int = 12, height: int = 8) -> heatmap.Panel:
+    """A heat map of how many series sit in each value bucket over time (Grafana calculates the buckets)."""
+    panel = _common(heatmap.Panel(), title, description, unit, width, height, [])
+    panel = panel.calculate(True).y_axis(heatmap.YAxisConfig().unit(unit))
+    return _queries(panel, expr)
+
+
+def variable(name: str, label: str, expr: str, multi: bool = False) -> dash.QueryVariable:
+    """A template variable whose values are a label's values (`label_values(...)`), refreshed with the time range."""
+    var = (dash.QueryVariable(name).label(label).datasource(DATASOURCE).query(expr)
+           .refresh(VariableRefresh.ON_TIME_RANGE_CHANGED).sort(VariableSort.ALPHABETICAL_ASC)
+           .current(VariableOption(selected=False, text="", value="")))
+    return var.multi(True).include_all(True).all_value(".*") if multi else var
+
+
+def dashboard(uid: str, title: str, description: str, tags: tuple[str, ...] = ()) -> dash.Dashboard:
+    """A dashboard with vigil's defaults: last 6 hours, 30 s refresh, shared crosshair, UTC, read-only."""
+    return (dash.Dashboard(title).uid(uid).description(description).tags([TAG, *tags]).time("now-6h", "now")
+            .refresh("30s").timezone("utc").tooltip(DashboardCursorSync.CROSSHAIR).readonly()
+            .link(dash.DashboardLink("vigil dashboards").type(DashboardLinkType.DASHBOARDS).tags([TAG])
+                  .as_dropdown(True).keep_time(True).include_vars(True)))
+
+
+def drill(title: str, uid: str, variables: tuple[str, ...]) -> dash.DashboardLink:
+    """A data link to dashboard `uid` carrying the time range and the clicked series' labels as its
+    variables (`var-node=${__field.labels.node}`)."""
+    params = "&".join(f"var-{name}=${{__field.labels.{name}}}" for name in variables)
+    return (dash.DashboardLink(title).type(DashboardLinkType.LINK)
+            .url(f"/d/{uid}?${{__url_time_range}}&{params}").keep_time(True))
+
