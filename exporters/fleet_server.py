@@ -9,6 +9,8 @@ served by one listener as `/metrics?node=node-17`, and a node that is down answe
 Threads do not grow with the fleet: every listener and connection is served by one event loop
 (`exporters.fleet_http`), refreshes run on the scheduler's small pool, and one `XidPump` thread polls
 every node's XID event set (woken at once when a fault is injected). About 20 threads for 2,500 nodes.
+A node with simulated job slots serves its job attribution too (`exporters.sim.job_sources`), refreshed
+with its NVML collector on the same pool.
 """
 
 from __future__ import annotations
@@ -22,13 +24,15 @@ from vigil.exporters.fleet_http import Listener, MetricsHost
 from vigil.exporters.nvml_collector import NvmlCollector
 from vigil.exporters.refresh_scheduler import RefreshScheduler
 from vigil.exporters.sim.fleet import SimulatedFleet
+from vigil.exporters.sim.job_sources import AttributedNode
 from vigil.exporters.xid import XidPump, XidWatcher
 
 
 class NodeTarget:
     """The scrape endpoint of one node on its own port; `open()`/`close()` model the node up/down."""
 
-    def __init__(self, name: str, http: MetricsHost, host: str, port: int, collector: NvmlCollector) -> None:
+    def __init__(self, name: str, http: MetricsHost, host: str, port: int,
+                 collector: NvmlCollector | AttributedNode) -> None:
         self.name, self.http, self.host, self.port, self.collector = name, http, host, port, collector
         self._server: Listener | None = None
         self._lock = threading.Lock()
@@ -63,11 +67,15 @@ class FleetServer:
         # one thread polls every node's XID events; an injected fault wakes it at once
         self.xids = XidPump([XidWatcher(fleet.nvml[name], c.handles, c.record_xid) for name, c in self.collectors.items()],
                             period_s=1.0)
+        # what each node serves and refreshes: its NVML collector, plus job attribution on job nodes
+        self.pages: dict[str, NvmlCollector | AttributedNode] = {
+            name: AttributedNode(c, fleet.jobs, fleet.clock) if fleet.jobs.manages(name) else c
+            for name, c in self.collectors.items()}
         self.http = MetricsHost()
         self.targets = {} if single_port else {
-            name: NodeTarget(name, self.http, host, port + offset, self.collectors[name])
+            name: NodeTarget(name, self.http, host, port + offset, self.pages[name])
             for offset, name in enumerate(fleet.names)}
-        self.scheduler = RefreshScheduler(list(self.collectors.values()), interval, workers=workers)
+        self.scheduler = RefreshScheduler(list(self.pages.values()), interval, workers=workers)
         self.shared: Listener | None = None
         fleet.add_listener(self._node_state)
         fleet.add_fault_listener(lambda _fault: self.xids.wake())
@@ -84,9 +92,11 @@ class FleetServer:
 
     def start(self) -> None:
         """First collection of every node, then listeners, scheduler, XID pump and chaos API."""
-        for collector in self.collectors.values():
+        for name, collector in self.collectors.items():
             collector.start(loop=False)
-            collector.exposition()  # rendered now: the first scrape round of a large fleet finds every page ready
+            if self.pages[name] is not collector:
+                self.pages[name].refresh()  # the job attribution's first cycle
+            self.pages[name].exposition()  # rendered now: the first scrape round of a large fleet finds every page ready
         if self.single_port:
             self.shared = self.http.listen(self.host, self.port, self._shared_body)
         for target in self.targets.values():
@@ -110,7 +120,7 @@ class FleetServer:
             raise LookupError(f"unknown or missing node {name!r}: use /metrics?node=node-1 .. node-{len(self.collectors)}")
         if self.fleet.is_down(name):
             raise ConnectionAbortedError(f"{name} is down (simulated)")
-        return self.collectors[name].exposition()
+        return self.pages[name].exposition()
 
     def _node_state(self, node: str, up: bool) -> None:
         target = self.targets.get(node)

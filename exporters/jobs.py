@@ -129,6 +129,11 @@ class JobAttributionCollector:
     def _cycle(self) -> Attribution:
         return attribute(self._processes(), self._sources, self._cache)
 
+    def refresh(self) -> None:
+        """Run one attribution cycle now in the calling thread (a caller that schedules refreshes
+        itself, such as the simulated fleet, passes a `refresh_interval` no scrape reaches)."""
+        self._snapshot.refresh_now()
+
     def collect(self):
         fams = {s.name: family(s) for s in SPECS}
         snap = self._snapshot.get()

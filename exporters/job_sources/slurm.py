@@ -9,6 +9,8 @@ A job is finished when Slurm's cgroup directory for it is gone (`task/cgroup` re
 under cgroup v2 `<root>/system.slice/slurmstepd.scope/job_<id>` and under v1
 `<root>/<controller>/slurm*/uid_<uid>/job_<id>`. On nodes without Slurm cgroups no job is ever called
 finished (zombies cannot be told apart); pass `active_jobs` (e.g. from `squeue`) to decide instead.
+`read(pid, name)` replaces reading `<proc_root>/<pid>/<name>` (the simulated fleet serves its jobs'
+processes this way, `exporters.sim.job_sources`).
 """
 
 from __future__ import annotations
@@ -24,9 +26,8 @@ _CGROUP_JOB = re.compile(r"/job_(\d+)(?:/|$)")
 _CGROUP_PATTERNS = ("system.slice/slurmstepd.scope/job_*", "*/slurm*/uid_*/job_*", "slurm*/uid_*/job_*")
 
 
-def read_environ(proc_root: Path, pid: int) -> dict[str, str]:
-    """The environment of `pid` (NUL-separated KEY=VALUE in /proc/<pid>/environ)."""
-    raw = (proc_root / str(pid) / "environ").read_bytes()
+def parse_environ(raw: bytes) -> dict[str, str]:
+    """KEY=VALUE pairs of an environ file's NUL-separated bytes."""
     env = {}
     for item in raw.split(b"\0"):
         key, sep, value = item.partition(b"=")
@@ -41,8 +42,10 @@ class SlurmSource:
     name = "slurm"
 
     def __init__(self, proc_root: str | Path = "/proc", cgroup_root: str | Path = "/sys/fs/cgroup",
-                 active_jobs: Callable[[], set[str]] | None = None):
+                 active_jobs: Callable[[], set[str]] | None = None,
+                 read: Callable[[int, str], bytes] | None = None):
         self.proc_root = Path(proc_root)
+        self._read = read or (lambda pid, name: (self.proc_root / str(pid) / name).read_bytes())
         self.cgroup_root = Path(cgroup_root)
         self._active_jobs = active_jobs
         self._active: set[str] | None = None
@@ -58,7 +61,7 @@ class SlurmSource:
 
     def job_for(self, process: GpuProcess) -> JobRef | None:
         try:
-            env = read_environ(self.proc_root, process.pid)
+            env = parse_environ(self._read(process.pid, "environ"))
         except PermissionError:
             env = {}
         job_id = env.get("SLURM_JOB_ID") or self._job_from_cgroup(process.pid)
@@ -69,7 +72,7 @@ class SlurmSource:
 
     def _job_from_cgroup(self, pid: int) -> str | None:
         try:
-            text = (self.proc_root / str(pid) / "cgroup").read_text()
+            text = self._read(pid, "cgroup").decode(errors="replace")
         except OSError:
             return None
         match = _CGROUP_JOB.search(text)

@@ -4,15 +4,19 @@ The fleet is the state behind the chaos API: `inject` validates a request (raisi
 reason) and applies it to the right node's simulator; `clear` resets GPUs and brings nodes back.
 Node-level faults (`node-down`) are kept here because they concern the scrape target, not NVML; disk
 faults (`disk-failing`, `DiskFaults`) because the node health exporter reads them from GET /chaos.
+`jobs` simulated training jobs run on the fleet (`exporters.sim.jobs`; `self.jobs` is their schedule,
+on the fleet's `clock`): the GPUs of the nodes with job slots compute only while a job runs on them.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any, Callable
 
 from vigil.exporters.sim.disk_faults import DiskFaults
 from vigil.exporters.sim.faults import DISK_FAULTS, NODE_FAULTS, Fault, FaultError, parse_fault
+from vigil.exporters.sim.jobs import JobSchedule
 from vigil.exporters.sim.nvml import SimulatedNvml
 
 
@@ -22,14 +26,21 @@ def node_name(i: int) -> str:
 
 
 class SimulatedFleet:
-    """`nodes` simulated nodes of `gpus` GPUs each; `on_node_state(name, up)` hears node-down changes."""
+    """`nodes` simulated nodes of `gpus` GPUs each running `jobs` job slots; `on_node_state(name, up)`
+    hears node-down changes; `clock` is the simulators' and the jobs' time (tests pass a fake one)."""
 
-    def __init__(self, nodes: int = 4, gpus: int = 8, *, nvlinks: int = 18,
+    def __init__(self, nodes: int = 4, gpus: int = 8, *, nvlinks: int = 18, jobs: int = 0, job_seed: int = 0,
+                 clock: Callable[[], float] = time.time,
                  on_node_state: Callable[[str, bool], None] | None = None) -> None:
         if nodes < 1 or gpus < 1:
             raise ValueError("a fleet needs at least one node with at least one GPU")
-        self.nvml = {node_name(i): SimulatedNvml(node_name(i), gpus, nvlinks=nvlinks) for i in range(1, nodes + 1)}
+        self.clock = clock
+        self.nvml = {node_name(i): SimulatedNvml(node_name(i), gpus, nvlinks=nvlinks, clock=clock)
+                     for i in range(1, nodes + 1)}
         self.gpus = gpus
+        self.jobs = JobSchedule(list(self.nvml), gpus, jobs, seed=job_seed)
+        for name in self.jobs.managed_nodes:
+            self.nvml[name].jobs = self.jobs
         self._lock = threading.Lock()
         self._down: dict[str, Fault] = {}
         self.disks = DiskFaults()

@@ -22,6 +22,7 @@ import pynvml
 
 from vigil.exporters.sim import faults as F
 from vigil.exporters.sim.identity import device_uuid  # noqa: F401 - part of this module's API (vigil.history uses it)
+from vigil.exporters.sim.jobs import HUNG_MEMORY, IDLE_MEMORY, GpuJob, JobSchedule
 from vigil.exporters.sim.load import gpu_load, gpu_power, gpu_temperature
 from vigil.exporters.sim.nvml_mig import MigCalls, SimMigHandle
 from vigil.exporters.sim.nvml_static import MEM_CLOCK_MHZ, POWER_LIMIT_W, SM_CLOCK_MAX_MHZ, StaticCalls
@@ -67,6 +68,8 @@ class SimulatedNvml(StaticCalls, HealthCalls, MigCalls):
         self.mig_gpus = dict(mig_gpus or {})
         self._mig_cache: dict[int, list[SimMigHandle]] = {}
         self.memory_total = MEMORY_TOTAL
+        # set by the fleet on nodes with job slots: load, memory and processes then follow the jobs
+        self.jobs: JobSchedule | None = None
 
     # -- fault control (used by the fleet and tests; not part of the NVML API) --------------------
     def inject(self, fault: F.Fault) -> None:
@@ -143,9 +146,20 @@ class SimulatedNvml(StaticCalls, HealthCalls, MigCalls):
         second = int(self.clock())
         cached = self._load_cache.get(index)
         if cached is None or cached[0] != second:
-            cached = (second, gpu_load(self.node, index, second))
+            load = gpu_load(self.node, index, second) if self.jobs is None else self.jobs.load(self.node, index, second)
+            cached = (second, load)
             self._load_cache[index] = cached
         return cached[1]
+
+    def job_of(self, index: int) -> GpuJob | None:
+        """The simulated job holding GPU `index` now (None when it is free or the node has no jobs)."""
+        return None if self.jobs is None else self.jobs.gpu(self.node, index, self.clock())
+
+    def _memory_share(self, index: int, state: F.GpuState) -> float:
+        held = self.job_of(index)
+        if held is not None and held.activity != "running":  # an idle rank holds a context, a hung one its data
+            return IDLE_MEMORY if held.activity == "idle" else HUNG_MEMORY
+        return min(0.97, 0.01 + 0.9 * self._load(index, state))
 
     def _temperature(self, index: int, state: F.GpuState) -> float:
         if state.has("overheat"):
@@ -217,7 +231,7 @@ class SimulatedNvml(StaticCalls, HealthCalls, MigCalls):
         if isinstance(handle, SimMigHandle):
             return self._mig_memory(handle)
         index, state = self._gpu(handle, "nvmlDeviceGetMemoryInfo")
-        used = int(MEMORY_TOTAL * min(0.97, 0.01 + 0.9 * self._load(index, state))) // MIB * MIB
+        used = int(MEMORY_TOTAL * self._memory_share(index, state)) // MIB * MIB
         return pynvml.c_nvmlMemory_t(total=MEMORY_TOTAL, free=MEMORY_TOTAL - used, used=used)
 
     def nvmlDeviceGetTemperature(self, handle: SimHandle, sensor: int) -> int:

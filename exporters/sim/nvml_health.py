@@ -146,13 +146,20 @@ class HealthCalls:
     def nvmlDeviceGetComputeRunningProcesses(self, handle: Any) -> list[Any]:
         index, state = self._gpu(handle, "nvmlDeviceGetComputeRunningProcesses")
         load = self._load(index, state)
-        if load < 0.05:
+        pid = self._pid(index)
+        if self.jobs is not None and self.jobs.manages(self.node):  # the job's rank, idle or hung included
+            held = self.job_of(index)
+            if held is None:
+                return []
+            pid, used = held.pid, int(self.memory_total * self._memory_share(index, state)) // MIB * MIB
+        elif load < 0.05:
             return []
-        used = int(70_000 * MIB * load) // MIB * MIB
+        else:
+            used = int(70_000 * MIB * load) // MIB * MIB
         # one training process; on a MIG GPU it runs in every instance and NVML lists it once per instance
         instances = range(self.mig_gpus[index]) if index in self.mig_gpus else [0xFFFFFFFF]
         return [pynvml.nvmlStructToFriendlyObject(pynvml.c_nvmlProcessInfo_t(
-                    pid=self._pid(index), usedGpuMemory=used // len(instances), gpuInstanceId=gi,
+                    pid=pid, usedGpuMemory=used // len(instances), gpuInstanceId=gi,
                     computeInstanceId=0 if gi != 0xFFFFFFFF else gi)) for gi in instances]
 
     def nvmlDeviceGetProcessUtilization(self, handle: Any, last_seen_us: int) -> list[Any]:
@@ -160,8 +167,9 @@ class HealthCalls:
         load = self._load(index, state)
         if load < 0.05:
             raise_nvml(pynvml.NVML_ERROR_NOT_FOUND)  # what NVML says when no process ran since the timestamp
+        held = self.job_of(index)
         sample = pynvml.c_nvmlProcessUtilizationSample_t(
-            pid=self._pid(index), timeStamp=int(self.clock() * 1e6), smUtil=round(100 * load),
+            pid=self._pid(index) if held is None else held.pid, timeStamp=int(self.clock() * 1e6), smUtil=round(100 * load),
             memUtil=round(60 * load), encUtil=0, decUtil=0)
         return [sample]
 

@@ -1,0 +1,162 @@
+"""Simulated training jobs: the schedule on a fake clock, attribution through the real job sources, GPU
+load that follows each job's state, and a fleet server that exports and drops `vigil_gpu_job`."""
+
+from __future__ import annotations
+
+import pytest
+import requests
+from exporters_nvml_support import free_ports, wait_until
+from prometheus_client.parser import text_string_to_metric_families
+
+from vigil.exporters.fleet_server import FleetServer
+from vigil.exporters.nvml_collector import NvmlCollector
+from vigil.exporters.sim.fleet import SimulatedFleet
+from vigil.exporters.sim.identity import device_uuid
+from vigil.exporters.sim.job_sources import AttributedNode
+from vigil.exporters.sim.jobs import JobSchedule
+from vigil.exporters.sim.load import gpu_load
+
+T0 = 1_800_000_000.0
+NODES = [f"node-{i}" for i in range(1, 5)]
+
+
+class Clock:
+    def __init__(self, t: float = T0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def series(text: str, name: str) -> list[dict[str, str]]:
+    return [s.labels for fam in text_string_to_metric_families(text) for s in fam.samples if s.name == name]
+
+
+def first_time(schedule: JobSchedule, found, start: float = T0, step: float = 60.0, days: float = 3.0):
+    """The first (t, job) from `start` on (every `step`) where `found(job, t)` holds for a running job."""
+    t = start
+    while t < start + days * 86_400:
+        for job in schedule.running(t):
+            if found(job, t):
+                return t, job
+        t += step
+    raise AssertionError("no such moment in the simulated days")
+
+
+def test_slots_are_placed_on_disjoint_gpus_and_leave_node_1_alone() -> None:
+    schedule = JobSchedule(NODES, 8, jobs=6)
+    placed = [g for slot in schedule.slots for g in slot.gpus]
+    assert len(placed) == len(set(placed)) and len(schedule.slots) >= 4
+    assert "node-1" not in schedule.managed_nodes
+    assert {slot.scheduler for slot in schedule.slots} == {"slurm", "kubernetes"}
+    assert any(len({n for n, _ in slot.gpus}) > 1 for slot in schedule.slots)  # a multi-node Slurm job
+    assert all(len({n for n, _ in s.gpus}) == 1 for s in schedule.slots if s.scheduler == "kubernetes")
+    assert JobSchedule(NODES, 8, jobs=0).slots == [] and not JobSchedule(NODES, 8, jobs=0).managed_nodes
+
+
+def test_jobs_start_finish_fail_and_hang_over_time_deterministically() -> None:
+    schedule = JobSchedule(NODES, 8, jobs=6)
+    seen: dict[str, object] = {}
+    for minute in range(3 * 24 * 60):
+        t = T0 + 60 * minute
+        running = schedule.running(t)
+        assert running, f"no job runs at {t}"  # slots 0 and 1 alternate their gaps
+        for job in running:
+            assert job.start <= t < job.end
+            seen[job.job_id] = job
+    outcomes = {job.outcome for job in seen.values()}
+    assert outcomes == {"completed", "failed", "hung"}
+    assert any(job.idle_gpus for job in seen.values())
+    assert len(seen) > 100  # jobs come and go
+    again = JobSchedule(NODES, 8, jobs=6)
+    assert [j.job_id for j in again.running(T0 + 7777)] == [j.job_id for j in schedule.running(T0 + 7777)]
+    other = JobSchedule(NODES, 8, jobs=6, seed=1)
+    assert [(j.job_id, j.start) for j in other.running(T0)] != [(j.job_id, j.start) for j in schedule.running(T0)]
+
+
+def attributed(fleet: SimulatedFleet, node: str) -> AttributedNode:
+    page = AttributedNode(NvmlCollector(fleet.nvml[node], node, watch_xids=False), fleet.jobs, fleet.clock)
+    page.collector.start(loop=False)
+    page.refresh()
+    return page
+
+
+def test_attribution_labels_come_through_the_real_slurm_and_kubernetes_sources() -> None:
+    clock = Clock()
+    fleet = SimulatedFleet(4, 8, jobs=6, clock=clock)
+    for scheduler in ("slurm", "kubernetes"):
+        t, job = first_time(fleet.jobs, lambda j, _t, s=scheduler: j.scheduler == s)
+        clock.t = t
+        node = job.gpus[0][0]
+        page = attributed(fleet, node)
+        text = page.exposition().decode()
+        held = {(s["gpu"], s["uuid"]) for s in series(text, "vigil_gpu_job") if s["job_id"] == job.job_id}
+        assert held == {(str(g), device_uuid(n, g)) for n, g in job.gpus if n == node}
+        info = [s for s in series(text, "vigil_job_info") if s["job_id"] == job.job_id]
+        user = job.user if scheduler == "slurm" else ""  # pod-resources has no user
+        assert info == [{"job_id": job.job_id, "user": user, "tenant": job.tenant, "source": scheduler}]
+        assert 'vigil_gpu_utilization_ratio{' in text  # the NVML page is served too
+        # the job ends: after the next refresh its GPUs are no longer attributed to it
+        clock.t = job.end + 1
+        page.refresh()
+        after = page.exposition().decode()
+        assert all(s["job_id"] != job.job_id for s in series(after, "vigil_gpu_job"))
+        assert all(s["job_id"] != job.job_id for s in series(after, "vigil_job_info"))
+
+
+def gpu_reading(fleet: SimulatedFleet, node: str, gpu: int) -> tuple[float, float, list[int]]:
+    nvml = fleet.nvml[node]
+    nvml.nvmlInit()
+    handle = nvml.nvmlDeviceGetHandleByIndex(gpu)
+    util = nvml.nvmlDeviceGetUtilizationRates(handle).gpu / 100
+    memory = nvml.nvmlDeviceGetMemoryInfo(handle)
+    pids = [p.pid for p in nvml.nvmlDeviceGetComputeRunningProcesses(handle)]
+    return util, memory.used / memory.total, pids
+
+
+def test_gpu_load_follows_the_state_of_its_job() -> None:
+    clock = Clock()
+    fleet = SimulatedFleet(4, 8, jobs=6, clock=clock)
+    jobs = fleet.jobs
+    clock.t, hung = first_time(jobs, lambda j, t: j.hang_at is not None and t >= j.hang_at)
+    for node, gpu in hung.gpus:
+        util, memory, pids = gpu_reading(fleet, node, gpu)
+        assert util == 0 and memory > 0.5 and pids == [hung.pid(node, gpu)]  # stuck, data still in memory
+    clock.t, idle = first_time(jobs, lambda j, t: bool(j.idle_gpus) and j.hang_at is None)
+    for node, gpu in idle.gpus:
+        util, memory, pids = gpu_reading(fleet, node, gpu)
+        assert pids == [idle.pid(node, gpu)]
+        if (node, gpu) in idle.idle_gpus:
+            assert util == 0 and memory < 0.05
+        else:
+            assert util == pytest.approx(gpu_load(node, gpu, int(clock.t)), abs=0.01)
+    # a failed job frees its GPUs before its period ends: no process, no load until the next job
+    _, failed = first_time(jobs, lambda j, _t: j.outcome == "failed")
+    clock.t = failed.end + 1
+    node, gpu = failed.gpus[0]
+    assert jobs.gpu(node, gpu, clock.t) is None
+    assert gpu_reading(fleet, node, gpu) == (0.0, pytest.approx(0.01, abs=0.005), [])
+    # node-1 has no job slots: its load keeps the plain daily pattern
+    assert gpu_reading(fleet, "node-1", 0)[0] == pytest.approx(gpu_load("node-1", 0, int(clock.t)), abs=0.01)
+
+
+def test_fleet_server_exports_a_running_jobs_gpus_and_drops_them_when_it_ends() -> None:
+    clock = Clock()
+    fleet = SimulatedFleet(3, 4, jobs=3, clock=clock)
+    clock.t, job = first_time(fleet.jobs, lambda j, _t: j.scheduler == "slurm")
+    base = free_ports(2)
+    server = FleetServer(fleet, port=base, control_port=base + 1, interval=0.05, single_port=True)
+    server.start()
+    try:
+        node = job.gpus[0][0]
+        url = server.node_url(node)
+
+        def job_gpus() -> set[str]:
+            text = requests.get(url, timeout=5).text
+            return {s["gpu"] for s in series(text, "vigil_gpu_job") if s["job_id"] == job.job_id}
+
+        assert job_gpus() == {str(g) for n, g in job.gpus if n == node}
+        clock.t = job.end + 1
+        wait_until(lambda: job_gpus() == set(), timeout=10)
+    finally:
+        server.stop()
