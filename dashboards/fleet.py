@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from grafana_foundation_sdk.builders.dashboard import Row
 
-from .panels import (BYTES, CELSIUS, COUNT, GPU_JOB, PERCENT, WATTS, dashboard, drill, graph, heat, listing,
-                     profiling, single)
+from .panels import (BYTES, CELSIUS, COUNT, GPU_HOURS, GPU_JOB, PERCENT, SECONDS, WATTS, dashboard, drill, graph,
+                     heat, listing, profiling, single)
 
 UID = "vigil-fleet"
 NODE_UID, GPU_UID, JOB_UID = "vigil-node", "vigil-gpu", "vigil-job"
@@ -67,7 +67,7 @@ def _errors(board):
     return (board.with_row(Row("Errors"))
             .with_panel(graph("XID errors by class",
                               "sum by (class) (increase(vigil_gpu_xid_errors_total[$__rate_interval]))", COUNT,
-                              "XID errors by class (docs/metrics.md: hardware, driver, application ...).",
+                              "XID errors by class: critical (hardware), warning, application, unknown.",
                               stacked=True))
             .with_panel(graph("ECC errors by type",
                               "sum by (error_type, counter_type) (increase(vigil_gpu_ecc_errors_total[$__rate_interval]))",
@@ -100,10 +100,31 @@ def _jobs(board):
                 width=24, links=[_TO_JOB])))
 
 
+def _kpis(board):
+    """The platform team's own KPIs over the dashboard's time range (subqueries at 1-minute resolution)."""
+    hours, days = "$__range_s / 3600", "$__range_s / 86400"
+    allocated = f"avg_over_time(count(vigil_gpu_job)[$__range:1m]) * {hours}"
+    used = f"avg_over_time(sum(job_gpu:vigil_gpu_utilization:ratio)[$__range:1m]) * {hours}"
+    gpu_days = f"avg_over_time(sum(vigil_gpu_up)[$__range:1m]) * {days}"
+    incidents = 'sum(increase(vigil_gpu_xid_errors_total{class="critical"}[$__range]))'
+    return (board.with_row(Row("Team KPIs (time range)"))
+            .with_panel(single("GPU-hours allocated vs. used", [(allocated, "allocated"), (used, "used")],
+                               GPU_HOURS, "GPU-hours jobs held, and the same weighted by utilization: the gap is "
+                               "capacity allocated and not used.", width=8))
+            .with_panel(single("Usage efficiency", f"({used}) / ({allocated} > 0)", PERCENT,
+                               "GPU-hours used per GPU-hour allocated.", width=4,
+                               thresholds=((None, "red"), (0.5, "orange"), (0.8, "green"))))
+            .with_panel(single("Hardware incidents per 1,000 GPU-days", f"1000 * ({incidents}) / ({gpu_days} > 0)",
+                               COUNT, "Critical (hardware) XIDs per 1,000 GPU-days of healthy GPUs.", width=6))
+            .with_panel(single("MTTR", "max by (team) (vigil_oncall_mttr_seconds)", SECONDS,
+                               "Mean time to resolve each team's incidents (the notifier's on-call window).",
+                               width=6)))
+
+
 def build():
     board = dashboard(UID, "vigil / Fleet overview",
                       "The whole GPU fleet: health, utilization against the profiling view, errors, and who holds "
                       "which GPUs. Drill down: node → GPU → job.", ("fleet",))
-    for section in (_health, _usage, _errors, _jobs):
+    for section in (_health, _usage, _errors, _jobs, _kpis):
         board = section(board)
     return board

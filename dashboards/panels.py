@@ -34,7 +34,7 @@ SECONDS = "s"
 COUNT = "short"
 PER_SECOND = "ops"
 HERTZ = "hertz"
-BOOL = "bool_on_off"
+GPU_HOURS = "suffix: GPU-h"
 
 
 # utilization says a kernel ran; the DCGM profiling metrics say how much of the GPU it used

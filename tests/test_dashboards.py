@@ -109,7 +109,8 @@ def test_the_job_view_joins_hardware_metrics_with_the_jobs_gpus():
 def test_fleet_overview_has_the_views_the_issue_asks_for():
     titles = {panel["title"]: panel for panel in panels(models()["vigil-fleet"])}
     for title in ("GPUs healthy", "GPUs lost", "GPUs throttled", "Nodes down", "Firing alerts", "GPU memory", "Power",
-                  "XID errors by class", "ECC errors by type", "GPUs allocated by team", "Allocated GPUs idle by team"):
+                  "XID errors by class", "ECC errors by type", "GPUs allocated by team", "Allocated GPUs idle by team",
+                  "GPU-hours allocated vs. used", "Hardware incidents per 1,000 GPU-days", "MTTR"):
         assert title in titles, title
     assert titles["GPU temperature"]["type"] == "heatmap"
     profiling = " ".join(t["expr"] for t in titles["Fleet utilization and profiling"]["targets"])
