@@ -21,6 +21,7 @@ stack:
   max_for: 2
   sim_nodes: {nodes}
   sim_gpus: {gpus}
+  sim_jobs: {jobs}
   aiops: {aiops}
   backfill_days: {backfill_days}
   node_health: {node_health}
@@ -79,9 +80,11 @@ class RunningStack:
 
 
 def start_stack(tmp: Path, *, nodes: int = 3, gpus: int = 4, aiops: bool = False, node_health: bool = True,
-                backfill_days: float = 0, cwd: Path | None = None) -> RunningStack:
+                backfill_days: float = 0, cwd: Path | None = None, jobs: int = 0) -> RunningStack:
+    """`jobs`: simulated training jobs, off unless a test asks: a job that hangs or ends during a test
+    would page (JobHung) or move the AIOps baselines of its GPUs under a test that checks something else."""
     config = tmp / "vigil.yaml"
-    config.write_text(FAST_STACK.format(nodes=nodes, gpus=gpus, aiops=str(aiops).lower(),
+    config.write_text(FAST_STACK.format(nodes=nodes, gpus=gpus, jobs=jobs, aiops=str(aiops).lower(),
                                         node_health=str(node_health).lower(), backfill_days=backfill_days))
     base = free_port_base()
     run_dir = tmp / "run"

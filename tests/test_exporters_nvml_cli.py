@@ -34,6 +34,21 @@ def test_cli_runs_the_fleet_and_exits_cleanly_on_sigterm() -> None:
         stop(proc)
 
 
+def test_cli_fleet_runs_simulated_jobs_by_default_and_none_with_sim_jobs_0() -> None:
+    for jobs, expected in ((None, True), ("0", False)):
+        base = free_ports(4)
+        argv = ["--backend", "sim", "--sim-nodes", "3", "--sim-gpus", "8", "--listen", f"127.0.0.1:{base}",
+                "--control-listen", f"127.0.0.1:{base + 3}", "--interval", "0.2"] + (["--sim-jobs", jobs] if jobs else [])
+        proc = run_until_ready(argv, f"http://127.0.0.1:{base + 3}/healthz")
+        try:
+            node_1, node_3 = (requests.get(f"http://127.0.0.1:{base + i}/metrics", timeout=5).text for i in (0, 2))
+        finally:
+            stop(proc)
+        # node-3 holds two job slots half a period apart, so one of them runs at any moment
+        assert ("vigil_gpu_job{" in node_3 and "vigil_job_info{" in node_3) is expected
+        assert "vigil_gpu_job{" not in node_1  # node-1 never hosts simulated jobs
+
+
 def test_cli_rejects_bad_listen_address() -> None:
     result = subprocess.run(VIGIL_GPU + ["--backend", "sim", "--listen", "nowhere"], capture_output=True, timeout=30)
     assert result.returncode == 2 and b"HOST:PORT" in result.stderr and b"Traceback" not in result.stderr

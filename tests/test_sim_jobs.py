@@ -160,3 +160,25 @@ def test_fleet_server_exports_a_running_jobs_gpus_and_drops_them_when_it_ends() 
         wait_until(lambda: job_gpus() == set(), timeout=10)
     finally:
         server.stop()
+
+
+def test_backfilled_history_follows_the_same_jobs_as_the_live_fleet() -> None:
+    from vigil.history import simulated_series
+    from vigil.settings import StackSettings
+
+    settings = StackSettings(sim_nodes=3, sim_gpus=4, sim_jobs=3, backfill_days=1)
+    nodes = ["node-1", "node-2", "node-3"]
+    fleet = SimulatedFleet(3, 4, jobs=3)
+    history = {(labels["node"], int(labels["gpu"])): (ts, values)
+               for _, labels, ts, values in simulated_series(settings, nodes, T0)}
+    zeros = 0
+    for (node, gpu), (timestamps, values) in history.items():
+        for t, value in zip(timestamps, values):
+            assert value == fleet.jobs.load(node, gpu, t)
+            held = fleet.jobs.gpu(node, gpu, t)
+            if fleet.jobs.manages(node) and (held is None or held.activity != "running"):
+                assert value == 0.0
+                zeros += 1
+            elif node == "node-1":
+                assert value == gpu_load(node, gpu, t)
+    assert zeros > 0  # the day saw GPUs free between jobs, idle or hung

@@ -71,6 +71,9 @@ def _serve_registry(registry: Any, host: str, port: int) -> Any:
                    "(comma-separated), or none.")
 @click.option("--sim-nodes", type=click.IntRange(1, 5000), default=4, show_default=True, help="sim: nodes in the fleet.")
 @click.option("--sim-gpus", type=click.IntRange(1, 64), default=8, show_default=True, help="sim: GPUs per node.")
+@click.option("--sim-jobs", type=click.IntRange(0, 1000), default=6, show_default=True,
+              help="sim: simulated training jobs (Slurm and Kubernetes, job slots placed from the last node "
+                   "backwards; 0: none).")
 @click.option("--control-listen", default=None, type=HostPort(),
               help="sim: HOST:PORT of the chaos API [default: listen host, listen port + 1000].")
 @click.option("--single-port", is_flag=True,
@@ -83,7 +86,7 @@ def _serve_registry(registry: Any, host: str, port: int) -> Any:
 @click.option("--dcgm-timeout", type=Duration(positive=True), default="2s", show_default=True,
               help="dcgm: give up on a read of dcgm-exporter's page after this long (it then counts as down).")
 def gpu(backend: str | None, listen: tuple[str, int], interval: float, node: str | None, expected_gpus: int | None,
-        gpu_timeout: float, job_sources: str, sim_nodes: int, sim_gpus: int, control_listen: tuple[str, int] | None, single_port: bool, nvlink_per_link: bool,
+        gpu_timeout: float, job_sources: str, sim_nodes: int, sim_gpus: int, sim_jobs: int, control_listen: tuple[str, int] | None, single_port: bool, nvlink_per_link: bool,
         dcgm_url: str, dcgm_timeout: float) -> None:
     """Export GPU health and utilization metrics for Prometheus until SIGTERM/SIGINT."""
     stop = _stop_on_signals()
@@ -94,7 +97,7 @@ def gpu(backend: str | None, listen: tuple[str, int], interval: float, node: str
         if backend == "sim":
             click.secho(f"WARNING: {WARNING_SIMULATED}", fg="yellow", bold=True, err=True)
     if backend == "sim":
-        _run_sim(stop, host, port, control_listen, interval, sim_nodes, sim_gpus, single_port, nvlink_per_link)
+        _run_sim(stop, host, port, control_listen, interval, sim_nodes, sim_gpus, single_port, nvlink_per_link, sim_jobs)
     elif backend == "nvml":
         _run_nvml(stop, host, port, node, interval, expected_gpus, gpu_timeout, _job_sources(job_sources),
                   nvlink_per_link)
@@ -103,7 +106,7 @@ def gpu(backend: str | None, listen: tuple[str, int], interval: float, node: str
 
 
 def _run_sim(stop: threading.Event, host: str, port: int, control_listen: tuple[str, int] | None, interval: float,
-             nodes: int, gpus: int, single_port: bool, nvlink_per_link: bool = False) -> None:
+             nodes: int, gpus: int, single_port: bool, nvlink_per_link: bool = False, jobs: int = 0) -> None:
     from vigil.exporters.fleet_server import FleetServer
     from vigil.exporters.sim.fleet import SimulatedFleet
 
@@ -117,7 +120,7 @@ def _run_sim(stop: threading.Event, host: str, port: int, control_listen: tuple[
     if not _can_listen(host, port, last_port):
         raise click.ClickException(f"cannot listen on {host}:{port}..{last_port} (is another exporter running?)")
     try:
-        server = FleetServer(SimulatedFleet(nodes, gpus), host=host, port=port, control_host=control_host,
+        server = FleetServer(SimulatedFleet(nodes, gpus, jobs=jobs), host=host, port=port, control_host=control_host,
                              control_port=control_port, interval=interval, single_port=single_port,
                              nvlink_per_link=nvlink_per_link)
     except OSError as error:
@@ -126,7 +129,8 @@ def _run_sim(stop: threading.Event, host: str, port: int, control_listen: tuple[
     server.start()
     where = (http_url(host, port, f"/metrics?node=node-1..node-{nodes}") if single_port
              else f"{http_url(host, port)}..{last_port}/metrics")
-    click.echo(f"simulated fleet: {nodes} nodes x {gpus} GPUs on {where}; chaos API on {server.control_url}", err=True)
+    click.echo(f"simulated fleet: {nodes} nodes x {gpus} GPUs on {where}, {len(server.fleet.jobs.slots)} job slots; "
+               f"chaos API on {server.control_url}", err=True)
     try:
         _wait(stop)
     finally:

@@ -101,7 +101,8 @@ def component_specs(settings: StackSettings, layout: RunLayout, binaries: dict[s
     node_ports = [p.gpu_node(i) for i in range(1, len(backend.node_names) + 1)]
     if backend.kind == "sim":
         gpu_argv = vigil_argv("exporter", "gpu", "--backend", "sim", "--sim-nodes", str(settings.sim_nodes),
-                          "--sim-gpus", str(settings.sim_gpus), "--listen", listen(node_ports[0]),
+                          "--sim-gpus", str(settings.sim_gpus), "--sim-jobs", str(settings.sim_jobs),
+                          "--listen", listen(node_ports[0]),
                           "--control-listen", listen(p.gpu_control), "--interval", str(settings.exporter_interval))
         gpu = ComponentSpec("gpu-fleet", gpu_argv, url(node_ports[0], "/metrics"), url(p.gpu_control, "/healthz"),
                             ports=[p.gpu_control, *node_ports])

@@ -1,6 +1,7 @@
 """Backfill simulated GPU history into Prometheus so baselines exist from the first minute of a demo.
 
-The simulated load is a pure function of time (`exporters.sim.load.gpu_load`), so weeks of history can
+The simulated load is a pure function of time (`exporters.sim.load.gpu_load`, and on the nodes with
+simulated jobs `exporters.sim.jobs.JobSchedule.load`, which follows the jobs), so weeks of history can
 be written before Prometheus starts. The backfilled series carry exactly the labels the live scrape
 gives them (`node`, `gpu`, `uuid` from the exporter; `job`, `instance` from the target), so history and
 live samples are one series and the AIOps service trains on it at start.
@@ -15,7 +16,7 @@ import time
 
 from vigil.aiops.history.openmetrics import write_openmetrics
 from vigil.common.hostport import format_host_port
-from vigil.exporters.sim.load import gpu_load
+from vigil.exporters.sim.jobs import JobSchedule
 from vigil.exporters.sim.nvml import device_uuid
 
 from .settings import StackSettings
@@ -29,11 +30,12 @@ def simulated_series(settings: StackSettings, node_names: list[str], end: float)
     count = int(settings.backfill_days * 86_400 / STEP_S)
     timestamps = [end - STEP_S * i for i in range(count, 0, -1)]
     series = []
+    load = JobSchedule(node_names, settings.sim_gpus, settings.sim_jobs).load  # as the fleet's jobs ran
     for index, node in enumerate(node_names, start=1):
         instance = format_host_port(settings.host, settings.ports.gpu_node(index))  # as the scrape target names it
         for gpu in range(settings.sim_gpus):
             labels = {"node": node, "gpu": str(gpu), "uuid": device_uuid(node, gpu), "job": GPU_JOB, "instance": instance}
-            series.append((BACKFILLED_METRIC, labels, timestamps, [gpu_load(node, gpu, t) for t in timestamps]))
+            series.append((BACKFILLED_METRIC, labels, timestamps, [load(node, gpu, t) for t in timestamps]))
     return series
 
 
