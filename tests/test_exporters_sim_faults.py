@@ -6,7 +6,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from vigil.exporters.nvml_collector import NvmlCollector
-from vigil.exporters.sim.faults import DISK_FAULTS, FAULTS, NODE_FAULTS, Fault
+from vigil.exporters.sim.faults import DISK_FAULTS, FAULTS, JOB_FAULTS, NODE_FAULTS, Fault
 from vigil.exporters.sim.nvml import SimulatedNvml
 
 NODE, GPU = "node-1", 2
@@ -55,7 +55,8 @@ XIDS = {"xid79": {"79"}, "ecc-dbe": {"48"}, "ecc-storm": {"92", "94"}, "row-rema
 
 
 def test_every_gpu_fault_has_an_expectation() -> None:
-    assert set(EXPECTED) == set(FAULTS) - NODE_FAULTS - DISK_FAULTS  # disk faults: tests/test_sim_disk_faults.py
+    # disk faults: tests/test_sim_disk_faults.py; job faults: tests/test_sim_jobs.py
+    assert set(EXPECTED) == set(FAULTS) - NODE_FAULTS - DISK_FAULTS - JOB_FAULTS
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -182,3 +182,39 @@ def test_backfilled_history_follows_the_same_jobs_as_the_live_fleet() -> None:
             elif node == "node-1":
                 assert value == gpu_load(node, gpu, t)
     assert zeros > 0  # the day saw GPUs free between jobs, idle or hung
+
+
+def test_job_hang_fault_stops_every_gpu_of_the_job_until_cleared() -> None:
+    clock = Clock()
+    fleet = SimulatedFleet(3, 4, jobs=3, clock=clock)
+    clock.t, job = first_time(fleet.jobs, lambda j, t: len({n for n, _ in j.gpus}) > 1 and j.hang_at is None
+                              and not j.idle_gpus and t + 600 < j.end)
+    base = free_ports(2)
+    server = FleetServer(fleet, port=base, control_port=base + 1, interval=0.05, single_port=True)
+    server.start()
+    try:
+        api = server.control_url
+        free = next((n, g) for n in fleet.names for g in range(4) if fleet.jobs.gpu(n, g, clock.t) is None)
+        refused = requests.post(f"{api}/chaos/inject", json={"fault": "job-hang", "node": free[0], "gpu": free[1]},
+                                timeout=5)
+        assert refused.status_code == 400 and "no simulated job holds" in refused.text
+        node, gpu = job.gpus[0]
+        answer = requests.post(f"{api}/chaos/inject", json={"fault": "job-hang", "node": node, "gpu": gpu}, timeout=5)
+        assert answer.status_code == 200, answer.text
+        assert [f["fault"] for f in requests.get(f"{api}/chaos", timeout=5).json()["faults"]] == ["job-hang"]
+
+        def utilization(n: str, g: int) -> float:
+            text = requests.get(server.node_url(n), timeout=5).text
+            return next(s.value for fam in text_string_to_metric_families(text) for s in fam.samples
+                        if s.name == "vigil_gpu_utilization_ratio" and s.labels["gpu"] == str(g))
+
+        # every GPU of the job, on both of its nodes, stops; the job still holds them
+        clock.t += 1  # the simulated load is read once per clock second
+        wait_until(lambda: all(utilization(n, g) == 0 for n, g in job.gpus), timeout=10)
+        assert {s["job_id"] for s in series(requests.get(server.node_url(node), timeout=5).text, "vigil_gpu_job")} \
+            >= {job.job_id}
+        requests.post(f"{api}/chaos/clear", json={"node": node}, timeout=5).raise_for_status()
+        clock.t += 1  # the simulated load is read once per clock second
+        wait_until(lambda: all(utilization(n, g) > 0 for n, g in job.gpus), timeout=10)
+    finally:
+        server.stop()

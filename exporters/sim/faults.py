@@ -29,9 +29,12 @@ FAULTS: dict[str, str] = {
     "nvml-hang": "every NVML call on the GPU blocks for `seconds` (default 30): a stuck driver",
     "disk-failing": "disk `disk` (default 0) of the node fails: pending and offline-uncorrectable sectors "
                     "(ATA) or media errors (NVMe) grow in its SMART data",
+    "job-hang": "the simulated job holding the GPU hangs: every GPU of the job at 0 % utilization, its "
+                "processes and memory kept, until cleared or the job ends",
 }
 NODE_FAULTS = frozenset({"node-down"})  # the node's scrape target goes away
 DISK_FAULTS = frozenset({"disk-failing"})  # a disk of the node, seen by the node health exporter
+JOB_FAULTS = frozenset({"job-hang"})  # the simulated job on the GPU (exporters.sim.jobs), not the GPU itself
 _INT_PARAMS = {"count": (1, 100_000), "xid": (1, 100_000), "seconds": (0, 3600), "disk": (0, 63)}
 
 

@@ -15,7 +15,7 @@ import time
 from typing import Any, Callable
 
 from vigil.exporters.sim.disk_faults import DiskFaults
-from vigil.exporters.sim.faults import DISK_FAULTS, NODE_FAULTS, Fault, FaultError, parse_fault
+from vigil.exporters.sim.faults import DISK_FAULTS, JOB_FAULTS, NODE_FAULTS, Fault, FaultError, parse_fault
 from vigil.exporters.sim.jobs import JobSchedule
 from vigil.exporters.sim.nvml import SimulatedNvml
 
@@ -71,6 +71,8 @@ class SimulatedFleet:
                 listener(fault.node, False)
         elif fault.fault in DISK_FAULTS:
             fault = self.disks.inject(fault)
+        elif fault.fault in JOB_FAULTS:
+            fault = self.jobs.hang(Fault(fault.fault, fault.node, fault.gpu, self.clock(), fault.params))
         else:
             self.nvml[fault.node].inject(fault)
             for listener in self._fault_listeners:
@@ -84,7 +86,7 @@ class SimulatedFleet:
         names = [node] if node is not None else list(self.nvml)
         cleared = 0
         for name in names:
-            cleared += self.nvml[name].reset() + self.disks.clear(name)
+            cleared += self.nvml[name].reset() + self.disks.clear(name) + self.jobs.clear(name)
             with self._lock:
                 was_down = self._down.pop(name, None) is not None
             if was_down:
@@ -94,10 +96,11 @@ class SimulatedFleet:
         return cleared
 
     def faults(self) -> list[Fault]:
-        """Active faults, node faults first, then GPU faults, then disk faults, in a stable order."""
+        """Active faults, node faults first, then GPU faults, then disk and job faults, in a stable order."""
         with self._lock:
             down = list(self._down.values())
         gpu_faults = [f for nvml in self.nvml.values() for f in nvml.active_faults()]
         order = {name: i for i, name in enumerate(self.nvml)}  # node-2 before node-10
         return (sorted(down, key=lambda f: (order[f.node], f.since))
-                + sorted(gpu_faults, key=lambda f: (order[f.node], f.gpu, f.since)) + self.disks.faults(self.names))
+                + sorted(gpu_faults, key=lambda f: (order[f.node], f.gpu, f.since)) + self.disks.faults(self.names)
+                + sorted(self.jobs.faults(self.clock()), key=lambda f: (order[f.node], f.gpu, f.since)))

@@ -9,7 +9,8 @@ ends, its processes and memory still there: what `JobHung` looks for). Some jobs
 allocated (a process holds a context but computes nothing: `JobGpusIdle`). Slots 0 and 1 never fail
 and are half a period apart, so some job runs at every moment.
 
-Everything is a pure function of (seed, time): the simulator asks `gpu(node, gpu, t)` on its own clock
+The chaos fault `job-hang` hangs the job on a GPU now (`hang`), until `clear` or the job's end; apart
+from such faults everything is a pure function of (seed, time): the simulator asks `gpu(node, gpu, t)` on its own clock
 (tests pass a fake one) and the history backfill asks `load(node, gpu, t)` for the past, so history and
 live series agree. Slurm jobs are seen by the Slurm job source through `/proc`-like files
 (`exporters.sim.job_sources`), Kubernetes jobs through a pod-resources list: the real attribution path.
@@ -17,10 +18,12 @@ live series agree. Slurm jobs are seen by the Slurm job source through `/proc`-l
 
 from __future__ import annotations
 
+import threading
 import zlib
 from dataclasses import dataclass
 from typing import Callable
 
+from vigil.exporters.sim.faults import Fault, FaultError
 from vigil.exporters.sim.load import gpu_load
 
 SHAPES = ((2, 4), (1, 4), (1, 2), (2, 2), (1, 8), (3, 2))  # (nodes, GPUs per node) of slot k % 6
@@ -94,6 +97,8 @@ class JobSchedule:
         self._slot_of = {g: slot for slot in self.slots for g in slot.gpus}
         self.managed_nodes = frozenset(node for slot in self.slots for node, _ in slot.gpus)
         self._cache: dict[tuple[int, int], SimJob] = {}
+        self._lock = threading.Lock()
+        self._hung: dict[str, tuple[Fault, SimJob]] = {}  # job-hang faults by job id
 
     def manages(self, node: str) -> bool:
         """Whether `node` hosts job slots: its GPUs are busy only while a job runs on them."""
@@ -145,7 +150,34 @@ class JobSchedule:
         job = self._current(slot, t) if slot is not None else None
         if job is None:
             return None
-        return GpuJob(job, job.activity(node, gpu, t), job.pid(node, gpu))
+        activity = "hung" if job.job_id in self._hung else job.activity(node, gpu, t)
+        return GpuJob(job, activity, job.pid(node, gpu))
+
+    # -- the job-hang chaos fault ---------------------------------------------------------------------
+    def hang(self, fault: Fault) -> Fault:
+        """Hang the job holding `fault.gpu` of `fault.node` at `fault.since`; FaultError when none does."""
+        held = self.gpu(fault.node, fault.gpu, fault.since) if fault.gpu is not None else None
+        if held is None:
+            raise FaultError(f"no simulated job holds GPU {fault.gpu} of {fault.node} now; GET /chaos lists "
+                             "the jobs of each node")
+        with self._lock:
+            self._hung[held.job.job_id] = (fault, held.job)
+        return fault
+
+    def clear(self, node: str) -> int:
+        """End the job-hang faults injected on `node`; how many."""
+        with self._lock:
+            gone = [job_id for job_id, (fault, _) in self._hung.items() if fault.node == node]
+            for job_id in gone:
+                del self._hung[job_id]
+        return len(gone)
+
+    def faults(self, t: float) -> list[Fault]:
+        """Active job-hang faults (those of jobs that have ended are dropped)."""
+        with self._lock:
+            for job_id in [j for j, (_, job) in self._hung.items() if t >= job.end]:
+                del self._hung[job_id]
+            return [fault for fault, _ in self._hung.values()]
 
     def load(self, node: str, gpu: int, t: float, base: Callable[[str, int, float], float] = gpu_load) -> float:
         """Utilization of a GPU at `t`: the normal pattern while its job computes, 0 when it is free,
