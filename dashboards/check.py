@@ -75,20 +75,33 @@ def _where(source: str, panel: dict) -> str:
     return f"{source}: panel {panel.get('id')} {panel.get('title', '')!r}"
 
 
-def _substitute(text: str, names: set[str]) -> tuple[str, set[str], set[str]]:
-    """(text with variables replaced by samples, variables used, unknown variables)."""
+def expand(text: str, values: dict[str, str], builtins: dict[str, str] = BUILTINS) -> tuple[str, set[str], set[str]]:
+    """(text with each variable replaced by its value in `values` or a builtin's, variables used, variables
+    with no value: those become SAMPLE_VALUE)."""
     used, unknown = set(), set()
 
     def replace(match: re.Match) -> str:
         name = next(group for group in match.groups() if group)
-        if name in BUILTINS:
-            return BUILTINS[name]
+        if name in builtins:
+            return builtins[name]
         used.add(name)
-        if name not in names:
+        if name not in values:
             unknown.add(name)
-        return SAMPLE_VALUE
+        return values.get(name, SAMPLE_VALUE)
 
     return _VARIABLE.sub(replace, text), used, unknown
+
+
+def variable_query(var: dict) -> str | None:
+    """The PromQL a query variable's values come from: `label_values(selector, label)` as
+    `group by (label) (selector)`, or the raw query; None for other variables."""
+    raw = var.get("query")
+    raw = raw.get("query", "") if isinstance(raw, dict) else raw or ""
+    values = _LABEL_VALUES.match(raw)
+    if values:
+        selector, label = values.groups()
+        return f"group by ({label}) ({selector or 'up'})"
+    return raw if var.get("type") == "query" else None
 
 
 def check_layout(model: dict, source: str) -> list[Problem]:
@@ -124,7 +137,7 @@ def check_panels(model: dict, source: str, catalog: MetricCatalog) -> list[Probl
     scrape_s = parse_prometheus_duration(DEFAULT_SCRAPE_INTERVAL)
 
     def query(where: str, expr: str) -> None:
-        text, uses, unknown = _substitute(expr, names)
+        text, uses, unknown = expand(expr, dict.fromkeys(names, SAMPLE_VALUE))
         used.update(uses)
         problems.extend(Problem(where, f"query uses ${name}, which is not a variable of the dashboard")
                         for name in sorted(unknown))
@@ -133,22 +146,17 @@ def check_panels(model: dict, source: str, catalog: MetricCatalog) -> list[Probl
 
     for var in variables:
         where = f"{source}: variable {var.get('name')!r}"
-        raw = var.get("query")
-        raw = raw.get("query", "") if isinstance(raw, dict) else raw or ""
         if (var.get("datasource") or {}).get("uid") != DATASOURCE_UID:
             problems.append(Problem(where, f"datasource is not uid {DATASOURCE_UID!r}"))
-        values = _LABEL_VALUES.match(raw)
-        if values:  # label_values(selector, label): the label must be on the selector's metric
-            selector, label = values.groups()
-            query(where, f"count by ({label}) ({selector})" if selector else f"count by ({label}) (up)")
-        elif var.get("type") == "query":
-            query(where, raw)
+        expr = variable_query(var)  # label_values(selector, label): the label must be on the selector's metric
+        if expr is not None:
+            query(where, expr)
     for panel in panels(model):
         if panel.get("type") == "row":
             continue
         where = _where(source, panel)
         for text in (panel.get("title", ""), panel.get("description", "")):
-            used.update(_substitute(text, names)[1])
+            used.update(expand(text, {})[1])
         if not ((panel.get("fieldConfig") or {}).get("defaults") or {}).get("unit"):
             problems.append(Problem(where, "panel has no unit (fieldConfig.defaults.unit)"))
         if (panel.get("datasource") or {}).get("uid") != DATASOURCE_UID:

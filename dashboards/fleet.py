@@ -7,7 +7,7 @@ from __future__ import annotations
 from grafana_foundation_sdk.builders.dashboard import Row
 
 from .panels import (BYTES, CELSIUS, COUNT, GPU_HOURS, GPU_JOB, PERCENT, SECONDS, WATTS, dashboard, drill, graph,
-                     heat, listing, profiling, single)
+                     heat, listing, profiling, single, xids)
 
 UID = "vigil-fleet"
 NODE_UID, GPU_UID, JOB_UID = "vigil-node", "vigil-gpu", "vigil-job"
@@ -37,7 +37,7 @@ def _health(board):
                                thresholds=((None, "green"), (1, "orange"))))
             .with_panel(single("Nodes down", f'count(up{{job="{GPU_JOB}"}} == 0) or vector(0)', COUNT,
                                "GPU nodes whose exporter Prometheus cannot scrape.", thresholds=red_when_any))
-            .with_panel(single("XID errors", "sum(increase(vigil_gpu_xid_errors_total[$__range]))", COUNT,
+            .with_panel(single("XID errors", f"sum({xids(window='$__range')})", COUNT,
                                "XID errors the drivers reported in the dashboard's time range.",
                                thresholds=((None, "green"), (1, "orange"))))
             .with_panel(single("Firing alerts", 'sum by (severity) (ALERTS{alertstate="firing"})', COUNT,
@@ -66,14 +66,14 @@ def _usage(board):
 def _errors(board):
     return (board.with_row(Row("Errors"))
             .with_panel(graph("XID errors by class",
-                              "sum by (class) (increase(vigil_gpu_xid_errors_total[$__rate_interval]))", COUNT,
+                              f"sum by (class) ({xids()})", COUNT,
                               "XID errors by class: critical (hardware), warning, application, unknown.",
                               stacked=True))
             .with_panel(graph("ECC errors by type",
                               "sum by (error_type, counter_type) (increase(vigil_gpu_ecc_errors_total[$__rate_interval]))",
                               COUNT, "Corrected (single-bit) and uncorrected (double-bit) ECC errors.", stacked=True))
             .with_panel(listing("GPUs with errors now",
-                                "sum by (node, gpu) (increase(vigil_gpu_xid_errors_total[$__range])) > 0", COUNT,
+                                f"sum by (node, gpu) ({xids(window='$__range')}) > 0", COUNT,
                                 "GPUs that reported an XID in the time range; click one for its detail.",
                                 links=[_TO_GPU])))
 
@@ -101,12 +101,12 @@ def _jobs(board):
 
 
 def _kpis(board):
-    """The platform team's own KPIs over the dashboard's time range (subqueries at 1-minute resolution)."""
+    """The platform team's own KPIs over the dashboard's time range (subqueries at the panel's interval)."""
     hours, days = "$__range_s / 3600", "$__range_s / 86400"
-    allocated = f"avg_over_time(count(vigil_gpu_job)[$__range:1m]) * {hours}"
-    used = f"avg_over_time(sum(job_gpu:vigil_gpu_utilization:ratio)[$__range:1m]) * {hours}"
-    gpu_days = f"avg_over_time(sum(vigil_gpu_up)[$__range:1m]) * {days}"
-    incidents = 'sum(increase(vigil_gpu_xid_errors_total{class="critical"}[$__range]))'
+    allocated = f"avg_over_time(count(vigil_gpu_job)[$__range:$__interval]) * {hours}"
+    used = f"avg_over_time(sum(job_gpu:vigil_gpu_utilization:ratio)[$__range:$__interval]) * {hours}"
+    gpu_days = f"avg_over_time(sum(vigil_gpu_up)[$__range:$__interval]) * {days}"
+    incidents = "sum(" + xids('{class="critical"}', "$__range") + ")"
     return (board.with_row(Row("Team KPIs (time range)"))
             .with_panel(single("GPU-hours allocated vs. used", [(allocated, "allocated"), (used, "used")],
                                GPU_HOURS, "GPU-hours jobs held, and the same weighted by utilization: the gap is "

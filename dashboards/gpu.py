@@ -6,7 +6,7 @@ from __future__ import annotations
 from grafana_foundation_sdk.builders.dashboard import Row
 
 from .panels import (BYTES, CELSIUS, COUNT, HERTZ, PERCENT, WATTS, dashboard, drill, graph, listing, profiling,
-                     single, variable)
+                     single, variable, xids)
 
 UID = "vigil-gpu"
 NODE_UID, JOB_UID = "vigil-node", "vigil-job"
@@ -53,7 +53,7 @@ def build():
             .with_panel(graph("Clock events", f'vigil_gpu_clock_event_active{{{G}, reason!="gpu_idle"}}', COUNT,
                               "1 while a reason (power cap, thermal, hardware slowdown) holds the clocks down.",
                               width=8))
-            .with_panel(graph("XID errors", _increase("vigil_gpu_xid_errors_total", "xid, class"), COUNT,
+            .with_panel(graph("XID errors", f"sum by (xid, class) ({xids(f'{{{G}}}')})", COUNT,
                               "XID errors by code and class.", width=8))
             .with_panel(graph("ECC errors", _increase("vigil_gpu_ecc_errors_total", "error_type, counter_type"),
                               COUNT, "Corrected and uncorrected ECC errors.", width=8))

@@ -7,7 +7,8 @@ from __future__ import annotations
 from grafana_foundation_sdk.builders.dashboard import Row
 
 from .fleet import THROTTLE_REASONS
-from .panels import BYTES, COUNT, PERCENT, WATTS, dashboard, drill, graph, listing, profiling, single, variable
+from .panels import (BYTES, COUNT, PERCENT, WATTS, dashboard, drill, graph, listing, profiling, single, variable,
+                     xids)
 
 UID = "vigil-job"
 GPU_UID = "vigil-gpu"
@@ -48,12 +49,12 @@ def build():
                                "Tensor-core activity of each GPU of the job.", width=8, links=[_TO_GPU],
                                minimum=0, maximum=1)))
     throttled = on_job(f'max by (node, gpu) (vigil_gpu_clock_event_active{{reason=~"{THROTTLE_REASONS}"}})')
-    xids = on_job("sum by (node, gpu) (increase(vigil_gpu_xid_errors_total[$__rate_interval]))")
+    job_xids = on_job(f"sum by (node, gpu) ({xids()})")
     return (board.with_row(Row("Trouble while the job ran"))
             .with_panel(graph("GPUs throttled", f"sum({throttled})", COUNT,
                               "How many of the job's GPUs a power cap, thermal or hardware slowdown held back.",
                               width=8))
-            .with_panel(graph("XID errors", f"sum by (node, gpu) ({xids})", COUNT,
+            .with_panel(graph("XID errors", f"sum by (node, gpu) ({job_xids})", COUNT,
                               "XID errors on the job's GPUs while it held them.", width=8, links=[_TO_GPU]))
             .with_panel(listing("GPUs of the job", HELD, COUNT, "Node, GPU and UUID of each GPU the job holds.",
                                 width=8, links=[_TO_GPU])))

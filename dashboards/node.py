@@ -6,7 +6,7 @@ from __future__ import annotations
 from grafana_foundation_sdk.builders.dashboard import Row
 
 from .panels import (BYTES, CELSIUS, COUNT, GPU_JOB, PERCENT, SECONDS, WATTS, dashboard, drill, graph, listing,
-                     single, variable)
+                     single, variable, xids)
 
 UID = "vigil-node"
 GPU_UID, JOB_UID = "vigil-gpu", "vigil-job"
@@ -54,8 +54,8 @@ def build():
              .with_panel(graph("Clock events", f'sum by (gpu, reason) (vigil_gpu_clock_event_active{{{N}, '
                                f'reason!="gpu_idle"}})', COUNT, "Reasons holding each GPU's clocks down.", width=12,
                                links=[_TO_GPU]))
-             .with_panel(graph("XID errors", f"sum by (gpu, class) (increase(vigil_gpu_xid_errors_total{{{N}}}"
-                               "[$__rate_interval]))", COUNT, "XID errors by GPU and class.", width=12,
+             .with_panel(graph("XID errors", f"sum by (gpu, class) ({xids(f'{{{N}}}')})", COUNT,
+                               "XID errors by GPU and class.", width=12,
                                links=[_TO_GPU])))
     return (board.with_row(Row("Disks, network, jobs"))
             .with_panel(listing("Disks", [(f"vigil_disk_smart_healthy{{{N}}}", "healthy"),

@@ -47,6 +47,14 @@ def profiling(wrap) -> list[tuple[str, str]]:
     return [(wrap(metric), legend) for metric, legend in PROFILING]
 
 
+def xids(selector: str = "", window: str = "$__rate_interval") -> str:
+    """XID errors in each `window`, counting a GPU's first XID of a code too: the exporter creates the
+    counter's series at the first event (value 1), which `increase()` alone reads as 0. Series older than
+    the window: their increase; series born inside it: their whole value."""
+    series = f"vigil_gpu_xid_errors_total{selector}"
+    return f"(increase({series}[{window}]) and {series} offset {window}) or {series}"
+
+
 def query(expr: str, legend: str = "", ref: str = "A", instant: bool = False) -> prometheus.Dataquery:
     q = prometheus.Dataquery().expr(expr).ref_id(ref).datasource(DATASOURCE)
     if legend:

@@ -1,0 +1,107 @@
+"""Every panel query of the dashboards run against a live Prometheus, the way Grafana would run it: the
+template variables take the first value their own query returns there (in order, so `$gpu` is a GPU of
+`$node`), Grafana's built-in variables a window that fits a young demo stack.
+
+Queries that are legitimately empty in a healthy demo are listed with the reason: by panel in
+EMPTY_WHEN_HEALTHY, by metric the demo lacks in EMPTY_METRICS (DCGM-only fields, InfiniBand); the
+end-to-end test requires data from every other query and checks the error panels after a fault.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
+
+from .check import BUILTINS, expand, panels, variable_query
+
+# a demo stack scrapes every second and is minutes old: windows of 5 minutes at 1-second resolution
+LIVE_BUILTINS = {**BUILTINS, "__rate_interval": "1m", "__interval": "1s", "__range": "5m", "__range_s": "300"}
+_NO_JOBS = "no training job runs in the demo yet (the simulated fleet's jobs are issue 11's other part)"
+_NO_ERRORS = "no GPU has had an XID in a healthy demo (the chaos test checks it after xid79)"
+# (dashboard uid, panel title) -> why the panel may show no data in a healthy demo
+EMPTY_WHEN_HEALTHY = {
+    ("vigil-fleet", "XID errors"): _NO_ERRORS,
+    ("vigil-fleet", "XID errors by class"): _NO_ERRORS,
+    ("vigil-fleet", "GPUs with errors now"): _NO_ERRORS,
+    ("vigil-fleet", "GPUs allocated by team"): _NO_JOBS,
+    ("vigil-fleet", "Allocated GPUs idle by team"): _NO_JOBS,
+    ("vigil-fleet", "GPUs allocated vs. idle"): _NO_JOBS,
+    ("vigil-fleet", "Jobs"): _NO_JOBS,
+    ("vigil-fleet", "GPU-hours allocated vs. used"): _NO_JOBS,
+    ("vigil-fleet", "Usage efficiency"): _NO_JOBS,
+    ("vigil-fleet", "Hardware incidents per 1,000 GPU-days"): _NO_ERRORS,
+    ("vigil-fleet", "MTTR"): "no incident has been resolved in a fresh demo",
+    ("vigil-node", "XID errors"): _NO_ERRORS,
+    ("vigil-node", "Jobs"): _NO_JOBS,
+    ("vigil-gpu", "XID errors"): _NO_ERRORS,
+    ("vigil-gpu", "Jobs on this GPU"): _NO_JOBS,
+    ("vigil-stack", "Alert ingest"): "the Watchdog goes to the heartbeat endpoint; nothing pages in a healthy demo",
+    ("vigil-stack", "Page delivery latency (p95)"): "nothing pages in a healthy demo",
+}
+_DCGM = "a DCGM field (profiling, last XID code): the demo's simulated fleet speaks NVML, which has none"
+# metrics the demo does not have -> why: a query reading one of them may be empty
+EMPTY_METRICS = {
+    "vigil_gpu_sm_active_ratio": _DCGM, "vigil_gpu_sm_occupancy_ratio": _DCGM,
+    "vigil_gpu_tensor_pipe_active_ratio": _DCGM, "vigil_gpu_dram_active_ratio": _DCGM,
+    "vigil_gpu_last_xid_code": _DCGM,
+    "vigil_infiniband_port_errors_total": "the demo's node health exporter reads this host's sysfs, which has no "
+                                          "InfiniBand device",
+}
+NO_VALUE_DASHBOARDS = {"vigil-job": _NO_JOBS}  # a dashboard whose variable has no value: all of it may be empty
+
+
+@dataclass(frozen=True)
+class LiveResult:
+    dashboard: str
+    panel: str
+    ref: str
+    query: str  # as sent, variables expanded
+    series: int
+    error: str | None = None
+    unresolved: bool = False  # a variable of the query had no value in this Prometheus
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.dashboard, self.panel
+
+
+def variable_values(model: dict, client: PrometheusClient) -> dict[str, str]:
+    """Each variable's first value (sorted) from the live Prometheus; a variable without values is left out."""
+    values: dict[str, str] = {}
+    for var in (model.get("templating") or {}).get("list") or []:
+        expr = variable_query(var)
+        if expr is None:
+            continue
+        label = var.get("name")
+        found = sorted({sample.labels.get(label, "") for sample in client.query(expand(expr, values, LIVE_BUILTINS)[0])}
+                       - {""})
+        if label and found:
+            values[label] = found[0]
+    return values
+
+
+def run_dashboard(model: dict, client: PrometheusClient) -> list[LiveResult]:
+    """Each query of each panel, instant, at now; a query Prometheus refuses has its error instead."""
+    values = variable_values(model, client)
+    results = []
+    for panel in panels(model):
+        for target in panel.get("targets") or []:
+            query, _, unresolved = expand(target.get("expr", ""), values, LIVE_BUILTINS)
+            try:
+                series, error = len(client.query(query)), None
+            except PrometheusUnavailable as exc:
+                series, error = 0, str(exc)
+            results.append(LiveResult(model["uid"], panel.get("title", ""), target.get("refId", ""), query, series,
+                                      error, bool(unresolved)))
+    return results
+
+
+def allowed_empty(result: LiveResult) -> str | None:
+    """Why `result` may be empty in a healthy demo, or None when it must have data."""
+    if result.key in EMPTY_WHEN_HEALTHY:
+        return EMPTY_WHEN_HEALTHY[result.key]
+    if result.unresolved and result.dashboard in NO_VALUE_DASHBOARDS:
+        return NO_VALUE_DASHBOARDS[result.dashboard]
+    return next((why for metric, why in EMPTY_METRICS.items() if re.search(rf"\b{metric}\b", result.query)), None)
