@@ -5,6 +5,7 @@ are checked after a fault instead (a GPU falls off the bus: XID 79)."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -65,6 +66,22 @@ def test_every_panel_query_returns_data_from_the_demo_prometheus(prometheus):
     assert empty == [], "panels without data:\n" + "\n".join(empty)
     # the GPU and node views resolved their variables to a live node and GPU
     assert all(not r.unresolved for r in found if r.dashboard in ("vigil-node", "vigil-gpu"))
+
+
+def test_preview_draws_every_dashboard_from_live_data(prometheus, tmp_path):
+    """`vigil dashboards preview`: one PNG per dashboard, every panel drawn, the healthy ones with data."""
+    from click.testing import CliRunner
+
+    from vigil.cli import main
+
+    result = CliRunner().invoke(main, ["dashboards", "preview", "--prometheus-url", prometheus.url, "-o", str(tmp_path),
+                                       "--window", "1m"])
+    assert result.exit_code == 0, result.output
+    drawn = dict(re.findall(r"/([a-z-]+)\.png: (\d+) of \d+ panels with data", result.output))
+    assert set(drawn) == {model["uid"] for model in dashboard_models()}
+    for uid in ("vigil-fleet", "vigil-node", "vigil-gpu", "vigil-stack"):
+        assert int(drawn[uid]) >= 10, result.output
+        assert (tmp_path / f"{uid}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_the_error_panels_show_the_fault_after_a_gpu_falls_off_the_bus(stack, prometheus):

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from vigil.dashboards.build import DEFAULT_OUTPUT, DEFAULT_PROMETHEUS_URL, GRAFANA_VERSION, render, stale, write
+from vigil.common.click_types import Duration
 from vigil.dashboards.check import check_dashboards
 
 _DIR = click.Path(path_type=Path, file_okay=False)
@@ -70,3 +71,29 @@ def check(files: tuple[Path, ...]):
         models = {path: json.loads(text) for path, text in render().items() if path.endswith(".json")}
     _fail_on(check_dashboards(models))
     click.echo(f"OK: {len(models)} dashboards pass the offline checks")
+
+
+@dashboards.command()
+@click.option("--prometheus-url", default=DEFAULT_PROMETHEUS_URL, show_default=True,
+              help="The Prometheus to fill the panels from (a running `vigil up` stack's).")
+@click.option("-o", "--output", type=_DIR, default=Path("docs/img/dashboards"), show_default=True,
+              help="Folder to write <uid>.png into.")
+@click.option("--window", type=Duration(), default="10m", show_default=True, help="Time range of the graphs.")
+def preview(prometheus_url: str, output: Path, window: float):
+    """Draw each dashboard to PNG from live data (matplotlib, laid out on the dashboard's grid): what an SRE
+    would see in Grafana, without Grafana."""
+    from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
+    from vigil.dashboards.build import dashboard_models
+    from vigil.dashboards.preview import render_png
+
+    client = PrometheusClient(prometheus_url)
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        for model in dashboard_models():
+            png, drawn, with_data = render_png(model, client, window_s=window)
+            (output / f"{model['uid']}.png").write_bytes(png)
+            click.echo(f"{output / (model['uid'] + '.png')}: {with_data} of {drawn} panels with data")
+    except PrometheusUnavailable as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot write under {output}: {exc.strerror}") from None
