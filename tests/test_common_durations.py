@@ -67,6 +67,7 @@ DURATION_FLAGS = [
     (("up",), [], "--timeout"),
     (("down",), [], "--timeout"),
     (("maintenance", "add"), ["--match", "node=n"], "--for"),
+    (("dashboards", "preview"), [], "--window"),
 ]
 
 
