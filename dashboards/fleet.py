@@ -90,7 +90,7 @@ def _jobs(board):
                               stacked=True, width=8))
             .with_panel(graph("GPUs allocated vs. idle", [
                 ("count(vigil_gpu_job)", "allocated"),
-                (f"count(job_gpu:vigil_gpu_utilization:ratio < {IDLE_BELOW})", "allocated, idle"),
+                (f"count(job_gpu:vigil_gpu_utilization:ratio < {IDLE_BELOW}) or vector(0)", "allocated, idle"),
                 ("sum(vigil_gpu_up)", "healthy")], COUNT, "The fleet's GPUs, those jobs hold, and those idle in a job.",
                 width=8))
             .with_panel(listing("Jobs", [

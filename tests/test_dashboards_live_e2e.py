@@ -21,7 +21,7 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    running = start_stack(tmp_path_factory.mktemp("dashboards-stack"), nodes=2, gpus=2)
+    running = start_stack(tmp_path_factory.mktemp("dashboards-stack"), nodes=3, gpus=4, jobs=2)
     yield running
     assert running.cli("down").returncode == 0
 
@@ -58,14 +58,15 @@ def test_every_panel_query_returns_data_from_the_demo_prometheus(prometheus):
     # every GPU scraped a few times (rate and increase windows), the rules evaluated, the Watchdog firing
     wait_for(lambda: prometheus.query('ALERTS{alertname="Watchdog", alertstate="firing"}')
              and prometheus.query("min(count_over_time(vigil_gpu_up[5m])) >= 3")
-             and prometheus.query("prometheus_rule_group_last_duration_seconds"), 90, "a warm demo stack")
+             and prometheus.query("prometheus_rule_group_last_duration_seconds")
+             and prometheus.query("vigil_gpu_job"), 90, "a warm demo stack with jobs")
     found = results(prometheus)
     assert len(found) > 80  # every query of every dashboard ran
     assert [f"{r.dashboard} / {r.panel}: {r.error}" for r in found if r.error] == []
     empty = [f"{r.dashboard} / {r.panel} ({r.ref}): {r.query}" for r in found if r.series == 0 and not allowed_empty(r)]
     assert empty == [], "panels without data:\n" + "\n".join(empty)
-    # the GPU and node views resolved their variables to a live node and GPU
-    assert all(not r.unresolved for r in found if r.dashboard in ("vigil-node", "vigil-gpu"))
+    # the node, GPU and job views resolved their variables to a live node, GPU and job
+    assert [r for r in found if r.unresolved] == []
 
 
 def test_preview_draws_every_dashboard_from_live_data(prometheus, tmp_path):
@@ -86,7 +87,7 @@ def test_preview_draws_every_dashboard_from_live_data(prometheus, tmp_path):
 
 def test_the_error_panels_show_the_fault_after_a_gpu_falls_off_the_bus(stack, prometheus):
     control = stack.state()["urls"]["gpu_control"]
-    r = requests.post(f"{control}/chaos/inject", json={"fault": "xid79", "node": "node-2", "gpu": 1}, timeout=5)
+    r = requests.post(f"{control}/chaos/inject", json={"fault": "xid79", "node": "node-1", "gpu": 1}, timeout=5)
     assert r.status_code == 200, r.text
     checked = [("vigil-fleet", "XID errors"), ("vigil-fleet", "XID errors by class"),
                ("vigil-fleet", "GPUs with errors now"), ("vigil-fleet", "Hardware incidents per 1,000 GPU-days"),
@@ -99,4 +100,4 @@ def test_the_error_panels_show_the_fault_after_a_gpu_falls_off_the_bus(stack, pr
     counted = next(r for r in results(prometheus, "vigil-fleet") if r.panel == "XID errors")
     assert prometheus.query(counted.query)[0].value == 1  # the GPU's first XID 79 counts, though its series is new
     errors_now = next(r for r in results(prometheus, "vigil-fleet") if r.panel == "GPUs with errors now")
-    assert {(s.labels["node"], s.labels["gpu"]) for s in prometheus.query(errors_now.query)} == {("node-2", "1")}
+    assert {(s.labels["node"], s.labels["gpu"]) for s in prometheus.query(errors_now.query)} == {("node-1", "1")}
