@@ -53,7 +53,7 @@ def test_a_heartbeat_timeout_the_notifier_would_refuse_is_refused_with_the_setti
 @pytest.mark.e2e
 def test_stopping_alertmanager_pages_the_heartbeat_incident_and_resuming_it_resolves(tmp_path):
     config = tmp_path / "vigil.yaml"
-    config.write_text(FAST_STACK.format(nodes=1, gpus=1, aiops="false", node_health="false", backfill_days=0)
+    config.write_text(FAST_STACK.format(nodes=1, gpus=1, jobs=0, aiops="false", node_health="false", backfill_days=0)
                       + f"  watchdog_repeat_interval: 2\n  heartbeat_timeout: {TIMEOUT_S}\n")
     stack = RunningStack(tmp_path / "run", free_port_base())
     started = vigil("up", "--detach", "--config", str(config), "--run-dir", str(stack.run_dir), "--port-base",
