@@ -44,9 +44,12 @@ def recording_rule(record: Recording) -> dict:
 
 def rule_group(group: Group, max_for_seconds: float | None = None) -> dict:
     """One rule group: its recording rules first, so that its alerts read this evaluation's values
-    (Prometheus evaluates the rules of a group in order, one after the other)."""
+    (Prometheus evaluates the rules of a group in order, one after the other).
+
+    With `max_for_seconds` (a quick demo) the group's own `interval` is left out too: a 1-minute group
+    would otherwise hold its alerts back for up to a minute however short their `for` is made."""
     doc: dict = {"name": group.name}
-    if group.interval:
+    if group.interval and max_for_seconds is None:
         doc["interval"] = group.interval
     doc["rules"] = [recording_rule(record) for record in group.records] + \
         [alerting_rule(alert, max_for_seconds) for alert in group.alerts]
@@ -56,8 +59,9 @@ def rule_group(group: Group, max_for_seconds: float | None = None) -> dict:
 def prometheus_rule_file(ruleset: RuleSet, *, max_for_seconds: float | None = None) -> dict:
     """The Prometheus rule-file document `{"groups": [...]}`.
 
-    `max_for_seconds` caps every `for` and `keep_firing_for` (a demo stack evaluating every second
-    uses a few seconds so that drills are quick); None keeps the durations of the specs.
+    `max_for_seconds` caps every `for` and `keep_firing_for` and drops the groups' own intervals (a demo
+    stack evaluating every second uses a few seconds so that drills are quick); None keeps the durations
+    and intervals of the specs.
     """
     if max_for_seconds is not None and max_for_seconds < 0:
         raise ValueError("max_for_seconds must be >= 0")

@@ -50,6 +50,15 @@ def test_max_for_caps_for_and_keep_firing_for_only_where_longer():
     assert all("for" not in r and "keep_firing_for" not in r for g in zero["groups"] for r in g["rules"])
 
 
+def test_max_for_also_drops_the_groups_own_intervals():
+    """A quick demo caps `for`; a 1-minute group would still hold its alerts back for up to a minute."""
+    ruleset = rules.load_specs(rules.default_spec_paths())
+    as_written = {g["name"]: g.get("interval") for g in rules.prometheus_rule_file(ruleset)["groups"]}
+    assert as_written["vigil-baselines"] == "1m" and as_written["vigil-gpu"] is None
+    capped = rules.prometheus_rule_file(ruleset, max_for_seconds=5)["groups"]
+    assert [g["name"] for g in capped] == list(as_written) and not any("interval" in g for g in capped)
+
+
 def test_first_rule_set_contract():
     """Alert names and severities the stack drill waits for."""
     ruleset = rules.load_specs(rules.default_spec_paths())
