@@ -10,6 +10,9 @@ DEB_TEST_PACKAGES := postgresql chromium
 # postgres: psycopg for the PostgreSQL store; k8s: grpcio for the kubelet pod-resources source;
 # parquet: pyarrow for Parquet history files (the tests read and write them)
 EXTRAS := test,postgres,k8s,parquet
+# test files run on this many pytest-xdist workers, each file whole on one worker (its module fixtures
+# start one stack); most of a run waits on real servers, so two workers fit two cores
+TEST_WORKERS ?= 2
 
 .PHONY: demo test setup system-packages rules bench-exporters bench-aiops clean
 
@@ -18,7 +21,7 @@ demo: setup
 
 test: setup
 	@deploy/ensure-system-packages.sh $(DEB_TEST_PACKAGES)
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 setup: system-packages $(STAMP)
 

@@ -31,6 +31,7 @@ USED_WITHOUT_IMPORT = {
     "httptools": "uvicorn's HTTP parser when installed (`vigil notifier serve`, http='auto')",
     "uvloop": "uvicorn's event loop when installed (`vigil notifier serve`, loop='auto')",
     "python-multipart": "Starlette parses the web console's HTML forms with it (`await request.form()`)",
+    "pytest-xdist": "a pytest plugin: `make test` runs `pytest -n` (tests/ never imports it)",
     "playwright": "the console's browser tests load it with pytest.importorskip (the `browser` fixture)",
 }
 
