@@ -22,6 +22,10 @@ _NO_ERRORS = "no GPU has had an XID in a healthy demo (the chaos test checks it 
 _RECORDED = ("read from gpu_records.yaml's recording rules, evaluated once a minute: a demo younger than that may "
              "not have them yet (tests/test_dashboards_jobs_promtool.py proves these queries)")
 _PLAIN_NODE = "the variables pick node-1, which the simulated fleet keeps free of jobs"
+_NO_PAGES = "nothing pages in a healthy demo (the chaos test checks it after xid79)"
+_ONCALL_WINDOW = ("the notifier's vigil_oncall_* figures have a series per team and priority of the incidents in its "
+                  "window, worked out once a minute: none before the first incident (docs/oncall-health.md's tests "
+                  "prove the figures)")
 # (dashboard uid, panel title) or (uid, title, query refId) -> why it may show no data in a healthy demo
 EMPTY_WHEN_HEALTHY = {
     ("vigil-fleet", "XID errors"): _NO_ERRORS,
@@ -41,6 +45,15 @@ EMPTY_WHEN_HEALTHY = {
     ("vigil-job", "XID errors"): _NO_ERRORS,
     ("vigil-stack", "Alert ingest"): "the Watchdog goes to the heartbeat endpoint; nothing pages in a healthy demo",
     ("vigil-stack", "Page delivery latency (p95)"): "nothing pages in a healthy demo",
+    ("vigil-oncall", "Firing alerts on nodes"): "no node alert fires in a healthy demo (the chaos test checks it)",
+    ("vigil-oncall", "Pages sent by channel and result"): _NO_PAGES,
+    ("vigil-oncall", "Escalation tiers paged"): _NO_PAGES,
+    ("vigil-oncall", "SLA breaches"): "no incident misses its ack or resolve target in a short demo",
+    **{("vigil-oncall", title): _ONCALL_WINDOW for title in (
+        "Incidents in the window", "Pages per person in the window", "Escalation ratio", "Acknowledged ratio",
+        "Acted-on ratio")},
+    **{("vigil-oncall", title): _ONCALL_WINDOW + "; and only once a person acknowledges or resolves an incident"
+       for title in ("MTTA", "MTTR", "SLA compliance")},
 }
 _DCGM = "a DCGM field (profiling, last XID code): the demo's simulated fleet speaks NVML, which has none"
 # metrics the demo does not have -> why: a query reading one of them may be empty

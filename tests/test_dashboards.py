@@ -14,7 +14,7 @@ from vigil.cli import main
 from vigil.dashboards.build import DATASOURCE_FILE, DEFAULT_OUTPUT, PROVIDER_FILE, render
 from vigil.dashboards.check import panels
 
-UIDS = ("vigil-fleet", "vigil-node", "vigil-gpu", "vigil-job", "vigil-stack")
+UIDS = ("vigil-fleet", "vigil-node", "vigil-gpu", "vigil-job", "vigil-stack", "vigil-oncall")
 
 
 def vigil(*args):
@@ -116,3 +116,19 @@ def test_fleet_overview_has_the_views_the_issue_asks_for():
     profiling = " ".join(t["expr"] for t in titles["Fleet utilization and profiling"]["targets"])
     assert "vigil_gpu_sm_active_ratio" in profiling and "vigil_gpu_tensor_pipe_active_ratio" in profiling
     assert "ALERTS" in titles["Firing alerts"]["targets"][0]["expr"]
+
+
+def test_oncall_dashboard_reads_the_notifiers_metrics_and_links_to_the_node():
+    board = models()["vigil-oncall"]
+    titles = {panel["title"]: panel for panel in panels(board)}
+    expected = {"Pages sent by channel and result": "vigil_notifier_deliveries_total", "MTTA": "vigil_oncall_mtta_seconds",
+                "MTTR": "vigil_oncall_mttr_seconds", "SLA compliance": "vigil_oncall_sla_compliance_ratio",
+                "SLA breaches": "vigil_notifier_sla_breaches_total", "Escalation ratio": "vigil_oncall_escalation_ratio",
+                "Acted-on ratio": "vigil_oncall_acted_on_ratio", "Noisiest alerts": "ALERTS",
+                "Firing alerts by severity": "ALERTS", "Incidents open": "vigil_notifier_incidents_firing"}
+    for title, metric in expected.items():
+        assert metric in " ".join(t["expr"] for t in titles[title]["targets"]), title
+    assert "by (channel, result)" in titles["Pages sent by channel and result"]["targets"][0]["expr"]
+    assert all("team, priority" in titles[t]["targets"][0]["expr"] for t in ("MTTA", "MTTR", "Acted-on ratio"))
+    for url in _follow(board, "vigil-node"):
+        assert "${__url_time_range}" in url and "var-node=${__field.labels.node}" in url

@@ -91,7 +91,8 @@ def test_the_error_panels_show_the_fault_after_a_gpu_falls_off_the_bus(stack, pr
     assert r.status_code == 200, r.text
     checked = [("vigil-fleet", "XID errors"), ("vigil-fleet", "XID errors by class"),
                ("vigil-fleet", "GPUs with errors now"), ("vigil-fleet", "Hardware incidents per 1,000 GPU-days"),
-               ("vigil-stack", "Alert ingest")]
+               ("vigil-stack", "Alert ingest"), ("vigil-oncall", "Firing alerts on nodes"),
+               ("vigil-oncall", "Pages sent by channel and result"), ("vigil-oncall", "Escalation tiers paged")]
     assert all(key in EMPTY_WHEN_HEALTHY for key in checked)
     wait_until_none_missing(lambda: [title for uid, title in checked if series_of(prometheus, uid, title) == 0], 60,
                             "the XID and the page it causes to show in the panels")
@@ -101,3 +102,5 @@ def test_the_error_panels_show_the_fault_after_a_gpu_falls_off_the_bus(stack, pr
     assert prometheus.query(counted.query)[0].value == 1  # the GPU's first XID 79 counts, though its series is new
     errors_now = next(r for r in results(prometheus, "vigil-fleet") if r.panel == "GPUs with errors now")
     assert {(s.labels["node"], s.labels["gpu"]) for s in prometheus.query(errors_now.query)} == {("node-1", "1")}
+    on_nodes = next(r for r in results(prometheus, "vigil-oncall") if r.panel == "Firing alerts on nodes")
+    assert {s.labels["node"] for s in prometheus.query(on_nodes.query)} == {"node-1"}  # the link opens node-1
