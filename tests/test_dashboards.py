@@ -14,7 +14,7 @@ from vigil.cli import main
 from vigil.dashboards.build import DATASOURCE_FILE, DEFAULT_OUTPUT, PROVIDER_FILE, render
 from vigil.dashboards.check import panels
 
-UIDS = ("vigil-fleet", "vigil-node", "vigil-gpu", "vigil-job", "vigil-stack", "vigil-oncall")
+UIDS = ("vigil-fleet", "vigil-node", "vigil-gpu", "vigil-job", "vigil-stack", "vigil-oncall", "vigil-disks")
 
 
 def vigil(*args):
@@ -132,3 +132,19 @@ def test_oncall_dashboard_reads_the_notifiers_metrics_and_links_to_the_node():
     assert all("team, priority" in titles[t]["targets"][0]["expr"] for t in ("MTTA", "MTTR", "Acted-on ratio"))
     for url in _follow(board, "vigil-node"):
         assert "${__url_time_range}" in url and "var-node=${__field.labels.node}" in url
+
+
+def test_disk_dashboard_covers_smart_nvme_filesystems_infiniband_and_the_risk_ranking():
+    board = models()["vigil-disks"]
+    exprs = {panel["title"]: " ".join(t["expr"] for t in panel["targets"]) for panel in panels(board) if "targets" in panel}
+    growth = exprs["SMART attribute growth"]
+    assert "vigil_disk_smart_attribute_raw" in growth and all(a in growth for a in ("5|187|188|197|198",))
+    for title, metric in {"NVMe media errors": "vigil_disk_nvme_media_errors_total",
+                          "NVMe critical warnings": "vigil_disk_nvme_critical_warning",
+                          "Predicted free space in 24 h": "predict_linear(node_filesystem_avail_bytes",
+                          "InfiniBand port state": "vigil_infiniband_port_up",
+                          "InfiniBand port errors": "vigil_infiniband_port_errors_total",
+                          "Riskiest disks and GPUs": "topk(10, vigil_failure_risk)"}.items():
+        assert metric in exprs[title], title
+    for url in _follow(board, "vigil-node") + _follow(board, "vigil-gpu"):
+        assert "${__url_time_range}" in url
