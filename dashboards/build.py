@@ -18,11 +18,11 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 
 from vigil.rules.dump import dump_yaml
 
-from . import disks, fleet, gpu, job, node, oncall, stack
+from . import aiops, disks, fleet, gpu, job, node, oncall, stack
 from .panels import DATASOURCE_TYPE, DATASOURCE_UID
 
 GRAFANA_VERSION = "11.6"  # the Grafana release grafana-foundation-sdk's pinned version (…!11.6.0) models
-MODULES = (fleet, node, gpu, job, stack, oncall, disks)  # drill-down order, the stack, on-call, disks
+MODULES = (fleet, node, gpu, job, stack, oncall, disks, aiops)  # drill-down order, the stack, on-call, disks, AIOps
 DEFAULT_OUTPUT = Path(__file__).parent  # the checked-in copy: dashboards/json, dashboards/provisioning
 DEFAULT_PROMETHEUS_URL = "http://127.0.0.1:9600"  # `vigil up`'s Prometheus (port_base)
 DASHBOARD_PATH = "/var/lib/grafana/dashboards/vigil"

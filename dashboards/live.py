@@ -58,14 +58,18 @@ EMPTY_WHEN_HEALTHY = {
 _DCGM = "a DCGM field (profiling, last XID code): the demo's simulated fleet speaks NVML, which has none"
 _NO_IB = "the demo's node health exporter reads this host's sysfs, which has no InfiniBand device"
 _NO_AIOPS = ("written by the AIOps service, which the dashboards' demo stack does not run (start_stack's aiops=False); "
-             "tests/test_stack_aiops_e2e.py proves the failure-risk series")
+             "tests/test_stack_aiops_e2e.py proves the baseline and failure-risk series")
 # metrics the demo does not have -> why: a query reading one of them may be empty
 EMPTY_METRICS = {
     "vigil_gpu_sm_active_ratio": _DCGM, "vigil_gpu_sm_occupancy_ratio": _DCGM,
     "vigil_gpu_tensor_pipe_active_ratio": _DCGM, "vigil_gpu_dram_active_ratio": _DCGM,
     "vigil_gpu_last_xid_code": _DCGM,
     "vigil_infiniband_port_errors_total": _NO_IB, "vigil_infiniband_port_up": _NO_IB,
-    "vigil_failure_risk": _NO_AIOPS, "vigil_failure_risk_reason": _NO_AIOPS,
+    **{metric: _NO_AIOPS for metric in (
+        "vigil_failure_risk", "vigil_failure_risk_reason", "vigil_failure_risk_up",
+        "vigil_failure_risk_last_success_timestamp_seconds", "vigil_baseline_expected", "vigil_baseline_lower",
+        "vigil_baseline_upper", "vigil_baseline_series", "vigil_baseline_series_by_class",
+        "vigil_baseline_last_fit_timestamp_seconds")},
 }
 
 

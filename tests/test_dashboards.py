@@ -14,7 +14,8 @@ from vigil.cli import main
 from vigil.dashboards.build import DATASOURCE_FILE, DEFAULT_OUTPUT, PROVIDER_FILE, render
 from vigil.dashboards.check import panels
 
-UIDS = ("vigil-fleet", "vigil-node", "vigil-gpu", "vigil-job", "vigil-stack", "vigil-oncall", "vigil-disks")
+UIDS = ("vigil-fleet", "vigil-node", "vigil-gpu", "vigil-job", "vigil-stack", "vigil-oncall", "vigil-disks",
+        "vigil-aiops")
 
 
 def vigil(*args):
@@ -148,3 +149,24 @@ def test_disk_dashboard_covers_smart_nvme_filesystems_infiniband_and_the_risk_ra
         assert metric in exprs[title], title
     for url in _follow(board, "vigil-node") + _follow(board, "vigil-gpu"):
         assert "${__url_time_range}" in url
+
+
+def test_aiops_dashboard_shows_baseline_bands_anomalies_risk_and_its_own_health():
+    board = models()["vigil-aiops"]
+    exprs = {panel["title"]: [t["expr"] for t in panel["targets"]] for panel in panels(board) if "targets" in panel}
+    (metric,) = board["templating"]["list"]
+    assert metric["name"] == "metric" and "vigil_baseline_expected" in str(metric["query"])
+    band = exprs["Series and baseline band"]
+    assert [e.split("{")[0] for e in band] == ["vigil_baseline_lower", "vigil_baseline_expected", "vigil_baseline_upper"]
+    assert all('metric="$metric"' in e for e in band)
+    above, below = exprs["Anomalies: outside the band"]
+    assert "> on(node, gpu) group_left vigil_baseline_upper" in above
+    assert "< on(node, gpu) group_left vigil_baseline_lower" in below
+    assert 'kind="gpu"' in exprs["Riskiest GPUs"][0] and 'kind="disk"' in exprs["Riskiest disks"][0]
+    assert "vigil_failure_risk_reason" in exprs["Risk reasons"][0]
+    assert "vigil_baseline_last_fit_timestamp_seconds" in exprs["Since the last fit"][0]
+    assert "vigil_failure_risk_last_success_timestamp_seconds" in exprs["Since the last risk refresh"][0]
+    for url in _follow(board, "vigil-gpu"):
+        assert "${__url_time_range}" in url and "var-node=${__field.labels.node}&var-gpu=${__field.labels.gpu}" in url
+    for url in _follow(board, "vigil-node"):
+        assert "${__url_time_range}" in url and "var-node=${__field.labels.node}" in url

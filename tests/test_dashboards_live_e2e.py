@@ -65,8 +65,10 @@ def test_every_panel_query_returns_data_from_the_demo_prometheus(prometheus):
     assert [f"{r.dashboard} / {r.panel}: {r.error}" for r in found if r.error] == []
     empty = [f"{r.dashboard} / {r.panel} ({r.ref}): {r.query}" for r in found if r.series == 0 and not allowed_empty(r)]
     assert empty == [], "panels without data:\n" + "\n".join(empty)
-    # the node, GPU and job views resolved their variables to a live node, GPU and job
-    assert [r for r in found if r.unresolved] == []
+    # the node, GPU and job views resolved their variables to a live node, GPU and job (the AIOps view's
+    # metric has no value without the AIOps service: its queries are listed in EMPTY_METRICS)
+    assert [r for r in found if r.unresolved and not allowed_empty(r)] == []
+    assert any(r.unresolved for r in found if r.dashboard == "vigil-aiops")
 
 
 def test_preview_draws_every_dashboard_from_live_data(prometheus, tmp_path):
