@@ -58,7 +58,7 @@ EMPTY_WHEN_HEALTHY = {
 _DCGM = "a DCGM field (profiling, last XID code): the demo's simulated fleet speaks NVML, which has none"
 _NO_IB = "the demo's node health exporter reads this host's sysfs, which has no InfiniBand device"
 _NO_AIOPS = ("written by the AIOps service, which the dashboards' demo stack does not run (start_stack's aiops=False); "
-             "tests/test_stack_aiops_e2e.py proves the baseline and failure-risk series")
+             "tests/test_dashboards_aiops_e2e.py runs these queries in a stack with it")
 # metrics the demo does not have -> why: a query reading one of them may be empty
 EMPTY_METRICS = {
     "vigil_gpu_sm_active_ratio": _DCGM, "vigil_gpu_sm_occupancy_ratio": _DCGM,
