@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 import click
 
 from vigil.common.click_types import Duration, label_pairs
+from vigil.notifier.api.parse import window_body
 from vigil.oncall.schedules import moment_at
 
 from .cli_incidents import by_option, call_notifier, json_option, printed_plainly, when
@@ -62,13 +63,7 @@ def add(run_dir, matchers, duration, until, start, reason, by):
     """Add a maintenance window: --match LABEL=VALUE … and --for DURATION or --until TIME."""
     if (duration is None) == (until is None):
         raise click.UsageError("give exactly one of --for DURATION and --until TIME")
-    window = {"match": matchers, "by": by, "reason": reason}
-    if start is not None:
-        window["starts_at"] = _iso(start)
-    if until is not None:
-        window["ends_at"] = _iso(until)
-    else:
-        window["for"] = duration
+    window = window_body(matchers, by, reason, start, until, duration)
     added = call_notifier(run_dir, lambda c: c.add_maintenance(window))
     click.echo(f"maintenance window #{added['id']}: {when(added['starts_at'])} → {when(added['ends_at'])} UTC "
                f"({'active now' if added['active'] else 'not begun'})")
@@ -81,7 +76,3 @@ def end(run_dir, window_id):
     """End a maintenance window now (one not begun is cancelled)."""
     ended = call_notifier(run_dir, lambda c: c.end_maintenance(window_id))
     click.echo(f"maintenance window #{ended['id']} ended at {when(ended['ended_at'])} UTC")
-
-
-def _iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat()

@@ -8,6 +8,7 @@ would retry a 5xx forever); `reason` is the label counted in `vigil_notifier_web
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Annotated
 
 from fastapi import Request
@@ -130,6 +131,24 @@ async def note_body(request: Request) -> NoteBody:
 async def maintenance_body(request: Request, now: float) -> NewWindow:
     """The window asked for, its times checked against `now`: it must end after it starts, in the future."""
     return new_window(await _json_body(request), now)
+
+
+def window_body(match: dict[str, str], by: str | None, reason: str | None, starts: float | None,
+                ends: float | None, duration) -> dict:
+    """The maintenance JSON body (what `new_window` reads): times are epoch seconds, None when not given;
+    `duration` is used when `ends` is None. Shared by the CLI and the console's form."""
+    body = {"match": match, "by": by, "reason": reason}
+    if starts is not None:
+        body["starts_at"] = _utc_iso(starts)
+    if ends is not None:
+        body["ends_at"] = _utc_iso(ends)
+    else:
+        body["for"] = duration
+    return body
+
+
+def _utc_iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat()
 
 
 def new_window(data: object, now: float) -> NewWindow:

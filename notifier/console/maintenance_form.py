@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from vigil.notifier.api.parse import NewWindow, Rejected, new_window
+from vigil.notifier.api.parse import NewWindow, Rejected, new_window, window_body
 from vigil.notifier.console.render import seconds_of
 from vigil.oncall.schedules import moment_at
 
@@ -54,13 +53,7 @@ def window_from_form(form: Mapping[str, str], zone: ZoneInfo, now: float, by: st
         problems.append("end: give an end time or a duration (like 2h), one of them")
     if problems:
         raise FormProblems(problems)
-    body = {"match": matchers, "by": by, "reason": str(form.get("reason", "")).strip() or None}
-    if starts is not None:
-        body["starts_at"] = _iso(starts)
-    if ends is not None:
-        body["ends_at"] = _iso(ends)
-    else:
-        body["for"] = duration
+    body = window_body(matchers, by, str(form.get("reason", "")).strip() or None, starts, ends, duration)
     try:
         return new_window(body, now)
     except Rejected as exc:
@@ -90,10 +83,6 @@ def _time(value, zone: ZoneInfo, now: float, name: str, problems: list[str]) -> 
     except ValueError as exc:
         problems.append(f"{name}: {exc}")
         return None
-
-
-def _iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, ZoneInfo("UTC")).isoformat()
 
 
 def _form_words(message: str) -> str:
