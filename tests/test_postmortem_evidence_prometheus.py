@@ -28,14 +28,14 @@ HOT_EXPR = 'vigil_gpu_temperature_celsius{sensor="gpu"} >= 90'
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory):
     """(client, fault time): 40 minutes of samples every 15 s, up to a minute ago; at the fault time GPU
-    0 of n1 drops out of its load band and GPU 1 of n1 overheats; job-42 holds both."""
+    0 of node-1 drops out of its load band and GPU 1 of node-1 overheats; job-42 holds both."""
     work = tmp_path_factory.mktemp("pm-prom")
     end = time.time() - 60
     end -= end % STEP
     t = end - STEP * np.arange(160)[::-1]
     fault = float(t[100])
     after = t >= fault
-    gpu0, gpu1 = {"node": "n1", "gpu": "0"}, {"node": "n1", "gpu": "1"}
+    gpu0, gpu1 = {"node": "node-1", "gpu": "0"}, {"node": "node-1", "gpu": "1"}
     band = {"metric": "vigil_gpu_utilization_ratio"}
     series = [
         ("vigil_gpu_utilization_ratio", gpu0, t, np.where(after, 0.05, 0.8)),
@@ -78,8 +78,8 @@ def incident(fault: float, *alerts: tuple[str, dict]) -> dict:
 
 def test_first_sign_jobs_threshold_and_band(prometheus):
     client, fault = prometheus
-    found = gather(client, incident(fault, (BASELINE_ALERT, {"node": "n1", "gpu": "0"}),
-                                    ("GpuHot", {"node": "n1", "gpu": "1"})), now=fault + 600)
+    found = gather(client, incident(fault, (BASELINE_ALERT, {"node": "node-1", "gpu": "0"}),
+                                    ("GpuHot", {"node": "node-1", "gpu": "1"})), now=fault + 600)
     assert found.problems == []
     assert abs(found.first_sign_at - fault) <= 5, (found.first_sign_at, fault)  # both faults start then
     assert found.first_sign_how.startswith("first sample of ")
@@ -87,16 +87,16 @@ def test_first_sign_jobs_threshold_and_band(prometheus):
     charts = {chart.title.split(":")[0]: chart for chart in found.charts}
     hot, load = charts["GpuHot"], charts[BASELINE_ALERT]
     assert hot.threshold == (">=", 90.0) and hot.band is None
-    assert [line.label for line in hot.lines] == ["node=n1, gpu=1"]
+    assert [line.label for line in hot.lines] == ["node=node-1, gpu=1"]
     assert load.query == "vigil_gpu_utilization_ratio" and load.threshold is None
-    assert [line.label for line in load.lines] == ["node=n1, gpu=0"]  # n2's GPU is not drawn
+    assert [line.label for line in load.lines] == ["node=node-1, gpu=0"]  # n2's GPU is not drawn
     lower, upper = load.band
     assert {v for _, v in lower} == {0.5} and {v for _, v in upper} == {0.95}
 
 
 def test_no_rule_of_that_name_leaves_the_first_sign_unknown(prometheus):
     client, fault = prometheus
-    found = gather(client, incident(fault, ("RenamedSince", {"node": "n1", "gpu": "1"})), now=fault + 600)
+    found = gather(client, incident(fault, ("RenamedSince", {"node": "node-1", "gpu": "1"})), now=fault + 600)
     assert found.first_sign_at is None and found.charts == []
     assert found.first_sign_how == "unknown: Prometheus has no rule for RenamedSince"
     assert found.jobs == ["job-42"]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import promql_parser
 
 from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable, RangeSeries
+from vigil.rules.promql import quote
 
 from .facts import parse_time
 
@@ -178,6 +179,7 @@ def _jobs(prometheus: PrometheusClient, targets: list[dict], start: float, end: 
     nodes = sorted({t["node"] for t in targets if "node" in t})
     if not nodes:
         return []
-    selector = 'vigil_gpu_job{node=~"%s"}' % "|".join(re.escape(n) for n in nodes)
+    # re.escape writes `\-` for `node-1`: quote() doubles the backslash, PromQL's string would refuse it
+    selector = "vigil_gpu_job{node=~%s}" % quote("|".join(re.escape(n) for n in nodes))
     series = prometheus.query_range(f"max by (node, gpu, job_id) ({selector})", start, end, step)
     return sorted({s.labels["job_id"] for s in series if "job_id" in s.labels and matches(s.labels, targets)})
