@@ -203,7 +203,6 @@ def _moment(text: str, zone: ZoneInfo, now: float, option: str) -> float:
         raise click.BadParameter(str(exc), param_hint=option) from None
 
 
-
 def _format(at: float, zone: ZoneInfo) -> str:
     return datetime.fromtimestamp(at, zone).strftime("%Y-%m-%d %H:%M %Z")
 
