@@ -76,8 +76,7 @@ def test_jobs_start_finish_fail_and_hang_over_time_deterministically() -> None:
 
 def attributed(fleet: SimulatedFleet, node: str) -> AttributedNode:
     page = AttributedNode(NvmlCollector(fleet.nvml[node], node, watch_xids=False), fleet.jobs, fleet.clock)
-    page.collector.start(loop=False)
-    page.refresh()
+    page.start()
     return page
 
 
