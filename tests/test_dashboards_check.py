@@ -87,8 +87,10 @@ def test_variables_are_substituted_before_parsing_and_label_values_are_checked(c
 
 
 def test_a_file_that_is_not_json_is_a_clean_error(tmp_path):
-    bad = tmp_path / "bad.json"
+    bad, worse = tmp_path / "bad.json", tmp_path / "worse.json"
     bad.write_text("{not json")
-    result = vigil("dashboards", "check", str(bad))
+    worse.write_text("[1,")
+    result = vigil("dashboards", "check", str(bad), str(worse))
     assert result.exit_code == 1
     assert f"{bad}: not a dashboard JSON file" in result.output and "Traceback" not in result.output
+    assert f"{worse}: not a dashboard JSON file" in result.output  # every bad file named, not only the first

@@ -61,12 +61,14 @@ def check(files: tuple[Path, ...]):
     """Check dashboard JSON FILES (default: the generated dashboards) without Grafana: panel ids, grid, units,
     datasource uid, variables, links, and every query against PromQL's grammar and the metric catalog."""
     if files:
-        models = {}
+        models, unreadable = {}, []
         for path in files:
             try:
                 models[str(path)] = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise click.ClickException(f"{path}: not a dashboard JSON file: {exc}") from None
+                unreadable.append(f"{path}: not a dashboard JSON file: {exc}")
+        if unreadable:  # every unreadable file at once, not only the first
+            raise click.ClickException("\n".join(unreadable))
     else:
         models = {path: json.loads(text) for path, text in render().items() if path.endswith(".json")}
     _fail_on(check_dashboards(models))
