@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from markdown_it import MarkdownIt
 
 from vigil.notifier.app import create_app
-from vigil.notifier.postmortem import render_postmortem
+from vigil.notifier.postmortem import TemplateProblem, render_postmortem
 from vigil.notifier.postmortem.facts import incident_facts, parse_time
 from vigil.notifier.postmortem.render import when
 from vigil.oncall.loader import parse_oncall
@@ -118,6 +118,15 @@ def test_a_team_overrides_a_template_or_one_block(seeded, tmp_path):
     (tmp_path / "postmortem.html.j2").write_text("<p>{{ f.incident.id }} {{ f.title }}</p>")
     html = render_postmortem(seeded["detail"], [], "html", now=seeded["now"], templates=tmp_path)[0].decode()
     assert html.startswith(f"<p>{seeded['ids']['main']} ")
+
+
+def test_a_broken_team_template_is_named_with_its_line(seeded, tmp_path):
+    (tmp_path / "postmortem.md.j2").write_text("# {{ f.title }}\n\n{% if %}\n")
+    with pytest.raises(TemplateProblem, match=r"postmortem\.md\.j2:3: "):
+        render_postmortem(seeded["detail"], [], "md", now=seeded["now"], templates=tmp_path)
+    (tmp_path / "postmortem.md.j2").write_text("{{ f.no_such_fact }}")
+    with pytest.raises(TemplateProblem, match="no_such_fact"):
+        render_postmortem(seeded["detail"], [], "md", now=seeded["now"], templates=tmp_path)
 
 
 def test_times_parse_from_the_api_and_alertmanager():

@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from vigil.common.prometheus_api import PrometheusClient
-from vigil.notifier.postmortem import CONTENT_TYPES, gather, render
+from vigil.notifier.postmortem import CONTENT_TYPES, TemplateProblem, gather, render
 
 from .cli_incidents import call_notifier
 from .cli_stack import run_dir_option
@@ -51,7 +51,10 @@ def postmortem(run_dir, incident_id, fmt, output, templates):
             image = output.with_name(f"{output.stem}-chart-{number}.png")
             image.write_bytes(chart.png)
             urls.append(image.name)
-    body = render(found, fmt, templates, chart_urls=urls)
+    try:
+        body = render(found, fmt, templates, chart_urls=urls)
+    except TemplateProblem as exc:
+        raise click.ClickException(f"postmortem template: {exc}") from None
     if output is None:
         click.get_binary_stream("stdout").write(body)
         return

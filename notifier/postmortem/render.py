@@ -28,6 +28,10 @@ CONTENT_TYPES = {"md": "text/markdown; charset=utf-8", "html": "text/html; chars
 PACKAGE_TEMPLATES = Path(__file__).parent / "templates"
 
 
+class TemplateProblem(ValueError):
+    """A template that cannot be rendered (a team's, usually), said as `file:line: what` where known."""
+
+
 @dataclass
 class Postmortem:
     facts: Facts
@@ -92,7 +96,12 @@ def render(postmortem: Postmortem, fmt: str = "md", templates: Path | None = Non
     urls = chart_urls or ["data:image/png;base64," + base64.b64encode(c.png).decode() for c in f.charts]
     context = dict(f=f, ev=postmortem.evidence, charts=list(zip(f.charts, urls)), generated_at=f.now)
     name = "postmortem.md.j2" if fmt == "md" else "postmortem.html.j2"
-    text = environment(templates).get_template(name).render(**context)
+    try:
+        text = environment(templates).get_template(name).render(**context)
+    except jinja2.TemplateSyntaxError as exc:
+        raise TemplateProblem(f"{exc.filename or name}:{exc.lineno}: {exc.message}") from None
+    except jinja2.TemplateError as exc:
+        raise TemplateProblem(f"{name}: {exc}") from None
     if fmt != "pdf":
         return text.encode()
     import weasyprint
