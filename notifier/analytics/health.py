@@ -170,11 +170,8 @@ def people(judged: list[Judged]) -> list[dict]:
 def noisiest_alerts(judged: list[Judged], top: int = NOISIEST) -> list[dict]:
     """Alert names by pages sent (then incidents), with the share of their paged incidents that were
     acknowledged and acted on."""
-    by_name: dict[str, list[Judged]] = defaultdict(list)
-    for j in judged:
-        by_name[j.facts.alertname or NO_ALERTNAME].append(j)
     found = []
-    for name, group in by_name.items():
+    for name, group in grouped(judged, lambda j: j.facts.alertname or NO_ALERTNAME).items():
         paged = [j for j in group if j.facts.pages]
         found.append(dict(alertname=name, incidents=len(group), pages=sum(len(j.facts.pages) for j in group),
                           acknowledged_share=_share(sum(j.acknowledged_by is not None for j in paged), len(paged)),
