@@ -49,7 +49,7 @@ def postmortem(run_dir, incident_id, fmt, output, templates):
         urls = []
         for number, chart in enumerate(found.facts.charts, 1):
             image = output.with_name(f"{output.stem}-chart-{number}.png")
-            image.write_bytes(chart.png)
+            _write(image, chart.png)
             urls.append(image.name)
     try:
         body = render(found, fmt, templates, chart_urls=urls)
@@ -58,5 +58,12 @@ def postmortem(run_dir, incident_id, fmt, output, templates):
     if output is None:
         click.get_binary_stream("stdout").write(body)
         return
-    output.write_bytes(body)
+    _write(output, body)
     click.echo(f"wrote {output} ({fmt}, {len(found.facts.charts)} charts)", err=True)
+
+
+def _write(path: Path, data: bytes) -> None:
+    try:
+        path.write_bytes(data)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {path}: {exc.strerror or exc}") from None
