@@ -92,9 +92,11 @@ class FleetServer:
 
     def start(self) -> None:
         """First collection of every node, then listeners, scheduler, XID pump and chaos API."""
-        for page in self.pages.values():
-            page.start(loop=False)  # first cycle (the job attribution's too), no thread: the scheduler refreshes
-            page.exposition()  # rendered now: the first scrape round of a large fleet finds every page ready
+        for name, collector in self.collectors.items():
+            collector.start(loop=False)
+            if self.pages[name] is not collector:
+                self.pages[name].refresh()  # the job attribution's first cycle
+            self.pages[name].exposition()  # rendered now: the first scrape round of a large fleet finds every page ready
         if self.single_port:
             self.shared = self.http.listen(self.host, self.port, self._shared_body)
         for target in self.targets.values():

@@ -76,7 +76,8 @@ def test_jobs_start_finish_fail_and_hang_over_time_deterministically() -> None:
 
 def attributed(fleet: SimulatedFleet, node: str) -> AttributedNode:
     page = AttributedNode(NvmlCollector(fleet.nvml[node], node, watch_xids=False), fleet.jobs, fleet.clock)
-    page.start()
+    page.collector.start(loop=False)
+    page.refresh()
     return page
 
 

@@ -88,16 +88,8 @@ class AttributedNode:
         self._registry.register(self.jobs)
         self._page = b""
 
-    def start(self, loop: bool = False) -> None:
-        """The collector's first cycle, then the attribution's; never a thread (the fleet's pool refreshes)."""
-        self.collector.start(loop=False)
-        self._refresh_jobs()
-
     def refresh(self) -> None:
         self.collector.refresh()
-        self._refresh_jobs()
-
-    def _refresh_jobs(self) -> None:
         self.jobs.refresh()
         self._page = generate_latest(self._registry)
 
