@@ -17,6 +17,7 @@ FOLDERS = {
     "notifier": "vigil.notifier",
     "oncall": "vigil.oncall",
     "dashboards": "vigil.dashboards",
+    "deploy": "vigil.deploy",
 }
 
 packages = []
