@@ -18,7 +18,9 @@ from vigil.exporters.spec import MetricSpec
 
 _SMART = "smartctl --json -a"
 _IB = "/sys/class/infiniband"
+_NVME = _SMART + " nvme_smart_health_information_log"
 DISK = ("node", "device")
+ATTRIBUTE = ("node", "device", "attribute_id", "attribute")
 IB_PORT = ("node", "device", "port")
 
 SPECS: list[MetricSpec] = [
@@ -32,14 +34,25 @@ SPECS: list[MetricSpec] = [
                "1 when smartctl read the device; 0 when it failed (often: not root).", _SMART),
     MetricSpec("vigil_disk_smart_healthy", "gauge", "", ("node", "device", "model", "serial"),
                "SMART overall health self-assessment: 1 passed, 0 failed.", _SMART + " smart_status.passed"),
-    MetricSpec("vigil_disk_smart_attribute_raw", "gauge", "", ("node", "device", "attribute_id", "attribute"),
-               "Raw value of the failure-predicting ATA attributes 5, 187, 188, 197, 198 and context 194, 9.",
-               _SMART + " ata_smart_attributes"),
+    MetricSpec("vigil_disk_smart_attribute_raw", "gauge", "", ATTRIBUTE,
+               "True value of the failure-predicting ATA attributes 5, 187, 188, 197, 198 and context 194, 190, 9, "
+               "decoded from the vendor-packed raw value (e.g. 188: lowest 16-bit field; 194: Celsius).",
+               _SMART + " ata_smart_attributes[].raw, decoded (exporters/smart_raw.py)"),
+    MetricSpec("vigil_disk_smart_attribute_raw_value", "gauge", "", ATTRIBUTE,
+               "Undecoded 48-bit raw value of the same attributes, exactly as smartctl reports it.",
+               _SMART + " ata_smart_attributes[].raw.value"),
     MetricSpec("vigil_disk_nvme_critical_warning", "gauge", "", DISK,
-               "NVMe critical warning bit field (0 = none; bit 2 = reliability degraded).",
-               _SMART + " nvme_smart_health_information_log"),
+               "NVMe critical warning bit field (0 = none; bit 2 = reliability degraded).", _NVME),
     MetricSpec("vigil_disk_nvme_media_errors_total", "counter", "", DISK,
-               "NVMe unrecovered data integrity errors.", _SMART + " nvme_smart_health_information_log"),
+               "NVMe unrecovered data integrity errors.", _NVME),
+    MetricSpec("vigil_disk_nvme_percentage_used_ratio", "gauge", "ratio", DISK,
+               "Share of the NVMe disk's rated write endurance used (1 = rated life reached; can exceed 1).",
+               _NVME + " percentage_used / 100"),
+    MetricSpec("vigil_disk_nvme_available_spare_ratio", "gauge", "ratio", DISK,
+               "Share of the NVMe disk's spare capacity still available (0-1).", _NVME + " available_spare / 100"),
+    MetricSpec("vigil_disk_nvme_available_spare_threshold_ratio", "gauge", "ratio", DISK,
+               "Available spare below which the disk sets critical warning bit 0 (0-1).",
+               _NVME + " available_spare_threshold / 100"),
     MetricSpec("vigil_disk_temperature_celsius", "gauge", "celsius", DISK, "Drive temperature.",
                _SMART + " temperature.current"),
     MetricSpec("vigil_disk_power_on_seconds", "gauge", "seconds", DISK, "Power-on time (smartctl reports hours).",
@@ -110,9 +123,18 @@ class NodeHealthCollector:
             put("vigil_disk_smart_read_ok", labels, 1)
             put("vigil_disk_smart_healthy", {**labels, "model": disk.model, "serial": disk.serial},
                 None if disk.healthy is None else int(disk.healthy))
-            for attr_id, (name, raw) in sorted(disk.attributes.items()):
-                put("vigil_disk_smart_attribute_raw", {**labels, "attribute_id": str(attr_id), "attribute": name}, raw)
+            for attr_id, attr in sorted(disk.attributes.items()):
+                attr_labels = {**labels, "attribute_id": str(attr_id), "attribute": attr.name}
+                put("vigil_disk_smart_attribute_raw", attr_labels, attr.value)
+                put("vigil_disk_smart_attribute_raw_value", attr_labels, attr.raw)
             put("vigil_disk_nvme_critical_warning", labels, disk.nvme_critical_warning)
             put("vigil_disk_nvme_media_errors_total", labels, disk.nvme_media_errors)
+            put("vigil_disk_nvme_percentage_used_ratio", labels, _percent(disk.nvme_percentage_used))
+            put("vigil_disk_nvme_available_spare_ratio", labels, _percent(disk.nvme_available_spare))
+            put("vigil_disk_nvme_available_spare_threshold_ratio", labels, _percent(disk.nvme_available_spare_threshold))
             put("vigil_disk_temperature_celsius", labels, disk.temperature_celsius)
             put("vigil_disk_power_on_seconds", labels, disk.power_on_seconds)
+
+
+def _percent(value: int | None) -> float | None:
+    return None if value is None else value / 100.0

@@ -17,12 +17,16 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Callable
 
-# ATA attributes that predict failure (5, 187, 188, 197, 198) and their context (194, 9).
+from vigil.exporters.smart_raw import SmartAttribute, decode
+
+# ATA attributes that predict failure (5, 187, 188, 197, 198) and their context (194, 190, 9). Their raw
+# values are decoded (`exporters.smart_raw`): vendors pack several fields into one 48-bit raw value.
 ATA_ATTRIBUTES: dict[int, str] = {
     5: "reallocated_sector_count",
     9: "power_on_hours",
     187: "reported_uncorrectable",
     188: "command_timeout",
+    190: "airflow_temperature_celsius",
     194: "temperature_celsius",
     197: "current_pending_sector",
     198: "offline_uncorrectable",
@@ -49,9 +53,12 @@ class DiskHealth:
     healthy: bool | None = None  # smart_status.passed; None when smartctl did not say
     temperature_celsius: float | None = None
     power_on_seconds: float | None = None
-    attributes: dict[int, tuple[str, int]] = field(default_factory=dict)  # id -> (name, raw value)
+    attributes: dict[int, SmartAttribute] = field(default_factory=dict)  # id -> (name, value, raw, rule)
     nvme_critical_warning: int | None = None
     nvme_media_errors: int | None = None
+    nvme_percentage_used: int | None = None  # percent of rated endurance used; may exceed 100
+    nvme_available_spare: int | None = None  # percent of spare capacity left
+    nvme_available_spare_threshold: int | None = None
 
 
 @dataclass
@@ -113,12 +120,21 @@ def parse_disk(doc: dict, device: str) -> DiskHealth:
             float(doc["power_on_time"].get("minutes", 0)) * 60
     for attr in doc.get("ata_smart_attributes", {}).get("table", []):
         if attr.get("id") in ATA_ATTRIBUTES and "raw" in attr:
-            health.attributes[attr["id"]] = (ATA_ATTRIBUTES[attr["id"]], int(attr["raw"]["value"]))
+            raw = int(attr["raw"]["value"])
+            value, rule = decode(attr["id"], raw, attr["raw"].get("string"))
+            health.attributes[attr["id"]] = SmartAttribute(ATA_ATTRIBUTES[attr["id"]], value, raw, rule)
     nvme = doc.get("nvme_smart_health_information_log")
     if nvme is not None:
         health.nvme_critical_warning = int(nvme.get("critical_warning", 0))
         health.nvme_media_errors = int(nvme.get("media_errors", 0))
+        health.nvme_percentage_used = _optional_int(nvme, "percentage_used")
+        health.nvme_available_spare = _optional_int(nvme, "available_spare")
+        health.nvme_available_spare_threshold = _optional_int(nvme, "available_spare_threshold")
     return health
+
+
+def _optional_int(section: dict, key: str) -> int | None:
+    return int(section[key]) if key in section else None
 
 
 class SmartReader:
