@@ -80,16 +80,17 @@ class RunningStack:
 
 
 def start_stack(tmp: Path, *, nodes: int = 3, gpus: int = 4, aiops: bool = False, node_health: bool = True,
-                backfill_days: float = 0, cwd: Path | None = None, jobs: int = 0) -> RunningStack:
+                backfill_days: float = 0, cwd: Path | None = None, jobs: int = 0, args: tuple[str, ...] = ()) -> RunningStack:
     """`jobs`: simulated training jobs, off unless a test asks: a job that hangs or ends during a test
-    would page (JobHung) or move the AIOps baselines of its GPUs under a test that checks something else."""
+    would page (JobHung) or move the AIOps baselines of its GPUs under a test that checks something else.
+    `args`: more options of `vigil up`."""
     config = tmp / "vigil.yaml"
     config.write_text(FAST_STACK.format(nodes=nodes, gpus=gpus, jobs=jobs, aiops=str(aiops).lower(),
                                         node_health=str(node_health).lower(), backfill_days=backfill_days))
     base = free_port_base()
     run_dir = tmp / "run"
     result = vigil("up", "--detach", "--config", str(config), "--run-dir", str(run_dir), "--port-base", str(base),
-                   "--gpu-backend", "sim", timeout=300, cwd=cwd)
+                   "--gpu-backend", "sim", *args, timeout=300, cwd=cwd)
     if result.returncode != 0:
         logs = "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in sorted((run_dir / "logs").glob("*.log")))
         raise AssertionError(f"vigil up --detach failed:\n{result.stdout}\n{result.stderr}\n{logs}")

@@ -11,6 +11,7 @@ import time
 import pytest
 import requests
 
+from grafana_standin import GrafanaStandIn
 from stack_support import RunningStack, start_stack
 from vigil.common.prometheus_api import PrometheusClient
 from vigil.dashboards.build import dashboard_models
@@ -20,8 +21,20 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    running = start_stack(tmp_path_factory.mktemp("dashboards-stack"), nodes=3, gpus=4, jobs=2)
+def grafana(tmp_path_factory):
+    """The stack is pointed at a Grafana (`vigil up --grafana-url`): an API stand-in, Grafana cannot run here."""
+    with GrafanaStandIn("dashboards-e2e-token") as standin:
+        yield standin
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory, grafana):
+    root = tmp_path_factory.mktemp("dashboards-stack")
+    token_file = root / "grafana-token"
+    token_file.write_text(grafana.state.token)
+    token_file.chmod(0o600)
+    running = start_stack(root, nodes=3, gpus=4, jobs=2,
+                          args=("--grafana-url", grafana.url, "--grafana-token-file", str(token_file)))
     yield running
     assert running.cli("down").returncode == 0
 
@@ -52,6 +65,18 @@ def results(prometheus: PrometheusClient, uid: str | None = None):
 
 def series_of(prometheus: PrometheusClient, uid: str, title: str) -> int:
     return sum(r.series for r in results(prometheus, uid) if r.panel == title)
+
+
+def test_vigil_up_provisioned_grafana_once_the_stack_was_up(stack, grafana):
+    """`vigil up --grafana-url`: the datasource points at this stack's Prometheus, every dashboard is in the
+    folder vigil, and `vigil up --detach` showed what was provisioned after the URL table."""
+    source = grafana.state.datasources["vigil-prometheus"]
+    assert (source["type"], source["url"]) == ("prometheus", stack.url("prometheus"))
+    assert {uid: saved["folderUid"] for uid, saved in grafana.state.dashboards.items()} == {
+        model["uid"]: "vigil" for model in dashboard_models()}
+    said = stack.started.stdout.splitlines()
+    assert said.index("vigil stack is up:") < said.index(f"provisioning the dashboards into Grafana at {grafana.url} …")
+    assert f"fleet dashboard: {grafana.url}/d/vigil-fleet/vigil-fleet-overview" in said
 
 
 def test_every_panel_query_returns_data_from_the_demo_prometheus(prometheus):

@@ -16,6 +16,7 @@ import requests
 
 from vigil.common.click_types import Duration
 
+from .cli_dashboards import grafana_options, grafana_target, provision_when_up
 from .components import MissingBinaries
 from .detach import DETACHED_CHILD_FLAG, start_detached
 from .runstate import NoStack, pid_alive, read_state
@@ -41,10 +42,12 @@ run_dir_option = click.option("--run-dir", type=click.Path(path_type=Path), defa
 @click.option("--detach", is_flag=True, help="Return once every component is healthy; stop later with `vigil down`.")
 @click.option("--timeout", type=Duration(positive=True), default="120s", show_default=True,
               help="How long to wait for health (120, 2m …).")
+@grafana_options(required=False)
 @click.option(DETACHED_CHILD_FLAG, "detached_child", is_flag=True, hidden=True)  # set by --detach on its child
 def up(run_dir, config_file, port_base, sim_nodes, sim_gpus, gpu_backend, scrape_interval, no_aiops, detach, timeout,
-       detached_child):
-    """Start Prometheus, Alertmanager, node_exporter, the GPU fleet, the notifier and AIOps on loopback."""
+       grafana_url, grafana_token_file, grafana_insecure, detached_child):
+    """Start Prometheus, Alertmanager, node_exporter, the GPU fleet, the notifier and AIOps on loopback;
+    with --grafana-url, provision the dashboards into that Grafana once they are up (docs/dashboards.md)."""
     overrides = {"run_dir": run_dir, "port_base": port_base, "sim_nodes": sim_nodes, "sim_gpus": sim_gpus,
                  "scrape_interval": scrape_interval, "evaluation_interval": scrape_interval,
                  "aiops": False if no_aiops else None}
@@ -52,6 +55,7 @@ def up(run_dir, config_file, port_base, sim_nodes, sim_gpus, gpu_backend, scrape
         settings = load_settings(config_file, overrides)
     except SettingsError as exc:
         raise click.ClickException(str(exc)) from None
+    grafana = grafana_target(grafana_url, grafana_token_file, grafana_insecure) if grafana_url else None
     if detach:
         try:
             start_detached(sys.argv[1:], settings.run_path, timeout, say=click.echo)
@@ -60,7 +64,8 @@ def up(run_dir, config_file, port_base, sim_nodes, sim_gpus, gpu_backend, scrape
         return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
-        code = run_stack(settings, gpu_backend, say=click.echo, health_timeout_s=timeout, detached=detached_child)
+        code = run_stack(settings, gpu_backend, say=click.echo, health_timeout_s=timeout, detached=detached_child,
+                         on_up=provision_when_up(grafana, settings.scrape_interval, settings.run_path) if grafana else None)
     except (StackError, MissingBinaries) as exc:
         raise click.ClickException(str(exc)) from None
     except KeyboardInterrupt:  # Ctrl-C before the supervisor took over (e.g. during the backfill)

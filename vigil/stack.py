@@ -74,11 +74,13 @@ def console_hint(settings: StackSettings, layout: RunLayout, state: StackState) 
 
 
 def run_stack(settings: StackSettings, gpu_backend: str, say: Callable[[str], None], health_timeout_s: float = 90.0,
-              detached: bool = False) -> int:
+              detached: bool = False, on_up: Callable[[StackState, Callable[[str], None]], None] | None = None) -> int:
     """Run the whole stack until SIGINT/SIGTERM. Returns the process exit code.
 
     `say` tells the user what happens, one step at a time; with `detached` (the background child of
-    `vigil up --detach`) it writes to the log the parent shows while it waits.
+    `vigil up --detach`) it writes to the log the parent shows while it waits. `on_up(state, say)` runs
+    once every component is healthy, before the stack counts as ready (`vigil up --grafana-url`
+    provisions Grafana there); it reports its own failures and must not raise.
     """
     layout = RunLayout(settings.run_path)
     binaries = find_binaries()
@@ -129,6 +131,8 @@ def run_stack(settings: StackSettings, gpu_backend: str, say: Callable[[str], No
             return 1
         stop_hint = "" if detached else "Ctrl-C or: "
         say("\nvigil stack is up:\n" + url_table(state) + console_hint(settings, layout, state) + f"\n\nrun dir: {layout.root}    stop with {stop_hint}vigil down --run-dir {layout.root}")
+        if on_up is not None:
+            on_up(state, say)
         state.ready = True  # after the table was said: `vigil up --detach` shows the log up to here
         state.write(layout)
         restarts = supervisor.restarts()
