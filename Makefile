@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 DEB_PACKAGES := prometheus prometheus-alertmanager prometheus-node-exporter smartmontools python3-venv libpango-1.0-0 libpangoft2-1.0-0
 # the notifier's store is tested against a real PostgreSQL server too; the web console's browser tests
 # drive Debian's chromium through Playwright (never a browser Playwright downloads)
-DEB_TEST_PACKAGES := postgresql chromium
+DEB_TEST_PACKAGES := postgresql chromium systemd
 # postgres: psycopg for the PostgreSQL store; k8s: grpcio for the kubelet pod-resources source;
 # parquet: pyarrow for Parquet history files (the tests read and write them)
 EXTRAS := test,postgres,k8s,parquet

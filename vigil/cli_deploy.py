@@ -13,6 +13,9 @@ from vigil.cli import LazyGroup
 _DEPLOY_COMMANDS = {
     "kubernetes": ("vigil.cli_deploy_kubernetes:kubernetes",
                    "Kubernetes manifests (kustomize base + small/large overlays) generated from vigil's specs."),
+    "systemd": ("vigil.cli_deploy_systemd:systemd", "systemd units (hardened) for the GPU node exporters and the central services."),
+    "scrape-config": ("vigil.cli_deploy_scrape:scrape_config",
+                      "Prometheus scrape_configs (or file_sd targets) for GPU nodes' exporters."),
 }
 
 
