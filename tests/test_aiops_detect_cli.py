@@ -147,3 +147,134 @@ def test_evaluate_nab_prints_the_figures_and_writes_nothing_without_record(tmp_p
         assert "recorded in" not in result.output
     assert bench.read_text() == "# Benchmarks\n"
     assert nab_rows(docs.read_text()) == rows_before
+
+
+# --- options operators need: --sensitivity, --warmup, --format, --explain, and input errors ---------------
+
+def detect_json(*args):
+    result = run("aiops", "detect", *args, "--format", "json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_sensitivity_moves_the_threshold_not_the_scores(tmp_path):
+    source = str(write_series(tmp_path / "in.csv"))
+    tuned = default_threshold("vigil")
+    runs = {level: detect_json(source, "--sensitivity", level) for level in ("low", "medium", "high", "1", "0")}
+    assert runs["medium"]["threshold"] == pytest.approx(tuned)
+    assert runs["0"]["threshold"] > runs["low"]["threshold"] > tuned > runs["high"]["threshold"] > runs["1"]["threshold"]
+    # documented mapping: the score odds t / (1 - t) scale by 2 ** (1 - 2s); vigil's odds are its ratio to
+    # the recent record, so sensitivity 1 flags at half the record and 0 at twice it
+    odds = lambda t: t / (1 - t)
+    assert odds(runs["1"]["threshold"]) == pytest.approx(odds(tuned) / 2)
+    assert odds(runs["0"]["threshold"]) == pytest.approx(odds(tuned) * 2)
+    scores = [r["anomaly_score"] for r in runs["medium"]["rows"]]
+    for run_ in runs.values():
+        assert [r["anomaly_score"] for r in run_["rows"]] == scores
+        assert all(r["label"] == int(r["anomaly_score"] >= run_["threshold"]) for r in run_["rows"])
+    flagged = [runs[level]["flagged"] for level in ("0", "low", "medium", "high", "1")]
+    assert flagged == sorted(flagged) and flagged[-1] > flagged[0]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--sensitivity", "extreme"], "'extreme' is not low, medium, high or a number"),
+    (["--sensitivity", "1.5"], "outside 0..1"),
+    (["--sensitivity", "high", "--threshold", "0.5"], "--threshold or --sensitivity, not both"),
+    (["--warmup", "5"], "needs a warm-up of more than 20 points"),
+    (["--warmup", "-1"], "--warmup"),
+    (["--format", "xml"], "--format"),
+])
+def test_bad_options_are_usage_errors(tmp_path, args, message):
+    result = run("aiops", "detect", str(write_series(tmp_path / "in.csv", n=50)), *args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
+
+
+def test_warmup_withholds_labels_and_lets_vigil_start_sooner(tmp_path):
+    source = str(write_series(tmp_path / "in.csv", n=900))
+    everything = detect_json(source, "--detector", "windowed-gaussian", "--threshold", "0", "--warmup", "100")
+    labels = [r["label"] for r in everything["rows"]]
+    assert labels[:100] == [0] * 100 and labels[100:] == [1] * 800
+    assert everything["warmup"] == 100
+    # a 250-point series with a spike at row 200: vigil's default warm-up (300 points) never labels it,
+    # a warm-up of 60 does
+    short = str(write_series(tmp_path / "short.csv", n=250, spike_at=200))
+    assert detect_json(short)["flagged"] == 0
+    rows = detect_json(short, "--warmup", "60")["rows"]
+    assert rows[200]["label"] == 1 and sum(r["label"] for r in rows[:200]) == 0
+
+
+def test_json_carries_the_same_rows_as_csv(tmp_path):
+    source = str(write_series(tmp_path / "in.csv"))
+    doc = detect_json(source)
+    csv_rows = list(csv.DictReader(io.StringIO(run("aiops", "detect", source, "--format", "csv").stdout)))
+    assert run("aiops", "detect", source, "--format", "csv").stdout == run("aiops", "detect", source).stdout
+    assert doc["file"] == source and doc["detector"] == "vigil" and doc["rows_scored"] == 900
+    assert doc["threshold"] == pytest.approx(default_threshold("vigil"))
+    assert doc["flagged"] == sum(r["label"] for r in doc["rows"]) >= 1
+    assert [(r["timestamp"], f"{r['anomaly_score']:.6f}", str(r["label"])) for r in doc["rows"]] == \
+        [(r["timestamp"], r["anomaly_score"], r["label"]) for r in csv_rows]
+    out = tmp_path / "out.json"
+    result = run("aiops", "detect", source, "--format", "json", "--output", str(out))
+    assert result.exit_code == 0 and json.loads(out.read_text()) == doc
+
+
+def test_explain_says_which_test_flagged_with_its_numbers(tmp_path):
+    source = str(write_series(tmp_path / "in.csv"))
+    result = run("aiops", "detect", source, "--explain")
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert list(rows[0]) == ["timestamp", "value", "anomaly_score", "label", "explanation"]
+    flagged = [r for r in rows if r["label"] == "1"]
+    assert flagged and rows[700] in flagged
+    for row in rows:
+        if row["label"] == "0":
+            assert row["explanation"] == ""
+            continue
+        why = row["explanation"]
+        assert any(test in why for test in ("spike", "level shift", "daily pattern", "volatility")), why
+        assert "x the recent record" in why
+        assert f"score {float(row['anomaly_score']):.3f} >= threshold {default_threshold('vigil'):.3f}" in why
+    gaussian = detect_json(source, "--explain", "--detector", "windowed-gaussian", "--warmup", "10")
+    spike = gaussian["rows"][700]
+    assert spike["label"] == 1 and "std from the mean" in spike["explanation"]
+    assert all(r["explanation"] is None for r in gaussian["rows"] if r["anomaly_score"] < gaussian["threshold"])
+
+
+def one_line_error(path, *args):
+    result = run("aiops", "detect", str(path), *args)
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_file_without_timestamp_value_columns(tmp_path):
+    bad = tmp_path / "cpu.csv"
+    bad.write_text("time,cpu\n2024-01-01 00:00:00,1\n")
+    assert one_line_error(bad) == (f"Error: {bad}:1: header must be 'timestamp,value', got 'time,cpu' "
+                                   "(no column 'timestamp' or 'value')")
+    bad.write_text("2024-01-01 00:00:00,1\n2024-01-01 00:05:00,2\n")
+    assert "the first line holds data: add the header line 'timestamp,value'" in one_line_error(bad)
+
+
+def test_non_numeric_value_names_its_row(tmp_path):
+    bad = tmp_path / "m.csv"
+    bad.write_text("timestamp,value\n2024-01-01 00:00:00,1\n2024-01-01 00:05:00,2\n2024-01-01 00:10:00,n/a\n")
+    assert one_line_error(bad) == f"Error: {bad}:4: bad value 'n/a' (want a number)"
+
+
+def test_unsorted_timestamps_name_both_rows_unless_allowed(tmp_path):
+    bad = tmp_path / "m.csv"
+    bad.write_text("timestamp,value\n2024-01-01 00:00:00,1\n2024-01-01 00:10:00,2\n2024-01-01 00:05:00,3\n")
+    assert one_line_error(bad) == (f"Error: {bad}:4: timestamp '2024-01-01 00:05:00' is earlier than "
+                                   "'2024-01-01 00:10:00' on line 3: rows must be in time order (sort the file, "
+                                   "or pass --allow-unsorted)")
+    bad.write_text("timestamp,value\n2024-01-01 00:00:00,1\n2024-01-01 00:05:00+00:00,2\n")
+    assert "mix a UTC offset with none" in one_line_error(bad)
+    bad.write_text("timestamp,value\n2024-01-01 00:00:00,1\n2024-01-01 00:10:00,2\n2024-01-01 00:05:00,3\n")
+    result = run("aiops", "detect", str(bad), "--allow-unsorted")
+    assert result.exit_code == 0, result.output
+    assert [r["timestamp"] for r in csv.DictReader(io.StringIO(result.stdout))] == \
+        ["2024-01-01 00:00:00", "2024-01-01 00:10:00", "2024-01-01 00:05:00"]  # file order

@@ -1,5 +1,6 @@
 """`vigil aiops detect` and `vigil aiops evaluate nab`: anomaly scores for a CSV series, and the
-detectors' scores on the Numenta Anomaly Benchmark. Thin: parsing and validation only."""
+detectors' scores on the Numenta Anomaly Benchmark. Thin: parsing and validation only (labels, sensitivity
+and output formats are `aiops.detect.labels`)."""
 
 from __future__ import annotations
 
@@ -10,26 +11,56 @@ from pathlib import Path
 import click
 
 from vigil.aiops.detect import DETECTORS, SERIES_DETECTORS, default_threshold, make_detector
+from vigil.aiops.detect.labels import label_series, parse_sensitivity, threshold_for, to_csv, to_json
 from vigil.aiops.detect.series import SeriesFormatError, read_series
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
+class Sensitivity(click.ParamType):
+    """`low`, `medium`, `high` or a number from 0 to 1."""
+
+    name = "low|medium|high|0..1"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, float):
+            return value
+        try:
+            return parse_sensitivity(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True, path_type=Path),
-              help="Write the scored CSV here instead of stdout.")
+              help="Write the scored rows here instead of stdout.")
 @click.option("--threshold", type=click.FloatRange(0.0, 1.0),
               help="Label a row 1 when its score is >= this. Default: tuned on NAB (standard profile).")
+@click.option("--sensitivity", type=Sensitivity(),
+              help="How readily to flag: low, medium (the tuned threshold), high, or 0..1. Not with --threshold.")
+@click.option("--warmup", type=click.IntRange(min=0), metavar="N",
+              help="Label no row among the first N (the detector learns from them). Default: the detector's own.")
+@click.option("--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True)
+@click.option("--explain", is_flag=True, help="Add an explanation column: which test flagged a row, with its numbers.")
+@click.option("--allow-unsorted", is_flag=True,
+              help="Accept timestamps that step back and score rows in file order (default: an error).")
 @click.option("--detector", type=click.Choice(sorted(DETECTORS)), default="vigil", show_default=True)
-def detect(file: Path, output: Path | None, threshold: float | None, detector: str):
-    """Score every row of FILE (CSV with a `timestamp,value` header).
+def detect(file: Path, output: Path | None, threshold: float | None, sensitivity: float | None, warmup: int | None,
+           fmt: str, explain: bool, allow_unsorted: bool, detector: str):
+    """Score every row of FILE (CSV with a `timestamp,value` header, rows in time order).
 
-    Writes `timestamp,value,anomaly_score,label` for every row. Scores are causal: a row's score uses
-    only that row and the rows before it.
+    Writes `timestamp,value,anomaly_score,label` for every row (and `explanation` with --explain), as CSV
+    or JSON. Scores are causal: a row's score uses only that row and the rows before it.
     """
+    if threshold is not None and sensitivity is not None:
+        raise click.UsageError("give --threshold or --sensitivity, not both")
     try:
-        series = read_series(file)
+        scorer = make_detector(detector, warmup=warmup, sensitivity=sensitivity)
+    except ValueError as exc:
+        raise click.BadParameter(f"{exc} (detector {detector})", param_hint="--warmup") from None
+    try:
+        series = read_series(file, ordered=not allow_unsorted)
     except SeriesFormatError as exc:
         raise click.ClickException(str(exc)) from None
     if threshold is None:
@@ -37,11 +68,14 @@ def detect(file: Path, output: Path | None, threshold: float | None, detector: s
             threshold = default_threshold(detector, "standard")
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
-    scores = make_detector(detector).score_series(series.timestamps, series.values)
-    lines = ["timestamp,value,anomaly_score,label"]
-    for stamp, value, score in zip(series.timestamps, series.values, scores):
-        lines.append(f"{stamp},{value:.12g},{score:.6f},{int(score >= threshold)}")
-    text = "\n".join(lines) + "\n"
+        if sensitivity is not None and not scorer.own_sensitivity:
+            threshold = threshold_for(threshold, sensitivity)
+    result = label_series(scorer, series.timestamps, series.values, threshold, warmup or 0, explain)
+    if fmt == "json":
+        text = to_json(result, {"file": str(file), "detector": detector, "threshold": threshold,
+                                "sensitivity": sensitivity, "warmup": warmup})
+    else:
+        text = to_csv(result)
     if output is None:
         sys.stdout.write(text)
         return
@@ -49,8 +83,8 @@ def detect(file: Path, output: Path | None, threshold: float | None, detector: s
         output.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from None
-    flagged = sum(int(s >= threshold) for s in scores)
-    click.echo(f"{len(scores)} rows scored, {flagged} labelled anomalous (threshold {threshold:.6g}) -> {output}", err=True)
+    click.echo(f"{len(result.scores)} rows scored, {result.flagged} labelled anomalous (threshold {threshold:.6g}) "
+               f"-> {output}", err=True)
 
 
 @click.group()

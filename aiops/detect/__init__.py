@@ -28,11 +28,14 @@ SERIES_DETECTORS = MappingProxyType({RelativeEntropyDetector.name: for_series})
 THRESHOLDS_FILE = "thresholds.json"
 
 
-def make_detector(name: str) -> Detector:
+def make_detector(name: str, warmup: int | None = None, sensitivity: float | None = None) -> Detector:
+    """A fresh detector `name`; `warmup`/`sensitivity` go to detectors that have such settings
+    (`Detector.create`); a bad value raises ValueError."""
     try:
-        return DETECTORS[name]()
+        cls = DETECTORS[name]
     except KeyError:
         raise ValueError(f"unknown detector {name!r}; choose from {', '.join(DETECTORS)}") from None
+    return cls.create(warmup=warmup, sensitivity=sensitivity)
 
 
 def stored_thresholds() -> dict:

@@ -19,10 +19,25 @@ class Detector(ABC):
 
     #: registry name, e.g. "vigil" or "windowed-gaussian"
     name: str = ""
+    #: True when the detector takes `sensitivity` itself (`create`); otherwise `vigil aiops detect`
+    #: maps a sensitivity onto the alarm threshold (`aiops.detect.labels.threshold_for`)
+    own_sensitivity: bool = False
+    #: set to True to make `update` keep what `explain` needs (off: no cost on the scoring path)
+    explaining: bool = False
+
+    @classmethod
+    def create(cls, warmup: int | None = None, sensitivity: float | None = None) -> "Detector":
+        """A detector for one series; `warmup` (points that never alarm) and `sensitivity` (0-1) where the
+        detector has such settings. The default ignores both: the caller withholds labels itself."""
+        return cls()
 
     @abstractmethod
     def update(self, timestamp: str, value: float) -> float:
         """Consume the next point and return its anomaly score in [0, 1]."""
+
+    def explain(self) -> str:
+        """Why the last `update` scored as it did: the test or band and its numbers (needs `explaining`)."""
+        return ""
 
     def parameters(self) -> dict:
         """The settings that identify this detector's behaviour (recorded with benchmark runs)."""

@@ -23,6 +23,9 @@ class NullDetector(Detector):
     def update(self, timestamp: str, value: float) -> float:
         return 0.5
 
+    def explain(self) -> str:
+        return "the null detector scores every point 0.5"
+
 
 class WindowedGaussianDetector(Detector):
     """Gaussian tail probability against a trailing window refreshed in steps."""
@@ -40,6 +43,13 @@ class WindowedGaussianDetector(Detector):
 
     def parameters(self) -> dict:
         return {"window": self.window, "step": self.step}
+
+    def explain(self) -> str:
+        why = getattr(self, "_why", None)
+        if why is None:
+            return ""
+        value, z, mean, std, n = why
+        return f"value {value:.6g} is {z:.2f} std from the mean {mean:.6g} (std {std:.6g}) of the last {n} points"
 
     def _grow(self, value: float) -> None:
         # while the window fills, statistics are refreshed on every point; Welford keeps that O(1)
@@ -67,6 +77,8 @@ class WindowedGaussianDetector(Detector):
             z = abs(value - self._mean) / self._std
             # one minus the upper-tail probability Q(|z|): 0.5 at the mean, towards 1 far from it
             score = 1.0 - 0.5 * math.erfc(z / math.sqrt(2.0))
+            if self.explaining:
+                self._why = (value, z, self._mean, self._std, len(self._data))
         if len(self._data) < self.window:
             self._grow(value)
         else:

@@ -31,12 +31,12 @@ class Series:
         return len(self.timestamps)
 
 
-def _parse_row(path: Path, lineno: int, row: list[str]) -> tuple[str, float]:
+def _parse_row(path: Path, lineno: int, row: list[str]) -> tuple[str, datetime, float]:
     if len(row) != 2:
         raise SeriesFormatError(f"{path}:{lineno}: expected 2 columns 'timestamp,value', got {len(row)}")
     stamp, raw = row[0].strip(), row[1].strip()
     try:
-        datetime.fromisoformat(stamp)
+        when = datetime.fromisoformat(stamp)
     except ValueError:
         raise SeriesFormatError(f"{path}:{lineno}: bad timestamp {stamp!r} (want ISO 8601, e.g. 2024-01-31 12:00:00)") from None
     try:
@@ -45,14 +45,49 @@ def _parse_row(path: Path, lineno: int, row: list[str]) -> tuple[str, float]:
         raise SeriesFormatError(f"{path}:{lineno}: bad value {raw!r} (want a number)") from None
     if not math.isfinite(value):
         raise SeriesFormatError(f"{path}:{lineno}: value {raw!r} is not finite")
-    return stamp, value
+    return stamp, when, value
 
 
-def read_series(path: str | Path) -> Series:
+def _header_error(path: Path, header: list[str]) -> SeriesFormatError:
+    text = ",".join(header)
+    hint = ""
+    if header and _is_timestamp(header[0]):
+        hint = " (the first line holds data: add the header line 'timestamp,value')"
+    else:
+        missing = [c for c in ("timestamp", "value") if c not in (h.strip().lower() for h in header)]
+        if missing:
+            hint = f" (no column {' or '.join(repr(c) for c in missing)})"
+    return SeriesFormatError(f"{path}:1: header must be 'timestamp,value', got {text!r}{hint}")
+
+
+def _is_timestamp(text: str) -> bool:
+    try:
+        datetime.fromisoformat(text.strip())
+    except ValueError:
+        return False
+    return True
+
+
+def _check_order(path: Path, lineno: int, when: datetime, previous: tuple[int, datetime, str] | None, stamp: str):
+    if previous is None:
+        return
+    before_line, before, before_stamp = previous
+    try:
+        back = when < before
+    except TypeError:  # one with a UTC offset, one without
+        raise SeriesFormatError(f"{path}:{lineno}: timestamp {stamp!r} and {before_stamp!r} on line {before_line} "
+                                "mix a UTC offset with none") from None
+    if back:
+        raise SeriesFormatError(f"{path}:{lineno}: timestamp {stamp!r} is earlier than {before_stamp!r} on line "
+                                f"{before_line}: rows must be in time order (sort the file, or pass --allow-unsorted)")
+
+
+def read_series(path: str | Path, ordered: bool = False) -> Series:
     """Read a `timestamp,value` CSV (with that header line) into a `Series`.
 
-    Raises `SeriesFormatError` for a missing or empty file, a wrong header or a malformed row. Rows are
-    kept in file order even where a timestamp steps back (real exports do that, e.g. NAB's
+    Raises `SeriesFormatError` for a missing or empty file, a wrong header or a malformed row, and with
+    `ordered` for a timestamp earlier than the row before it. Without `ordered`, rows are kept in file
+    order even where a timestamp steps back (real exports do that, e.g. NAB's
     machine_temperature_system_failure.csv): detectors see points in the order they arrived.
     """
     path = Path(path)
@@ -69,12 +104,16 @@ def read_series(path: str | Path) -> Series:
             if header is None:
                 raise SeriesFormatError(f"{path}: file is empty (want a 'timestamp,value' header and rows)")
             if [h.strip().lower() for h in header] != ["timestamp", "value"]:
-                raise SeriesFormatError(f"{path}:1: header must be 'timestamp,value', got {','.join(header)!r}")
+                raise _header_error(path, header)
+            previous = None
             for row in reader:
                 lineno = reader.line_num
                 if not row or all(not cell.strip() for cell in row):
                     continue
-                stamp, value = _parse_row(path, lineno, row)
+                stamp, when, value = _parse_row(path, lineno, row)
+                if ordered:
+                    _check_order(path, lineno, when, previous, stamp)
+                    previous = (lineno, when, stamp)
                 stamps.append(stamp)
                 values.append(value)
         except UnicodeDecodeError:

@@ -32,7 +32,7 @@ sampling interval and shrink proportionally for slower series (hourly data remem
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from statistics import median
 
@@ -40,6 +40,11 @@ from vigil.aiops.detect.base import Detector
 from vigil.aiops.detect.rolling import History, Range, RollingMax, RollingMoments
 
 SECONDS_PER_DAY = 86400.0
+# what each sub-detector compares (explanations), in the order of `VigilDetector._records`
+_TESTS = ("spike (the value against its trailing baseline)",
+          "level shift (the mean of the last points against the baseline before them)",
+          "daily pattern (the change since the same time yesterday or last week)",
+          "volatility (the mean step size against its own history)")
 WEEK_IN_DAYS = 7
 
 
@@ -123,8 +128,36 @@ class VigilDetector(Detector):
         self._period: int | None = None  # daily lag in points, once learned (0: not daily-sampled)
         self._count = 0
 
+    @classmethod
+    def create(cls, warmup: int | None = None, sensitivity: float | None = None) -> "VigilDetector":
+        """`warmup` replaces the default warm-up (points that score 0; must exceed `period_probe`)."""
+        params = VigilParameters()
+        if warmup is not None and warmup <= params.period_probe:
+            raise ValueError(f"the vigil detector needs a warm-up of more than {params.period_probe} points "
+                             f"(it learns the sampling interval from the first {params.period_probe}), got {warmup}")
+        return cls(None if warmup is None else replace(params, warmup=warmup))
+
     def parameters(self) -> dict:
         return {"version": self.version, **asdict(self.params)}
+
+    def explain(self) -> str:
+        """The test with the largest deviation-to-record ratio at the last point, with its numbers."""
+        why = getattr(self, "_why", None)
+        if why is None:
+            return ""
+        zs, records, damped = why
+        ratios = [z / r for z, r in zip(zs, records)]
+        order = sorted(range(len(ratios)), key=ratios.__getitem__, reverse=True)
+        k = order[0]
+        text = (f"{_TESTS[k]}: deviation {zs[k]:.2f} std of its baseline, {ratios[k]:.2f}x the recent record "
+                f"{records[k]:.2f}")
+        also = [f"{_TESTS[j].split(' (')[0]} {ratios[j]:.2f}x" for j in order[1:] if ratios[j] >= 1.0]
+        if also:
+            text += f"; also {', '.join(also)}"
+        if damped:
+            p = self.params
+            text += f" (damped x{p.quiet_factor:g}: within {self._quiet} points of the last alarm)"
+        return text
 
     def _size_memories(self, scale: float) -> None:
         p = self.params
@@ -174,6 +207,8 @@ class VigilDetector(Detector):
         self._history.push(value)
         warm = self._count >= p.warmup
         self._count += 1
+        if self.explaining:
+            self._why = (zs, [max(record.max(), p.z_floor) for record in self._records], False)
         ratio = 0.0
         for z, record in zip(zs, self._records):
             if warm:
@@ -189,6 +224,8 @@ class VigilDetector(Detector):
             quiet = self._count - self._last_alarm <= self._quiet
             if quiet and ratio < p.escalate:
                 ratio *= p.quiet_factor
+                if self.explaining:
+                    self._why = (*self._why[:2], True)
             else:
                 self._last_alarm = self._count
         return ratio / (ratio + 1.0)
