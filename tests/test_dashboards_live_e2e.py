@@ -79,6 +79,16 @@ def test_vigil_up_provisioned_grafana_once_the_stack_was_up(stack, grafana):
     assert f"fleet dashboard: {grafana.url}/d/vigil-fleet/vigil-fleet-overview" in said
 
 
+def test_provision_again_finds_the_stacks_prometheus_in_its_run_dir(stack, grafana):
+    """`vigil dashboards provision` without --prometheus-url, for a stack already running: the run dir's."""
+    grafana.state.datasources["vigil-prometheus"]["url"] = "http://elsewhere:9090"
+    result = stack.cli("dashboards", "provision", "--grafana-url", grafana.url,
+                       "--grafana-token-file", str(stack.run_dir.parent / "grafana-token"))
+    assert result.returncode == 0, result.stderr
+    assert grafana.state.datasources["vigil-prometheus"]["url"] == stack.url("prometheus")
+    assert {saved["version"] for saved in grafana.state.dashboards.values()} == {2}  # updated in place
+
+
 def test_every_panel_query_returns_data_from_the_demo_prometheus(prometheus):
     # every GPU scraped a few times (rate and increase windows), the rules evaluated, the Watchdog firing
     wait_for(lambda: prometheus.query('ALERTS{alertname="Watchdog", alertstate="firing"}')
