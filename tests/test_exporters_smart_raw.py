@@ -43,3 +43,27 @@ def test_every_published_attribute_has_a_rule():
     from vigil.exporters.smart import ATA_ATTRIBUTES
 
     assert set(ATA_ATTRIBUTES) == set(RULES)
+
+
+def test_simulated_disks_pack_194_like_real_ones_and_the_exporter_decodes_it():
+    from click.testing import CliRunner
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from vigil.cli_node_exporter import node
+
+    result = CliRunner().invoke(node, ["--once", "--simulate", "--sim-disks", "4", "--node", "n1",
+                                       "--sysfs-root", "/nonexistent"])
+    assert result.exit_code == 0, result.output
+    samples = [s for fam in text_string_to_metric_families(result.stdout) for s in fam.samples]
+
+    def by_device(metric, **labels):
+        return {s.labels["device"]: s.value for s in samples
+                if s.name == metric and labels.items() <= s.labels.items()}
+
+    decoded = by_device("vigil_disk_smart_attribute_raw", attribute_id="194")
+    raw = by_device("vigil_disk_smart_attribute_raw_value", attribute_id="194")
+    temperature = by_device("vigil_disk_temperature_celsius")
+    assert set(decoded) == {"/dev/sda", "/dev/sdb"}  # the ATA ones
+    for device, celsius in decoded.items():
+        assert celsius == temperature[device] and 20 <= celsius <= 45
+        assert raw[device] > 2 ** 32 and int(raw[device]) & 0xFFFF == celsius  # Min/Max packed above

@@ -122,7 +122,7 @@ def smart_document(disk: SimDisk, t: float, fault: DiskFault | None = None) -> d
         _attr(9, "Power_On_Hours", 99, 0, hours),
         _attr(187, "Reported_Uncorrect", max(1, 100 - reported), 0, reported),
         _attr(188, "Command_Timeout", 100, 0, timeouts),
-        _attr(194, "Temperature_Celsius", 100 - temp, 0, temp),
+        _temperature_attr(disk, temp),
         _attr(197, "Current_Pending_Sector", 100, 0, pending),
         _attr(198, "Offline_Uncorrectable", 100, 0, offline),
     ]
@@ -133,9 +133,18 @@ def smart_document(disk: SimDisk, t: float, fault: DiskFault | None = None) -> d
     return base
 
 
-def _attr(attr_id: int, name: str, value: int, thresh: int, raw: int) -> dict:
+def _attr(attr_id: int, name: str, value: int, thresh: int, raw: int, string: str | None = None) -> dict:
     return {"id": attr_id, "name": name, "value": value, "worst": value, "thresh": thresh,
-            "raw": {"value": raw, "string": str(raw)}}
+            "raw": {"value": raw, "string": str(raw) if string is None else string}}
+
+
+def _temperature_attr(disk: SimDisk, temp: int) -> dict:
+    """194 as real disks report it (smartctl's `tempminmax`): the current temperature in the low word and
+    the lifetime minimum and maximum packed above it, so the exporter's decoding is exercised."""
+    low = 18 + int(6 * _unit_hash(disk.node, disk.index, "tmin"))
+    high = 43 + int(10 * _unit_hash(disk.node, disk.index, "tmax"))  # above any simulated reading (<= 42)
+    raw = temp | (low << 16) | (high << 32)
+    return _attr(194, "Temperature_Celsius", 100 - temp, 0, raw, f"{temp} (Min/Max {low}/{high})")
 
 
 def scan_document(disks: list[SimDisk]) -> dict:
