@@ -1,0 +1,241 @@
+"""`evt`: a streaming detector for operations KPIs — fluctuations after smoothing, thresholds from
+extreme value theory (in the spirit of FluxEV, WSDM'21, and SPOT, KDD'17). Dense labels: every point
+of an anomalous stretch is flagged, not one alarm per episode.
+
+1. **Warm-up** (`warmup_s`, two days by default, between `min_warmup` and `max_warmup` points): points
+   score 0 and are kept. At its end the baseline classifier (`aiops.baseline.classify`) names the
+   curve class — periodic, stable, or unstable (its spiky, trending and level-shift classes) — and a
+   periodic curve gets a time-of-day profile (`aiops.baseline.seasonal`), refitted every day on the
+   last `season_days` days of normal values.
+2. **Fluctuation**: the residual `r` (value minus the profile, or the value itself) minus an EWMA
+   level of past normal residuals (rate per class: `alpha_*`), divided by an EWMA of past absolute
+   fluctuations (the local noise scale): `z`.
+3. **Three signals** of `z`: `spike` |z| (spikes and dips), `shift` |EWMA of z| (level shifts, ramps,
+   sustained dips; rate `shift_alpha`) and `variance` EWMA of z² (noise bursts; rate `variance_alpha`).
+4. **Thresholds**: one `Spot` per signal, calibrated on the warm-up's signals and updated while
+   streaming, each at risk `q` (the chance that a normal point exceeds it). A point is flagged when a
+   signal exceeds its threshold; a missing value (NaN) is flagged as `missing`.
+5. **Anomalies are not learned**: while flagged, the level, the noise scale, the profile's history and
+   the thresholds keep their pre-anomaly state, so a level shift stays flagged for as long as it lasts.
+   After `max_hold_s` seconds of consecutive flagged points the new state is accepted as normal (a permanent change).
+
+Score: the largest signal/threshold ratio `r`, mapped to r / (1 + r): above 0.5 exactly when flagged.
+`sensitivity` in [0, 1] sets the risk: q = 10 ** (-6 + 4 * sensitivity), i.e. 0 -> 1e-6, 0.5 -> 1e-4,
+1 -> 1e-2 (expected false flags per normal point).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime, timezone
+from statistics import median
+
+import numpy as np
+
+from vigil.aiops.baseline.classify import classify
+from vigil.aiops.baseline.robust import DAY_S, robust_sigma
+from vigil.aiops.baseline.seasonal import seasonal_fit
+from vigil.aiops.detect.base import Detector
+from vigil.aiops.detect.evt import Spot
+
+SIGNALS = ("spike", "shift", "variance")
+ABS_TO_SIGMA = math.sqrt(math.pi / 2)  # E|N(0, s)| * sqrt(pi / 2) = s
+
+
+def risk_from_sensitivity(sensitivity: float) -> float:
+    """Risk q (expected false flags per normal point) for a sensitivity in [0, 1]."""
+    if not 0.0 <= sensitivity <= 1.0:
+        raise ValueError(f"sensitivity must be in [0, 1], got {sensitivity}")
+    return 10.0 ** (-6.0 + 4.0 * sensitivity)
+
+
+def curve_class(kind: str) -> str:
+    """The baseline classifier's class folded into periodic / stable / unstable."""
+    return kind if kind in ("periodic", "stable") else "unstable"
+
+
+def to_seconds(timestamp: str) -> float:
+    stamp = datetime.fromisoformat(timestamp)
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=timezone.utc)
+    return stamp.timestamp()
+
+
+@dataclass(frozen=True)
+class EvtParameters:
+    risk: float = 1e-4
+    warmup_s: float = 2.5 * DAY_S
+    warmup: int | None = None  # points; when set, replaces warmup_s and its bounds
+    min_warmup: int = 200
+    max_warmup: int = 4000
+    init_level: float = 0.98  # SPOT's initial threshold: this quantile of the warm-up's signals
+    alpha_periodic: float = 0.05
+    alpha_stable: float = 0.01
+    alpha_unstable: float = 0.02
+    scale_alpha: float = 0.005
+    shift_alpha: float = 0.2
+    variance_alpha: float = 0.1
+    clip: float = 4.0  # z is clipped to ±clip before the shift and variance EWMAs: one spike is not a shift
+    max_hold_s: float = DAY_S / 2  # a change flagged this long becomes the new normal
+    season_days: int = 7
+    period_probe: int = 20  # intervals used to learn the sampling step
+
+    @classmethod
+    def for_sensitivity(cls, sensitivity: float, **overrides) -> "EvtParameters":
+        return replace(cls(**overrides), risk=risk_from_sensitivity(sensitivity))
+
+
+class EvtDetector(Detector):
+    """Per-class fluctuation extraction with SPOT thresholds; see the module docstring."""
+
+    name = "evt"
+    version = "1"
+    own_sensitivity = True  # `sensitivity` sets the EVT risk, not a cut on the score
+
+    @classmethod
+    def create(cls, warmup: int | None = None, sensitivity: float | None = None) -> "EvtDetector":
+        """`warmup`: points before the first label (more than `period_probe`); `sensitivity` in [0, 1]."""
+        params = EvtParameters() if sensitivity is None else EvtParameters.for_sensitivity(sensitivity)
+        return cls(replace(params, warmup=warmup))
+
+    def __init__(self, params: EvtParameters | None = None):
+        p = self.params = params or EvtParameters()
+        if p.warmup is not None and p.warmup <= p.period_probe:
+            raise ValueError(f"the evt detector needs a warm-up of more than {p.period_probe} points "
+                             f"(it learns the sampling interval from the first {p.period_probe}), got {p.warmup}")
+        self._times: list[float] = []
+        self._values: list[float] = []
+        self._warmup: int | None = None
+        self.kind: str | None = None  # curve class, known after the warm-up
+        self.reason = ""  # why the last point was flagged ("" when it was not)
+        self._count = 0
+
+    def parameters(self) -> dict:
+        return {"version": self.version, **asdict(self.params)}
+
+    def explain(self) -> str:
+        """Why the last point was flagged: the signal, its value and threshold, the risk; "" if it was not."""
+        return self.reason
+
+    # -- warm-up -------------------------------------------------------------------------------------
+    def _warmup_length(self) -> int:
+        p = self.params
+        times = self._times[: p.period_probe + 1]
+        step = median(b - a for a, b in zip(times, times[1:]))
+        self._step = step if step > 0 else 60.0
+        if p.warmup is not None:
+            return p.warmup
+        return min(max(int(p.warmup_s / self._step), p.min_warmup), p.max_warmup)
+
+    def _start(self) -> None:
+        p = self.params
+        t, x = np.asarray(self._times), np.asarray(self._values)
+        if np.isfinite(x).sum() < 3:  # nothing to learn from yet: the warm-up goes on
+            return
+        self.kind = curve_class(classify(t, x, self._step).kind)
+        self._alpha = {"periodic": p.alpha_periodic, "stable": p.alpha_stable}.get(self.kind, p.alpha_unstable)
+        self._profile = None
+        self._history: deque[tuple[float, float]] = deque(maxlen=max(int(p.season_days * DAY_S / self._step), 1))
+        finite = np.isfinite(x)
+        t, x = t[finite], x[finite]
+        if self.kind == "periodic":
+            self._history.extend(zip(t.tolist(), x.tolist()))
+            self._refit_profile()
+        base = self._profile.expected(t) if self._profile is not None else np.zeros(x.size)
+        # a positive daily profile scales (traffic: a quieter weekend is the same day, lower); otherwise it adds
+        self._scales = self._profile is not None and bool(np.min(self._profile.profile) > 0)
+        head = slice(0, max(10, x.size // 20))
+        self._level = float(np.median(x[head] / base[head] if self._scales else x[head] - base[head]))
+        self._scale = max(robust_sigma(np.diff(x - base)) / math.sqrt(2.0), 1e-9 * max(float(np.abs(x).max()), 1.0))
+        self._shift, self._variance = 0.0, 1.0
+        self._hold = 0
+        self._max_hold = max(1, int(p.max_hold_s / self._step))
+        calibration = []
+        for value, b in zip(x.tolist(), base.tolist()):
+            calibration.append(self._signals(value, b))
+            self._learn(value, b)
+        signals = np.asarray(calibration[min(len(calibration) // 4, 100):])
+        self._spots = []
+        for column in range(len(SIGNALS)):
+            spot = Spot(p.risk, p.init_level)
+            spot.fit(signals[:, column])
+            self._spots.append(spot)
+        self._times, self._values = [], []
+
+    # -- seasonal profile ----------------------------------------------------------------------------
+    def _refit_profile(self) -> None:
+        t, x = (np.asarray(c) for c in zip(*self._history))
+        self._profile = seasonal_fit(t, x, self._step, weekly=False)
+        self._next_refit = t[-1] + DAY_S
+
+    def _base(self, t: float) -> float:
+        prof = self._profile
+        return float(prof.profile[min(int((t % DAY_S) // prof.bin_s), prof.profile.size - 1)])
+
+    def _observed_level(self, value: float, base: float) -> float:
+        return value / base if self._scales else value - base  # base > 0 whenever the profile scales
+
+    def _predict(self, base: float) -> float:
+        return self._level * base if self._scales else self._level + base
+
+    # -- streaming -----------------------------------------------------------------------------------
+    def _signals(self, value: float, base: float) -> tuple[float, float, float]:
+        """The three signals of `value` (its profile value `base`); updates the shift and variance EWMAs."""
+        p = self.params
+        z = (value - self._predict(base)) / self._scale
+        c = min(max(z, -p.clip), p.clip)
+        self._shift += p.shift_alpha * (c - self._shift)
+        self._variance += p.variance_alpha * (c * c - self._variance)
+        return abs(z), abs(self._shift), self._variance
+
+    def _learn(self, value: float, base: float) -> None:
+        """A normal value moves the level and the noise scale."""
+        f = value - self._predict(base)
+        self._level += self._alpha * (self._observed_level(value, base) - self._level)
+        self._scale += self.params.scale_alpha * (abs(f) * ABS_TO_SIGMA - self._scale)
+
+    def update(self, timestamp: str, value: float) -> float:
+        self._count += 1
+        self.reason = ""
+        if self.kind is None:
+            self._times.append(to_seconds(timestamp))
+            self._values.append(value)
+            if self._warmup is None and len(self._times) > self.params.period_probe:
+                self._warmup = self._warmup_length()
+            if self._warmup is not None and len(self._times) >= self._warmup:
+                self._start()
+            return 0.0
+        if not math.isfinite(value):
+            self.reason = "missing: no value"
+            return 1.0
+        t, base = None, 0.0
+        if self._profile is not None:
+            t = to_seconds(timestamp)
+            if t >= self._next_refit:
+                self._refit_profile()
+            base = self._base(t)
+        predicted, scale = self._predict(base), self._scale
+        signals = self._signals(value, base)
+        ratios = [s / spot.threshold if spot.threshold > 0 else math.inf for s, spot in zip(signals, self._spots)]
+        worst = max(range(len(SIGNALS)), key=ratios.__getitem__)
+        flagged = ratios[worst] > 1.0
+        if flagged and self._hold < self._max_hold:
+            self._hold += 1
+            self.reason = (f"{SIGNALS[worst]}: {signals[worst]:.3g} > threshold {self._spots[worst].threshold:.3g} "
+                           f"(risk {self.params.risk:g}, {self.kind} curve, expected {predicted:.6g} ± {scale:.3g})")
+            if t is not None:
+                self._history.append((t, predicted))
+        else:
+            if flagged:  # flagged for max_hold_s: a permanent change, the new normal
+                self._level = self._observed_level(value, base)
+                self._shift, self._variance = 0.0, 1.0
+            self._hold = 0
+            self._learn(value, base)
+            for s, spot in zip(signals, self._spots):
+                spot.learn(s)
+            if t is not None:
+                self._history.append((t, value))
+        ratio = ratios[worst]
+        return 1.0 if math.isinf(ratio) else ratio / (1.0 + ratio)
