@@ -38,7 +38,7 @@ _EXPORTER_COMMANDS = {
 
 _AIOPS_COMMANDS = {
     "detect": ("vigil.cli_aiops_nab:detect", "Score a timestamp,value CSV for anomalies (causal)."),
-    "evaluate": ("vigil.cli_aiops_nab:evaluate", "Evaluate detectors on a benchmark (NAB)."),
+    "evaluate": ("vigil.cli_aiops_evaluate:evaluate", "Held-out scores of detectors on a benchmark (NAB, synthetic KPIs)."),
     "train": ("vigil.cli_aiops_baseline:train", "Learn dynamic baselines from history."),
     "serve": ("vigil.cli_aiops_baseline:serve", "Export baselines and failure risk as Prometheus metrics."),
     "train-disk": ("vigil.cli_aiops_risk:train_disk", "Train the disk failure model on SMART history."),
