@@ -75,7 +75,8 @@ def label_series(detector: Detector, timestamps: Sequence[str], values: Sequence
         scores.append(score)
         reason = ""
         if score >= threshold:
-            reason = f"{detector.explain()}; score {_number(score)} >= threshold {_number(threshold)}"
+            why = detector.explain()  # "" from a detector that cannot say
+            reason = f"{why + '; ' if why else ''}score {_number(score)} >= threshold {_number(threshold)}"
             if i < warmup:
                 reason = f"not labelled, row {i + 1} is within the warm-up of {warmup} rows: {reason}"
         labels.append(int(i >= warmup and score >= threshold))
