@@ -10,6 +10,11 @@ One incident per Alertmanager `groupKey` at a time:
 - resolved, incident firing → **resolve** and page "resolved";
 - resolved, the latest incident is already resolved and knows all these alerts → **attach** (an HA
   peer or a late copy: nothing new, no page);
+
+An alert's firing is its fingerprint and start. Two Prometheus replicas (the HA topology,
+docs/scaling.md) evaluate on their own schedules, so each starts the same alert at its own time, and an
+Alertmanager peer that restarted may notify with the other replica's start: a firing counts as known
+when the incident knows the same fingerprint starting within `REPLICA_START_SKEW_S` of it.
 - firing, the latest incident resolved less than `reopen_within_s` ago (the on-call file's
   `incidents.reopen_within`; 0, the default, never) → **reopen** it and page: a flapping group stays
   one incident instead of a new one each time (the engine clears its acknowledgement and restarts its
@@ -24,11 +29,39 @@ Pure functions only: the store applies the decision inside the transaction that 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Literal
 
 from vigil.notifier.models import WebhookPayload
 
 Action = Literal["open", "update", "resolve", "attach", "record", "reopen"]
+# How far apart two Prometheus replicas may start the same alert: their evaluation offsets (below one
+# evaluation interval) plus a scrape that one saw the change in and the other did not.
+REPLICA_START_SKEW_S = 120.0
+
+
+def _parse_key(key: str) -> tuple[str, datetime | None]:
+    fingerprint, _, start = key.partition("@")
+    try:
+        return fingerprint, datetime.fromisoformat(start)
+    except ValueError:
+        return fingerprint, None
+
+
+def firing_known(key: str, known: frozenset[str] | set[str]) -> bool:
+    """True if `key` (an alert's `firing_key()`) or the same alert started by another replica is in `known`."""
+    if key in known:
+        return True
+    fingerprint, start = _parse_key(key)
+    if start is None:
+        return False
+    prefix = fingerprint + "@"
+    for other in known:
+        if other.startswith(prefix):
+            other_start = _parse_key(other)[1]
+            if other_start is not None and abs((other_start - start).total_seconds()) <= REPLICA_START_SKEW_S:
+                return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -61,7 +94,8 @@ def decide(payload: WebhookPayload, latest: IncidentState | None, now: float = 0
     keys = frozenset(key for key, _ in keyed)
     if payload.status == "firing":
         if latest is not None and latest.status == "firing":
-            new_firings = {key for key, status in keyed if status == "firing"} - latest.known_alert_keys
+            new_firings = {key for key, status in keyed
+                           if status == "firing" and not firing_known(key, latest.known_alert_keys)}
             return IncidentDecision("update", bool(new_firings), "firing", keys)
         if (latest is not None and reopen_within_s > 0 and latest.resolved_at is not None
                 and now - latest.resolved_at <= reopen_within_s):
@@ -69,6 +103,6 @@ def decide(payload: WebhookPayload, latest: IncidentState | None, now: float = 0
         return IncidentDecision("open", True, "firing", keys)
     if latest is not None and latest.status == "firing":
         return IncidentDecision("resolve", True, "resolved", keys)
-    if latest is not None and keys <= latest.known_alert_keys:
+    if latest is not None and all(firing_known(key, latest.known_alert_keys) for key in keys):
         return IncidentDecision("attach", False, "resolved", keys)
     return IncidentDecision("record", True, "resolved", keys)

@@ -19,6 +19,7 @@ import requests
 
 from vigil.notifier.clock import Clock
 from vigil.notifier.deliveries import PagePlanner
+from vigil.notifier.incidents import firing_known
 from vigil.notifier.models import WebhookPayload
 from vigil.notifier.store.notifications import RECONCILED_PREFIX, Notifications
 
@@ -42,7 +43,7 @@ def reconcile(notifications: Notifications, route: PagePlanner, alertmanager_url
         if (receiver is not None and name != receiver) or name in HEARTBEAT_RECEIVERS:
             continue
         payload = group_as_notification(group, name)
-        if payload is None or payload.firing_keys() & known:
+        if payload is None or any(firing_known(key, known) for key in payload.firing_keys()):
             continue  # empty, or the store already has an incident for this group
         result = notifications.ingest(payload, clock(), route)
         if not result.duplicate:
