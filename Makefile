@@ -3,7 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
-DEB_PACKAGES := prometheus prometheus-alertmanager prometheus-node-exporter smartmontools python3-venv libpango-1.0-0 libpangoft2-1.0-0
+# victoria-metrics: the long-term store of `vigil up --profile ha` (docs/scaling.md)
+DEB_PACKAGES := prometheus prometheus-alertmanager prometheus-node-exporter smartmontools python3-venv libpango-1.0-0 libpangoft2-1.0-0 victoria-metrics
 # the notifier's store is tested against a real PostgreSQL server too; the web console's browser tests
 # drive Debian's chromium through Playwright (never a browser Playwright downloads)
 DEB_TEST_PACKAGES := postgresql chromium systemd

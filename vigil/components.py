@@ -22,15 +22,17 @@ SYSTEM_BINARIES = {
     "amtool": ("amtool", "prometheus-alertmanager"),
     "node-exporter": ("prometheus-node-exporter", "prometheus-node-exporter"),
 }
+HA_BINARIES = {"victoria-metrics": ("victoria-metrics", "victoria-metrics")}  # the ha profile's long-term store
 
 
 class MissingBinaries(Exception):
     """Debian packages the stack needs are not installed; the message has the command to fix it."""
 
 
-def find_binaries() -> dict[str, str]:
+def find_binaries(profile: str = "single") -> dict[str, str]:
     found, missing = {}, set()
-    for key, (binary, package) in SYSTEM_BINARIES.items():
+    wanted = {**SYSTEM_BINARIES, **(HA_BINARIES if profile == "ha" else {})}
+    for key, (binary, package) in wanted.items():
         path = shutil.which(binary)
         if path:
             found[key] = path
@@ -87,8 +89,46 @@ def node_exporter_flags(systemd_dir: Path = Path("/run/systemd/system")) -> list
     return [] if systemd_dir.is_dir() else ["--no-collector.systemd"]
 
 
-def component_specs(settings: StackSettings, layout: RunLayout, binaries: dict[str, str], backend: GpuBackend) -> list[ComponentSpec]:
-    """Components in start order (dependencies first)."""
+def notifier_spec(settings: StackSettings, layout: RunLayout, name: str, port: int, db_url: str,
+                  alertmanager_port: int, env: dict[str, str] | None = None, after: str | None = None) -> ComponentSpec:
+    """A `vigil notifier serve` on `port` storing into `db_url`, reconciling with the Alertmanager on
+    `alertmanager_port` at start."""
+    host, p = settings.host, settings.ports
+    argv = vigil_argv("notifier", "serve", "--listen", format_host_port(host, port), "--db", db_url,
+                      "--token-file", str(layout.token_file),
+                      "--oncall-config", str(settings.oncall_config or layout.oncall_config),
+                      "--alertmanager-url", http_url(host, alertmanager_port),
+                      "--prometheus-url", http_url(host, p.prometheus),  # postmortems' charts
+                      # the Watchdog's heartbeat (alertmanager.yml): page when it stops
+                      "--heartbeat", f"watchdog={format_duration(settings.heartbeat_timeout)},team=platform")
+    return ComponentSpec(name, argv, http_url(host, port), http_url(host, port, "/healthz"), ports=[port],
+                         env=env or {}, after=after)
+
+
+def alertmanager_spec(settings: StackSettings, layout: RunLayout, binaries: dict[str, str], name: str, port: int,
+                      data: Path, cluster: list[str] | None = None) -> ComponentSpec:
+    """An Alertmanager on `port`; `cluster`: its gossip flags (None: no cluster, the single profile)."""
+    url = http_url(settings.host, port)
+    argv = [binaries["alertmanager"], f"--config.file={layout.alertmanager_config}", f"--storage.path={data}",
+            f"--web.listen-address={format_host_port(settings.host, port)}",
+            *(cluster if cluster is not None else ["--cluster.listen-address="]), f"--web.external-url={url}"]
+    return ComponentSpec(name, argv, url, http_url(settings.host, port, "/-/ready"), ports=[port])
+
+
+def prometheus_spec(settings: StackSettings, binaries: dict[str, str], name: str, port: int, config: Path,
+                    data: Path, extra: tuple[str, ...] = ()) -> ComponentSpec:
+    url = http_url(settings.host, port)
+    argv = [binaries["prometheus"], f"--config.file={config}", f"--storage.tsdb.path={data}",
+            f"--web.listen-address={format_host_port(settings.host, port)}",
+            f"--rules.alert.resend-delay={format_duration(settings.resend_delay)}",
+            "--storage.tsdb.retention.time=30d", "--web.enable-lifecycle", f"--web.external-url={url}", *extra]
+    return ComponentSpec(name, argv, url, http_url(settings.host, port, "/-/ready"), ports=[port])
+
+
+def component_specs(settings: StackSettings, layout: RunLayout, binaries: dict[str, str], backend: GpuBackend,
+                    metrics_url: str | None = None) -> list[ComponentSpec]:
+    """Components in start order (dependencies first); `metrics_url`: where the AIOps service reads
+    history (default: the Prometheus)."""
     p = settings.ports
     host = settings.host
 
@@ -112,18 +152,8 @@ def component_specs(settings: StackSettings, layout: RunLayout, binaries: dict[s
         gpu = ComponentSpec("gpu-exporter", gpu_argv, url(node_ports[0], "/metrics"), url(node_ports[0], "/metrics"),
                             ports=node_ports)
     specs = [
-        ComponentSpec("notifier", vigil_argv("notifier", "serve", "--listen", listen(p.notifier),
-                                         "--db", f"sqlite:///{layout.notifier_db}", "--token-file", str(layout.token_file),
-                                         "--oncall-config", str(settings.oncall_config or layout.oncall_config),
-                                         "--alertmanager-url", url(p.alertmanager),
-                                         "--prometheus-url", url(p.prometheus),  # postmortems' charts
-                                         # the Watchdog's heartbeat (alertmanager.yml): page when it stops
-                                         "--heartbeat", f"watchdog={format_duration(settings.heartbeat_timeout)},team=platform"),
-                      url(p.notifier), url(p.notifier, "/healthz"), ports=[p.notifier]),
-        ComponentSpec("alertmanager", [binaries["alertmanager"], f"--config.file={layout.alertmanager_config}",
-                                       f"--storage.path={layout.alertmanager_data}", f"--web.listen-address={listen(p.alertmanager)}",
-                                       "--cluster.listen-address=", f"--web.external-url={url(p.alertmanager)}"],
-                      url(p.alertmanager), url(p.alertmanager, "/-/ready"), ports=[p.alertmanager]),
+        notifier_spec(settings, layout, "notifier", p.notifier, f"sqlite:///{layout.notifier_db}", p.alertmanager),
+        alertmanager_spec(settings, layout, binaries, "alertmanager", p.alertmanager, layout.alertmanager_data),
         ComponentSpec("node-exporter", [binaries["node-exporter"], *node_exporter_flags(), f"--web.listen-address={listen(p.node_exporter)}"],
                       url(p.node_exporter, "/metrics"), url(p.node_exporter, "/metrics"), ports=[p.node_exporter]),
         gpu,
@@ -135,12 +165,7 @@ def component_specs(settings: StackSettings, layout: RunLayout, binaries: dict[s
         specs.append(ComponentSpec("node-health", vigil_argv("exporter", "node", "--listen", listen(p.node_health), "--simulate",
                                                          "--node", backend.node_names[0], *chaos),
                                    url(p.node_health, "/metrics"), url(p.node_health, "/metrics"), ports=[p.node_health]))
-    specs.append(ComponentSpec("prometheus", [binaries["prometheus"], f"--config.file={layout.prometheus_config}",
-                                              f"--storage.tsdb.path={layout.prometheus_data}", f"--web.listen-address={listen(p.prometheus)}",
-                                              f"--rules.alert.resend-delay={format_duration(settings.resend_delay)}",
-                                              "--storage.tsdb.retention.time=30d", "--web.enable-lifecycle",
-                                              f"--web.external-url={url(p.prometheus)}"],
-                               url(p.prometheus), url(p.prometheus, "/-/ready"), ports=[p.prometheus]))
+    specs.append(prometheus_spec(settings, binaries, "prometheus", p.prometheus, layout.prometheus_config, layout.prometheus_data))
     if settings.aiops and not (layout.aiops_dir / "disk_model.json").exists():
         # First start: learn the disk failure model on a simulated SMART fleet; the AIOps service
         # picks the model up on its next refresh, so nothing waits for this job.
@@ -149,7 +174,7 @@ def component_specs(settings: StackSettings, layout: RunLayout, binaries: dict[s
                                    "", "", oneshot=True))
     if settings.aiops:
         specs.append(ComponentSpec("aiops", vigil_argv("aiops", "serve", "--listen", listen(p.aiops), "--model-dir", str(layout.aiops_dir),
-                                                   "--prometheus-url", url(p.prometheus), "--match", "vigil_gpu_utilization_ratio",
+                                                   "--prometheus-url", metrics_url or url(p.prometheus), "--match", "vigil_gpu_utilization_ratio",
                                                    "--risk-interval", format_duration(max(5.0, 5 * settings.scrape_interval))),
                                    url(p.aiops, "/metrics"), url(p.aiops, "/healthz"), ports=[p.aiops]))
     return specs

@@ -7,7 +7,7 @@ loopback only; a non-loopback host is refused because the demo components have n
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -17,6 +17,7 @@ from vigil.notifier.heartbeat_spec import MAX_TIMEOUT_S
 
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
 MAX_SIM_NODES = 89  # node targets use port_base+10 … port_base+99
+HA_PORTS = 9  # the ha profile's extra components take port_base+91 … port_base+99 (stack_config.ha)
 
 
 class Ports(BaseModel):
@@ -93,6 +94,10 @@ class StackSettings(BaseModel):
     backfill_days: float = Field(14.0, ge=0, le=30)
     node_health: bool = True
     oncall_config: Path | None = None
+    # "ha": two Prometheus replicas, a 3-peer Alertmanager cluster, two notifiers on one PostgreSQL and
+    # VictoriaMetrics (docs/scaling.md, "HA topology"); "single": one of each (the default)
+    profile: Literal["single", "ha"] = "single"
+    database_url: str | None = None  # ha: the notifiers' PostgreSQL (None: a throwaway server in the run dir)
 
     @field_validator("host")
     @classmethod
@@ -100,6 +105,15 @@ class StackSettings(BaseModel):
         if value not in LOOPBACK_HOSTS:
             raise ValueError(f"{value!r} is not a loopback address; the local stack listens on loopback only")
         return value
+
+    @model_validator(mode="after")
+    def _ha_fits(self) -> "StackSettings":
+        if self.profile == "ha" and self.sim_nodes > MAX_SIM_NODES - HA_PORTS:
+            raise ValueError(f"the ha profile runs at most {MAX_SIM_NODES - HA_PORTS} simulated nodes "
+                             f"(its extra components use the top {HA_PORTS} ports of the range)")
+        if self.database_url is not None and not self.database_url.startswith("postgresql://"):
+            raise ValueError("database_url must be a postgresql://USER@HOST:PORT/DB URL (two notifiers share it)")
+        return self
 
     @model_validator(mode="after")
     def _intervals_consistent(self) -> "StackSettings":

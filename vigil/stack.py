@@ -13,11 +13,14 @@ from vigil.common.hostport import http_url
 from vigil.oncall.loader import OncallConfigError, load_oncall
 
 from .components import GpuBackend, component_specs, detect_gpu_backend, find_binaries
+from .components_ha import ha_component_specs
 from .history import backfill_simulated_history
 from .runstate import ComponentState, StackState
 from .settings import StackSettings
 from .stack_config import RunLayout, ensure_demo_password, write_stack_files
 from .stack_config.demo_oncall import DEMO_CONSOLE_USER
+from .stack_config.ha import HaTopology
+from .stack_config.postgres import PostgresUnavailable
 from .supervisor import Supervisor, taken_ports
 
 log = logging.getLogger("vigil.stack")
@@ -83,7 +86,7 @@ def run_stack(settings: StackSettings, gpu_backend: str, say: Callable[[str], No
     provisions Grafana there); it reports its own failures and must not raise.
     """
     layout = RunLayout(settings.run_path)
-    binaries = find_binaries()
+    binaries = find_binaries(settings.profile)
     if settings.oncall_config is not None:
         try:  # refuse now, with file:line, rather than as an unhealthy notifier a minute later
             load_oncall(settings.oncall_config)
@@ -91,7 +94,10 @@ def run_stack(settings: StackSettings, gpu_backend: str, say: Callable[[str], No
             raise StackError(str(exc)) from None
     lock = _lock_run_dir(layout)
     backend: GpuBackend = detect_gpu_backend(settings, gpu_backend)
-    specs = component_specs(settings, layout, binaries, backend)
+    try:
+        specs = (ha_component_specs if settings.profile == "ha" else component_specs)(settings, layout, binaries, backend)
+    except PostgresUnavailable as exc:
+        raise StackError(str(exc)) from None
     conflicts = taken_ports(specs)
     if conflicts:
         listed = ", ".join(f"{port} ({name})" for name, port in conflicts)
@@ -99,7 +105,10 @@ def run_stack(settings: StackSettings, gpu_backend: str, say: Callable[[str], No
                          f"choose another base with --port-base (now {settings.port_base})")
     if backend.kind == "sim":
         say(sim_banner(settings.sim_nodes, settings.sim_gpus))
-    write_stack_files(settings, layout, backend.node_names)
+    try:
+        write_stack_files(settings, layout, backend.node_names)
+    except PostgresUnavailable as exc:
+        raise StackError(str(exc)) from None
     if settings.aiops and backend.kind == "sim":
         if settings.backfill_days > 0:
             say(f"history backfill: {settings.backfill_days:g} day(s) of simulated GPU load into Prometheus …")
@@ -115,8 +124,10 @@ def run_stack(settings: StackSettings, gpu_backend: str, say: Callable[[str], No
     signal.signal(signal.SIGTERM, request_stop)
 
     supervisor = Supervisor(specs, layout.logs_dir)
-    state = StackState(supervisor_pid=os.getpid(), port_base=settings.port_base, gpu_backend=backend.kind,
-                       urls={"gpu_control": http_url(settings.host, settings.ports.gpu_control)} if backend.kind == "sim" else {})
+    urls = {"gpu_control": http_url(settings.host, settings.ports.gpu_control)} if backend.kind == "sim" else {}
+    if settings.profile == "ha":  # the global query view: both replicas' series, deduplicated
+        urls["metrics_query"] = HaTopology(settings).victoria_metrics_url
+    state = StackState(supervisor_pid=os.getpid(), port_base=settings.port_base, gpu_backend=backend.kind, urls=urls)
     try:
         say(f"starting {len(specs)} components (logs in {layout.logs_dir}) …")
         supervisor.start()

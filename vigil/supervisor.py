@@ -3,7 +3,11 @@
 Each component runs in its own session (so a Ctrl-C in the terminal reaches only the supervisor, which
 then stops the children in order) and asks the kernel to SIGTERM it if the supervisor dies
 (PR_SET_PDEATHSIG), so even a killed supervisor leaves no orphans. A component that exits is restarted
-with exponential backoff; the backoff resets once it has stayed up for a while.
+with exponential backoff; the backoff resets once it has stayed up for a while. A component may start
+`after` another one: the supervisor waits (boundedly) for that one's health before spawning it.
+
+Health is an HTTP GET answered below 300, or for a server that speaks no HTTP (PostgreSQL) a
+`tcp://HOST:PORT` health URL that accepts a connection.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ BACKOFF_START_S = 1.0
 BACKOFF_MAX_S = 30.0
 STABLE_AFTER_S = 60.0
 STOP_GRACE_S = 10.0
+AFTER_WAIT_S = 30.0  # how long a component waits for the one it starts `after`
 
 
 @dataclass
@@ -41,6 +46,8 @@ class ComponentSpec:
     ports: list[int] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     oneshot: bool = False  # a job that runs to completion (restarted only if it fails)
+    after: str | None = None  # the component whose health this one waits for at start (its database)
+    stop_last: bool = False  # SIGTERMed once the others have stopped (a cluster's last peer leaves alone)
 
 
 @dataclass
@@ -77,6 +84,13 @@ def taken_ports(specs: list[ComponentSpec]) -> list[tuple[str, int]]:
 
 
 def is_healthy(url: str, timeout: float = 1.0) -> bool:
+    if url.startswith("tcp://"):
+        host, _, port = url.removeprefix("tcp://").rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+                return True
+        except OSError:
+            return False
     try:
         return requests.get(url, timeout=timeout).status_code < 300
     except requests.RequestException:
@@ -119,7 +133,15 @@ class Supervisor:
 
     def start(self) -> None:
         for comp in self._components.values():
+            if comp.spec.after:
+                self._await(comp.spec.after)
             self._spawn(comp)
+
+    def _await(self, name: str) -> None:
+        """Wait for `name` to be healthy, at most AFTER_WAIT_S (then start anyway: the restarts take over)."""
+        deadline = time.monotonic() + AFTER_WAIT_S
+        while not is_healthy(self._components[name].spec.health_url, timeout=0.5) and time.monotonic() < deadline:
+            time.sleep(0.1)
 
     def wait_healthy(self, timeout_s: float, on_progress: Callable[[str], None] | None = None) -> list[str]:
         """Wait until every component answers its health check; return the names still unhealthy."""
@@ -162,9 +184,15 @@ class Supervisor:
                 self._spawn(comp)
 
     def stop(self) -> None:
-        """SIGTERM every component (whole process group), in reverse start order; SIGKILL stragglers."""
+        """SIGTERM every component (whole process group), in reverse start order; SIGKILL stragglers.
+
+        Components marked `stop_last` get their SIGTERM once the others have stopped."""
         self._stopping = True
         running = [c for c in reversed(list(self._components.values())) if c.process and c.process.poll() is None]
+        self._stop_wave([c for c in running if not c.spec.stop_last])
+        self._stop_wave([c for c in running if c.spec.stop_last])
+
+    def _stop_wave(self, running: list[_Running]) -> None:
         for comp in running:
             _signal_group(comp.process, signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE_S

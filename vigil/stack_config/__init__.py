@@ -3,7 +3,9 @@
 - `layout`: where everything lives in the run directory;
 - `secret_files`: the webhook token, the demo's console password and the notifier database, owner-only;
 - `prometheus` and `alertmanager`: their configs, built as data (golden files in tests/golden/stack);
-- `demo_oncall`: the on-call file of the demo (its first DRI has a console login).
+- `demo_oncall`: the on-call file of the demo (its first DRI has a console login);
+- the ha profile's: `ha` (topology, ports, paths), `ha_prometheus`, `ha_alertmanager`, `postgres`
+  (the notifiers' throwaway server) and `sharding` (hashmod scrape shards).
 
 `write_stack_files` writes them all, dumped with PyYAML (never text templates).
 """
@@ -21,6 +23,10 @@ from vigil.rules.alertmanager_routing import ROUTING_FILE, load_routing
 from ..settings import StackSettings
 from .alertmanager import alertmanager_config
 from .demo_oncall import demo_oncall_config
+from .ha import PROMETHEUS_REPLICAS, HaLayout, HaTopology
+from .ha_alertmanager import fan_out_webhooks, notifier_bases
+from .ha_prometheus import ha_prometheus_config
+from . import postgres
 from .layout import RunLayout
 from .prometheus import GPU_JOB, prometheus_config
 from .secret_files import ensure_demo_password, ensure_private_database, ensure_token
@@ -50,9 +56,20 @@ def write_stack_files(settings: StackSettings, layout: RunLayout, node_names: li
         stale.unlink()
     rule_doc = rulegen.prometheus_rule_file(ruleset, max_for_seconds=settings.max_for)
     (layout.rules_dir / "vigil-rules.yml").write_text(rulegen.dump_yaml(rule_doc), encoding="utf-8")
-    _write(layout.prometheus_config, prometheus_config(settings, layout, node_names))
     routing = load_routing(ROUTING_FILE, ruleset)
-    _write(layout.alertmanager_config, alertmanager_config(settings, layout, ruleset, routing))
+    am_config = alertmanager_config(settings, layout, ruleset, routing)
+    if settings.profile == "ha":
+        ha_layout = HaLayout(layout)
+        for replica in range(1, PROMETHEUS_REPLICAS + 1):
+            _write(ha_layout.prometheus_config(replica), ha_prometheus_config(settings, layout, node_names, replica))
+        am_config = fan_out_webhooks(am_config, notifier_bases(settings))
+        for path in ha_layout.data_dirs():
+            path.mkdir(parents=True, exist_ok=True)
+        if settings.database_url is None:
+            postgres.ensure_cluster(layout, settings.host, HaTopology(settings).postgres_port)
+    else:
+        _write(layout.prometheus_config, prometheus_config(settings, layout, node_names))
+    _write(layout.alertmanager_config, am_config)
     if settings.oncall_config is None:
         _write(layout.oncall_config, demo_oncall_config(hash_password(ensure_demo_password(layout))))
     for path in (layout.prometheus_data, layout.alertmanager_data, layout.logs_dir, layout.aiops_dir):
