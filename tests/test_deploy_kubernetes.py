@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -212,3 +213,20 @@ def test_only_the_node_health_exporter_is_privileged_and_only_node_exporter_is_o
     pod, [node_exporter] = _containers(rendered["small"], "DaemonSet", "node-exporter")
     assert {(m["mountPath"], m["readOnly"]) for m in node_exporter["volumeMounts"]} == \
         {("/host/proc", True), ("/host/sys", True), ("/host/root", True)}
+
+
+@pytest.mark.skipif(kubectl() is None, reason="kubectl (with its built-in kustomize) is not installed")
+def test_a_site_overlay_fills_the_secrets_as_docs_deploy_md_says(tmp_path):
+    """The documented way to fill the Secrets: an overlay of your own patching them (kept out of git)."""
+    overlay = Path(os.path.relpath(DEFAULT_OUTPUT / "overlays" / "large", tmp_path))
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump({"resources": [str(overlay)],
+                                                                 "patches": [{"path": "secrets.yaml"}]}))
+    filled = {"vigil-webhook-token": {"token": "x" * 43}, "vigil-notifier-db": {"url": "postgresql://vigil:pw@db/vigil"}}
+    (tmp_path / "secrets.yaml").write_text(yaml.safe_dump_all(
+        [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "vigil"}, "stringData": data}
+         for name, data in filled.items()]))
+    objects = render_with_kubectl(tmp_path, kubectl())
+    for name, data in filled.items():
+        assert one(objects, "Secret", name)["stringData"] == data
+    assert "REPLACE-ME" in one(objects, "Secret", "vigil-grafana-admin")["stringData"]["password"]
+    assert problems(objects) == []

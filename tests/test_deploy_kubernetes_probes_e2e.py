@@ -135,3 +135,16 @@ def test_every_vigil_probe_answers_on_the_real_command(tmp_path):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def test_the_notifier_refuses_to_start_with_the_placeholder_token(tmp_path):
+    objects = render_overlay(DEFAULT_OUTPUT / "base")
+    named = {(o["kind"], o["metadata"]["name"]): o for o in objects}
+    (tmp_path / "token").write_text(named["Secret", "vigil-webhook-token"]["stringData"]["token"])
+    (tmp_path / "oncall.yaml").write_text(named["Secret", "vigil-oncall"]["stringData"]["oncall.yaml"])
+    result = subprocess.run([sys.executable, "-P", "-m", "vigil.cli", "notifier", "serve", "--listen", f"127.0.0.1:{free_port()}",
+                             "--db", f"sqlite:///{tmp_path / 'n.db'}", "--token-file", str(tmp_path / "token"),
+                             "--oncall-config", str(tmp_path / "oncall.yaml")],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert "shorter than 16 characters" in result.stderr + result.stdout

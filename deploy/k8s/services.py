@@ -37,8 +37,9 @@ def notifier_heartbeat_url(settings: DeploySettings) -> str:
 
 
 def secrets(settings: DeploySettings) -> list[dict]:
-    """The Secrets a user fills before the first `kubectl apply` (docs/deploy.md, Secrets to fill)."""
-    token = placeholder_secret(settings, TOKEN_SECRET, NOTIFIER, {TOKEN_KEY: "REPLACE-ME-with-secrets.token_urlsafe(32)"},
+    """The Secrets a user fills before the first `kubectl apply` (docs/deploy.md, Secrets to fill). The
+    placeholders fail safe: the notifier refuses a 10-character token, `.invalid` never resolves."""
+    token = placeholder_secret(settings, TOKEN_SECRET, NOTIFIER, {TOKEN_KEY: "REPLACE-ME"},
                                "the notifier's bearer token; Alertmanager sends it on every webhook")
     database = placeholder_secret(settings, DB_SECRET, NOTIFIER,
                                   {"url": "postgresql://vigil:REPLACE-ME@postgresql.example.invalid:5432/vigil"},
