@@ -28,6 +28,7 @@ _TOP_COMMANDS = {
     "dashboards": ("vigil.cli_dashboards:dashboards", "Grafana dashboards as code: build, check (docs/dashboards.md)."),
     "exporter": ("vigil.cli:exporter", "Run a GPU or node health exporter."),
     "aiops": ("vigil.cli:aiops", "Baselines, anomaly detection, failure prediction, correlation."),
+    "ask": ("vigil.cli_ask:ask_command", "Text2PromQL: answer a question with a PromQL query over vigil's metrics."),
     "deploy": ("vigil.cli_deploy:deploy", "Deploy on a fleet: Kubernetes manifests, bare metal (docs/deploy.md)."),
 }
 

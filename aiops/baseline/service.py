@@ -7,6 +7,7 @@ A failed refit keeps the previous model and is retried sooner (after at most a m
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 import threading
@@ -114,7 +115,8 @@ def build_registry(service: BaselineService) -> CollectorRegistry:
 
 
 def make_http_server(host: str, port: int, registry: CollectorRegistry, service: BaselineService) -> ThreadingHTTPServer:
-    """HTTP server answering /metrics and /healthz (200 once a model is loaded, else 503)."""
+    """HTTP server answering /metrics, /healthz (200 once a model is loaded, else 503) and POST /api/v1/ask
+    (Text2PromQL, `vigil.aiops.ask.http`)."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 (http.server's naming)
@@ -126,6 +128,18 @@ def make_http_server(host: str, port: int, registry: CollectorRegistry, service:
                 self._send(200 if ok else 503, b"ok\n" if ok else b"no baseline model loaded yet\n")
             else:
                 self._send(404, b"not found: try /metrics or /healthz\n")
+
+        def do_POST(self):  # noqa: N802 (http.server's naming)
+            if self.path.split("?", 1)[0] != "/api/v1/ask":
+                self._send(404, b"not found: POST /api/v1/ask\n")
+                return
+            from vigil.aiops.ask.http import handle_ask  # the catalog loads on the first question, not at start
+            length = self.headers.get("Content-Length") or "0"
+            if not length.isdigit():
+                self._send(400, b'{"error": "a POST needs a numeric Content-Length"}', "application/json")
+                return
+            status, reply = handle_ask(self.rfile.read(min(int(length), 1 << 20)), service.config.prometheus_url)
+            self._send(status, json.dumps(reply).encode(), "application/json")
 
         def _send(self, code: int, body: bytes, content_type: str = "text/plain; charset=utf-8"):
             self.send_response(code)

@@ -1,0 +1,179 @@
+"""Compose PromQL from intent pieces and the chosen metric (or derived measure), and say why.
+
+Order of composition (docs/ask.md): selector with the question's label filters (only labels the metric
+carries) and the examples' default values; the window (`increase`/`rate` for counters, `*_over_time` for
+gauges); a comparison or a down/up state; the aggregation across series (`by` the grouping or the entity
+a "which node" question asks for); the ranking (`topk`, `bottomk`, `sort_desc`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from vigil.rules.promql import format_number, quote
+
+from .intent import Intent
+from .knowledge import STACK_TARGET_LABELS, Knowledge, name_tokens
+from .retrieve import Match
+
+ENTITY_LABELS = ("node", "gpu", "device", "job_id", "alertname", "mountpoint")
+_ENTITY_GROUP = {"node": ("node",), "device": ("node", "device"), "job": ("job_id",), "alert": ("alertname",),
+                 "team": ("team",), "target": ("job", "instance"), "reason": ("reason",), "channel": ("channel",)}
+DEFAULT_RATE_WINDOW = "5m"
+# "per GPU", "per device", "per target": the series are per that entity already (no aggregation)
+_FINE = {"gpu", "device", "pid", "mountpoint", "uuid", "link", "cpu", "instance", "job_id"}
+_SUMMED = ("bytes", "watts", "joules")  # amounts add up across series; ratios and temperatures average
+
+
+@dataclass
+class Composed:
+    promql: str
+    metrics: list[str]
+    steps: list[str] = field(default_factory=list)
+
+
+def _selector(metric: str, matchers: dict[str, str]) -> str:
+    if not matchers:
+        return metric
+    return metric + "{" + ", ".join(f"{label}={quote(value)}" for label, value in sorted(matchers.items())) + "}"
+
+
+def _keep(labels: frozenset[str] | None, intent: Intent, metric: str) -> dict[str, str]:
+    """The question's filters this metric carries: named ones (node-3, GPU 2) first, then value words."""
+    kept = {k: v for k, v in intent.matchers.items() if labels is None or k in labels}
+    for label, value, only in intent.value_words:
+        if label not in kept and (labels is None or label in labels) and (only is None or metric in only):
+            kept[label] = value
+    return kept
+
+
+def _is_flag(help_text: str) -> bool:
+    return help_text.startswith(("1 when", "1 while", "1 for"))
+
+
+def _sibling_record(name: str, intent: Intent, knowledge: Knowledge) -> str:
+    """`job:x:avg` -> `job:x:max` when the question asks for the maximum and that recording exists."""
+    parts = name.split(":")
+    if len(parts) == 3 and parts[2] in ("avg", "max", "min", "sum") and intent.agg and intent.agg != parts[2]:
+        sibling = ":".join(parts[:2] + [intent.agg])
+        if sibling in knowledge.metrics:
+            return sibling
+    return name
+
+
+def _counts_itself(name: str, intent: Intent) -> bool:
+    """The series already count what the question counts (`vigil_node_gpus_visible` for "how many GPUs")."""
+    if name.startswith("ALERTS"):  # one series per alert, each 1
+        return False
+    nouns = {"gpus", "series", "processes", "incidents", "deliveries", "escalations", "alerts", "pages"}
+    asked = set(re.findall(r"[a-z]+", intent.question.lower()))
+    return bool(name_tokens(name) & nouns & asked)
+
+
+def compose(intent: Intent, match: Match, knowledge: Knowledge) -> Composed:
+    steps: list[str] = []
+    defaults = knowledge.lexicon.get("defaults", {})
+    if match.measure is not None:
+        measure = match.measure
+        labels = frozenset(measure["labels"])
+        metrics = list(measure["metrics"])
+        matchers = _keep(labels, intent, metrics[0])
+        parts = [_selector(m, {**defaults.get(m, {}), **matchers}) for m in metrics]
+        expr = measure["expr"].format(*parts)
+        steps.append(f"'{measure['name']}' is derived: {measure['expr'].format(*metrics)}")
+        counter, help_text, unit, name = False, "", "ratio", metrics[0]
+    else:
+        name = _sibling_record(match.name, intent, knowledge)
+        doc = knowledge.metrics[name]
+        labels = knowledge.labels(name)
+        metrics = [name]
+        matchers = {**defaults.get(name, {}), **_keep(labels, intent, name)}
+        expr = _selector(name, matchers)
+        steps.append(f"{name} ({doc.type}{', ' + doc.unit if doc.unit else ''}): "
+                     f"{doc.help or 'matched on ' + ', '.join(sorted(match.matched))}")
+        counter, help_text, unit = doc.is_counter, doc.help, doc.unit
+    dropped = sorted(set(intent.matchers) - set(matchers))
+    if matchers:
+        steps.append("filters: " + ", ".join(f"{k}={v}" for k, v in sorted(matchers.items())))
+    if dropped:
+        steps.append(f"not on this metric, ignored: {', '.join(dropped)}")
+    single = _single(labels, matchers)
+    question = intent.question.lower()
+    how_many = any(phrase in question for phrase in ("how many", "number of", "how much"))
+    counts_itself = _counts_itself(name, intent)
+    alerts = name.startswith("ALERTS")
+
+    if counter:
+        if intent.window:
+            fn = "rate" if intent.rate else "increase"
+            expr = f"{fn}({expr}[{intent.window}])"
+            steps.append(f"a counter: {fn} over the last {intent.window}")
+        elif intent.rate:
+            expr = f"rate({expr}[{DEFAULT_RATE_WINDOW}])"
+            steps.append(f"a counter: per-second rate over {DEFAULT_RATE_WINDOW}")
+    elif intent.window and match.measure is None:
+        fn = intent.over_time or ("min" if intent.rank and intent.rank[0] in ("bottomk", "sort") else
+                                  "max" if intent.rank else "avg")
+        expr = f"{fn}_over_time({expr}[{intent.window}])"
+        steps.append(f"a gauge over the last {intent.window}: {fn}_over_time")
+
+    if intent.compare:
+        op, value, unit_word = intent.compare
+        if unit_word in ("%", "percent") and unit == "ratio":
+            value /= 100
+        expr = f"{expr} {op} {format_number(value)}"
+        steps.append(f"keep the series {op} {format_number(value)}")
+    elif intent.down and (name.endswith("_up") or name == "up" or _is_flag(help_text) or "ok" in name_tokens(name)
+                          or "healthy" in name_tokens(name)):
+        expr = f"{expr} == 0"
+        steps.append("down/failed: the series at 0")
+    elif (intent.which or intent.listing or (intent.count and not counts_itself)) and not intent.rank and not intent.group_by \
+            and not intent.agg and (_is_flag(help_text) or name.endswith("_up") or name == "up"):
+        expr = f"{expr} == 1"
+        steps.append("a 0/1 series: the ones at 1")
+    elif intent.which and not intent.rank and not intent.group_by and not intent.agg and counter and not intent.rate:
+        expr = f"{expr} > 0"
+        steps.append("a counter: the series that counted any")
+
+    group = intent.group_by + tuple(w for w in intent.group_words if labels is not None and w in labels)
+    if intent.rank and intent.which in _ENTITY_GROUP and not group:
+        wanted = _ENTITY_GROUP[intent.which]
+        if labels is None or (set(wanted) <= labels and labels & {"gpu", "device"} - set(wanted)):
+            group = wanted
+    per_entity = bool(group)
+    if group and set(group) & _FINE and (labels is None or set(group) <= labels):
+        steps.append(f"the series are per {', '.join(group)} already")
+        group = ()
+    if (intent.count or (how_many and intent.which)) and not counts_itself and not counter:
+        expr = f"count{_by(group)}({expr})"
+        steps.append("count the series" + (f" per {', '.join(group)}" if group else ""))
+    elif group:
+        fn = intent.agg or ("count" if alerts else "sum" if counter or counts_itself or unit in _SUMMED else "avg")
+        expr = f"{fn}{_by(group)}({expr})"
+        steps.append(f"{fn} per {', '.join(group)}")
+    elif intent.agg and not intent.rank and not single and not name.count(":") == 2:
+        expr = f"{intent.agg}({expr})"
+        steps.append(f"{intent.agg} across the matching series")
+    elif (counter or counts_itself or unit in _SUMMED) and not intent.rank and not single and not intent.which \
+            and not per_entity and (intent.window or intent.rate or how_many):
+        expr = f"sum({expr})"
+        steps.append("sum across the matching series")
+
+    if intent.rank:
+        fn, k = intent.rank
+        expr = f"{fn}({expr})" if fn in ("sort", "sort_desc") else f"{fn}({k}, {expr})"
+        steps.append(f"rank: {fn}" + (f" {k}" if fn in ("topk", "bottomk") else ""))
+    return Composed(expr, metrics, steps)
+
+
+def _by(group: tuple[str, ...]) -> str:
+    return f" by ({', '.join(group)}) " if group else ""
+
+
+def _single(labels: frozenset[str] | None, matchers: dict[str, str]) -> bool:
+    """The filters name one entity: every entity label the metric has is fixed."""
+    if labels is None:
+        return False
+    entity = [label for label in ENTITY_LABELS if label in labels]
+    return bool(entity) and all(label in matchers for label in entity)

@@ -1,0 +1,232 @@
+"""Read a question into intent pieces: label filters, time window, aggregation, ranking, grouping,
+comparison and the words left for retrieval. Pure regular expressions over the text; what a piece
+means in PromQL is `compose`'s business.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .knowledge import Knowledge, stem, words
+
+MAX_WORDS = {"max", "maximum", "highest", "peak", "hottest", "warmest", "largest", "biggest", "worst", "top",
+             "hotter", "most", "slowest"}
+MIN_WORDS = {"min", "minimum", "lowest", "coolest", "coldest", "smallest", "least", "bottom", "idlest", "fastest"}
+AVG_WORDS = {"average", "avg", "mean", "typical"}
+SUM_WORDS = {"total", "sum", "combined", "overall", "altogether"}
+RANK_UP = {"hottest", "busiest", "highest", "most", "largest", "biggest", "top", "worst", "warmest", "max",
+           "maximum", "peak", "slowest"}
+RANK_DOWN = {"coolest", "coldest", "idlest", "lowest", "least", "bottom", "smallest", "min", "minimum", "fastest"}
+ENTITIES = {"gpu": "gpu", "gpus": "gpu", "card": "gpu", "cards": "gpu", "node": "node", "nodes": "node",
+            "host": "node", "hosts": "node", "machine": "node", "machines": "node", "server": "node",
+            "servers": "node", "disk": "device", "disks": "device", "drive": "device", "drives": "device",
+            "device": "device", "devices": "device", "alert": "alert", "alerts": "alert", "target": "target",
+            "targets": "target", "job": "job", "jobs": "job", "team": "team", "teams": "team",
+            "process": "process", "processes": "process", "series": "series", "reason": "reason",
+            "reasons": "reason", "channel": "channel", "channels": "channel"}
+_UNITS = {"s": 1, "sec": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "minute": 60, "minutes": 60,
+          "h": 3600, "hour": 3600, "hours": 3600, "d": 86400, "day": 86400, "days": 86400, "w": 604800,
+          "week": 604800, "weeks": 604800}
+_NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+                 "ten": 10, "twelve": 12, "24": 24}
+_WINDOW = re.compile(r"\b(?:in|over|during|for|within|across)?\s*(?:the\s+)?(?:last|past|previous|recent)\s+"
+                     r"(\d+|a|an|one|two|three|four|five|six|seven|ten|twelve)?\s*"
+                     r"(s|sec|seconds?|m|min|minutes?|h|hours?|d|days?|w|weeks?)\b")
+_SHORT_WINDOW = re.compile(r"\b(?:in|over|last|past)\s+(\d+)(s|m|h|d|w)\b")
+_TODAY = re.compile(r"\b(today|since yesterday|this week)\b")
+_COMPARE = re.compile(r"\b(above|over|more than|greater than|higher than|exceeding|exceeds|hotter than|"
+                      r"below|under|less than|lower than|cooler than|at least|at most)\s+"
+                      r"(-?\d+(?:\.\d+)?)\s*(%|percent|degrees|°c|c|w|watts|gb|gib|mb|mib|mhz|ghz)?(?![\w-])")
+_OPS = {"below": "<", "under": "<", "less than": "<", "lower than": "<", "cooler than": "<", "at least": ">=",
+        "at most": "<="}
+_UNIT_CONCEPT = {"degrees": " temperature ", "°c": " temperature ", "c": " temperature ", "w": " power ",
+                 "watts": " power ", "mhz": " clock ", "ghz": " clock "}
+_SCALE = {"gb": 1e9, "gib": 2 ** 30, "mb": 1e6, "mib": 2 ** 20, "mhz": 1e6, "ghz": 1e9}
+_TOPN = re.compile(r"\b(top|bottom|(?:the\s+)?(\d+|two|three|four|five|ten)\s+(?=\w+est\b|most\b|least\b))\s*"
+                   r"(\d+|two|three|four|five|ten)?\b")
+_NODE = re.compile(r"\b(?:node|host)[- ]?(\d+)\b")
+_GPU = re.compile(r"\b(?:gpu|card)\s*(?:#|index\s*)?(\d+)\b")
+_XID = re.compile(r"\bxid\s*(\d+)\b")
+_JOB_ID = re.compile(r"\bjob\s+(?:id\s+)?(\d{3,})\b")
+_DEVICE = re.compile(r"\b(nvme\d+n\d+|nvme\d+|sd[a-z]|vd[a-z]|mlx\d+_\d+)\b")
+_GROUP = re.compile(r"\b(?:per|by|for each|for every|each|broken down by|grouped by)\s+([a-z_]+)")
+_STATE_DOWN = re.compile(r"\b(down|lost|unreachable|not up|failed|failing health|unhealthy|missing)\b")
+_CONCEPT_SUPERLATIVES = {"hottest", "warmest", "coolest", "coldest", "busiest", "idlest", "slowest", "fastest"}  # they name a measure too
+_STOP = set("a an the is are was were be been being of on in at to for from with by per and or what which "
+            "who whom whose how many much does do did has have had there their its it this that these those "
+            "me show list give tell right now currently current now any all every each our my we value "
+            "values ran run running get got than over under past during across within hour "
+            "hours minute minutes day days week weeks today please can you i".split())
+
+
+@dataclass
+class Intent:
+    question: str
+    words: list[str] = field(default_factory=list)  # content words for retrieval (stemmed)
+    matchers: dict[str, str] = field(default_factory=dict)  # label -> value (equality)
+    window: str | None = None  # a PromQL duration
+    agg: str | None = None  # max, min, avg, sum, count (across series)
+    over_time: str | None = None  # max, min, avg for a window
+    rank: tuple[str, int] | None = None  # ("topk"|"bottomk"|"sort_desc"|"sort", k)
+    group_by: tuple[str, ...] = ()
+    compare: tuple[str, float, str | None] | None = None  # (op, number, unit word)
+    rate: bool = False
+    down: bool = False  # "down", "lost": the 0 of a 0/1 series
+    which: str | None = None  # the entity a "which ..." question asks for (gpu, node, alert, ...)
+    count: bool = False  # "how many GPUs/nodes/alerts"
+    filter_words: set[str] = field(default_factory=set)  # words that set a label value
+    listing: bool = False  # starts with a plural entity ("GPUs throttled by ...")
+    group_words: tuple[str, ...] = ()  # "per X" words the lexicon does not know: a label of the metric?
+    # (label, value, the only metrics it applies to or None) from words like "uncorrected", "zombie", "disks"
+    value_words: list[tuple[str, str, tuple[str, ...] | None]] = field(default_factory=list)
+
+
+def _number(text: str | None, default: int) -> int:
+    if not text:
+        return default
+    return int(text) if text.isdigit() else _NUMBER_WORDS.get(text, default)
+
+
+def _window(text: str, intent: Intent) -> str:
+    match = _WINDOW.search(text) or _SHORT_WINDOW.search(text)
+    if match:
+        count = _number(match.group(1), 1)
+        unit = _UNITS[match.group(2)]
+        seconds = count * unit
+        intent.window = _duration(seconds)
+        return text[:match.start()] + " " + text[match.end():]
+    match = _TODAY.search(text)
+    if match:
+        intent.window = "7d" if match.group(1) == "this week" else "1d"
+        return text[:match.start()] + " " + text[match.end():]
+    return text
+
+
+def _duration(seconds: int) -> str:
+    for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def _filters(text: str, intent: Intent, knowledge: Knowledge) -> str:
+    for pattern, label, value in ((_NODE, "node", "node-{}"), (_GPU, "gpu", "{}"), (_XID, "xid", "{}"),
+                                  (_JOB_ID, "job_id", "{}"), (_DEVICE, "device", "{}")):
+        match = pattern.search(text)
+        if match:
+            intent.matchers[label] = value.format(match.group(1))
+            keep = {"gpu": " gpu ", "xid": " xid ", "device": " disk "}.get(label, " ")
+            text = text[:match.start()] + keep + text[match.end():]
+    for name in knowledge.alerts:
+        if re.search(rf"\b{name.lower()}\b", text):
+            intent.matchers["alertname"] = name
+            text = text.replace(name.lower(), " alert ")
+    for team in sorted(knowledge.teams):
+        match = re.search(rf"\b(?:team\s+{team}|{team}\s+team|team\s*=\s*{team})\b", text)
+        if match:
+            intent.matchers["team"] = team
+            text = text[:match.start()] + " " + text[match.end():]
+    for job in ("node-exporter", "prometheus", "alertmanager", "vigil-gpu", "vigil-aiops", "vigil-notifier",
+                "vigil-node-health"):
+        match = re.search(rf"\b(?:the\s+)?{job}\s+(?:job|target|scrape)", text)
+        if match:
+            intent.matchers["job"] = job
+            text = text[:match.start()] + " target " + text[match.end():]
+    return text
+
+
+def _ranking(text: str, tokens: list[str], intent: Intent) -> None:
+    match = _TOPN.search(text)
+    which = re.search(r"\b(?:which|what)\s+(?:\w+\s+)?(gpus?|cards?|nodes?|hosts?|machines?|servers?|disks?|drives?|"
+                      r"devices?|alerts?|targets?|jobs?|teams?|process(?:es)?|channels?|reasons?)\b", text)
+    leading = re.match(r"\s*(gpus|nodes|hosts|disks|drives|devices|alerts|targets|jobs|processes)\b", text)
+    if which:
+        intent.which = ENTITIES[which.group(1)]
+    elif leading:  # "GPUs throttled by ...": a list of the flagged ones, like "which GPUs ..."
+        intent.listing = True
+    many = re.search(r"\b(?:how many|number of|count of|count)\s+(?:\w+\s+)?(gpus|cards|nodes|hosts|machines|servers|"
+                     r"disks|drives|devices|alerts|targets|jobs|processes|series|teams)\b", text)
+    if many:
+        intent.count = True
+        intent.which = intent.which or ENTITIES[many.group(1)]
+    up = any(t in RANK_UP for t in tokens)
+    down = any(t in RANK_DOWN for t in tokens)
+    if match:
+        k = _number(match.group(2) or match.group(3), 0)
+        direction = "bottomk" if match.group(1).startswith("bottom") or down and not up else "topk"
+        if k:
+            intent.rank = (direction, k)
+            return
+    if intent.which and (up or down) and not intent.count:
+        plural = which is not None and which.group(1).endswith("s") and not which.group(1).endswith("ss")
+        if plural:
+            intent.rank = ("sort" if down and not up else "sort_desc", 0)
+        else:
+            intent.rank = ("bottomk" if down and not up else "topk", 1)
+
+
+_EXPLICIT = {"max", "maximum", "min", "minimum", "peak"}
+
+
+def _aggregation(tokens: list[str], intent: Intent) -> None:
+    def first(group: set[str]) -> bool:
+        # a ranked question's superlative ("which node is the least busy") ranks; it does not aggregate
+        return any(t in group and (not intent.rank or t in _EXPLICIT | AVG_WORDS | SUM_WORDS) for t in tokens)
+    if first(AVG_WORDS):
+        intent.agg = "avg"
+    elif first(MAX_WORDS) or "busiest" in tokens:
+        intent.agg = "max"
+    elif first(MIN_WORDS):
+        intent.agg = "min"
+    elif first(SUM_WORDS):
+        intent.agg = "sum"
+    if intent.window:
+        if first(AVG_WORDS):
+            intent.over_time = "avg"
+        elif first(MAX_WORDS):
+            intent.over_time = "max"
+        elif first(MIN_WORDS):
+            intent.over_time = "min"
+
+
+def parse_question(question: str, knowledge: Knowledge) -> Intent:
+    intent = Intent(question)
+    text = " " + question.lower().replace("?", " ").replace(",", " ") + " "
+    text = _window(text, intent)
+    text = _filters(text, intent, knowledge)
+    match = _COMPARE.search(text)
+    if match:
+        op = _OPS.get(match.group(1), ">")
+        value = float(match.group(2)) * _SCALE.get(match.group(3) or "", 1)
+        intent.compare = (op, value, match.group(3))
+        concept = " temperature " if match.group(1) in ("hotter than", "cooler than") else " "
+        concept += _UNIT_CONCEPT.get(match.group(3) or "", "")
+        text = text[:match.start()] + concept + text[match.end():]
+    tokens = [t for t in re.findall(r"[a-z0-9_]+", text)]
+    _ranking(text, tokens, intent)
+    _aggregation(tokens, intent)
+    if re.search(r"\b(rate|per second|per sec|/s|throughput|how fast|speed)\b", text):
+        intent.rate = True
+    if _STATE_DOWN.search(text):
+        intent.down = True
+    for match in _GROUP.finditer(text):
+        label_word = stem(match.group(1))
+        labels = knowledge.lexicon["group_labels"].get(label_word) or knowledge.lexicon["group_labels"].get(match.group(1))
+        if labels:
+            intent.group_by = tuple(dict.fromkeys(intent.group_by + tuple(labels)))
+        elif label_word not in ("second", "sec", "minute", "hour", "day"):
+            intent.group_words += (match.group(1),)
+    values = knowledge.lexicon.get("values", {})
+    for token in tokens:
+        found = values.get(token, [])
+        if found:
+            intent.filter_words.add(stem(token))
+        for entry in ([found] if isinstance(found, dict) else found):
+            entry = dict(entry)
+            only = entry.pop("only", None)
+            intent.value_words += [(label, value, tuple(only) if only else None) for label, value in entry.items()]
+    shape = MAX_WORDS | MIN_WORDS | AVG_WORDS | SUM_WORDS | {"busiest", "idlest"}
+    intent.words = [w for w in words(" ".join(t for t in tokens if t not in shape or t in _CONCEPT_SUPERLATIVES))
+                    if w not in _STOP and (len(w) > 1 or w.isdigit())]
+    return intent

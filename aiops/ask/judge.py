@@ -1,0 +1,85 @@
+"""Execution accuracy: two queries answer a question alike when their results, evaluated at the same
+instant against the same Prometheus, are the same (docs/ask.md "How accuracy is judged").
+
+- the metric name (`__name__`) is left out of each label set (functions drop it, a selector keeps it);
+- when both results hold exactly one series, only the values are compared (one number answers alike
+  whatever labels an aggregation kept);
+- otherwise both must hold the same label sets, each with a value within a relative 1e-6 (NaN equals NaN);
+  the order of the series (`sort_desc`, `topk`) is not compared;
+- two empty results count as the same answer only when both queries read the same metrics (an empty
+  answer from the wrong metric is wrong).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
+
+from .answer import ask
+from .knowledge import Knowledge
+from .retrieve import Unanswerable
+from .validate import validate
+
+REL_TOL = 1e-6
+
+
+def _close(a: float, b: float) -> bool:
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=1e-9)
+
+
+def _keyed(result: list[dict]) -> dict[frozenset, float]:
+    return {frozenset((k, v) for k, v in row["labels"].items() if k != "__name__"): row["value"] for row in result}
+
+
+def same_answer(gold: list[dict], predicted: list[dict], gold_metrics: set[str] | None = None,
+                predicted_metrics: set[str] | None = None) -> tuple[bool, str]:
+    """(alike, why not) for two instant results as [{"labels": {...}, "value": v}, ...]."""
+    if not gold and not predicted:
+        same = gold_metrics == predicted_metrics
+        return same, "" if same else "both empty, but they read different metrics"
+    if len(gold) == 1 and len(predicted) == 1:
+        same = _close(gold[0]["value"], predicted[0]["value"])
+        return same, "" if same else f"value {predicted[0]['value']} != {gold[0]['value']}"
+    want, got = _keyed(gold), _keyed(predicted)
+    if set(want) != set(got):
+        return False, f"{len(got)} series != {len(want)} expected ({len(set(got) - set(want))} unexpected)"
+    wrong = [key for key in want if not _close(want[key], got[key])]
+    return not wrong, "" if not wrong else f"{len(wrong)} values differ"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    question: str
+    category: str
+    split: str
+    gold: str
+    predicted: str | None  # None: the question was refused
+    correct: bool
+    why: str
+
+
+def load_questions(path: Path) -> list[dict]:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))["questions"]
+
+
+def judge_one(entry: dict, client: PrometheusClient, at: float, knowledge: Knowledge) -> Outcome:
+    """Answer one evaluation question offline and compare its result with the gold query's at `at`."""
+    gold, question, category, split = entry["gold"], entry["question"], entry.get("category", ""), entry.get("split", "")
+    try:
+        answer = ask(question, knowledge)
+    except Unanswerable as exc:
+        return Outcome(question, category, split, gold, None, False, f"refused: {exc}")
+    gold_rows = [{"labels": s.labels, "value": s.value} for s in client.query(gold, at=at)]
+    try:
+        rows = [{"labels": s.labels, "value": s.value} for s in client.query(answer.promql, at=at)]
+    except PrometheusUnavailable as exc:
+        return Outcome(question, category, split, gold, answer.promql, False, f"Prometheus refused it: {exc}")
+    correct, why = same_answer(gold_rows, rows, set(validate(gold, knowledge)), set(answer.metrics))
+    return Outcome(question, category, split, gold, answer.promql, correct, why)

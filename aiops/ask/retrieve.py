@@ -1,0 +1,124 @@
+"""Rank the catalog's metrics (and the lexicon's derived measures) for a question's content words.
+
+A metric scores the inverse document frequency of each question word found in its name (twice) or its
+help and unit, synonyms counting a little less; the metrics of the nearest worked examples get a boost.
+A question none of whose words a metric explains is refused rather than answered with a guess.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+from .examples import Example
+from .knowledge import Knowledge, MetricDoc
+
+# words every question about the fleet uses; they decide nothing alone
+_WEAK = {"gpu", "node", "vigil", "total", "time", "second", "count", "number", "state", "ratio", "byte",
+         "level", "much", "many", "high", "low", "get", "see", "status", "right", "cluster", "fleet",
+         "highest", "lowest", "most", "least", "top", "bottom",
+         "average", "avg", "mean", "max", "maximum", "min", "minimum", "peak", "sum", "largest", "smallest",
+         "worst", "rate", "fraction", "percent", "percentage", "share", "ratio", "each", "above", "below",
+         "one", "card", "host", "machine", "server", "up", "currently", "overall", "combined", "typical"}
+SYNONYM_WEIGHT = 0.8
+EXAMPLE_WEIGHT = 2.0
+MIN_COVERAGE = 0.5
+
+
+@dataclass(frozen=True)
+class Match:
+    name: str  # a metric name, or a measure's name
+    score: float
+    matched: frozenset[str]
+    measure: dict | None = None
+
+
+class Unanswerable(ValueError):
+    """No metric of vigil's catalog answers the question; the message says why."""
+
+
+def _idf(knowledge: Knowledge) -> dict[str, float]:
+    counts: Counter[str] = Counter()
+    for doc in knowledge.metrics.values():
+        counts.update(doc.name_words | doc.help_words)
+    total = len(knowledge.metrics)
+    return {word: math.log(1 + total / n) for word, n in counts.items()}
+
+
+_IDF_CACHE: dict[int, dict[str, float]] = {}
+
+
+def idf(knowledge: Knowledge) -> dict[str, float]:
+    key = id(knowledge)
+    if key not in _IDF_CACHE:
+        _IDF_CACHE[key] = _idf(knowledge)
+    return _IDF_CACHE[key]
+
+
+def expand(word_list: list[str], knowledge: Knowledge) -> dict[str, float]:
+    """{catalog word: weight} for the question's words and their synonyms."""
+    synonyms = knowledge.lexicon["synonyms"]
+    found: dict[str, float] = {}
+    for word in word_list:
+        found[word] = max(found.get(word, 0), 1.0)
+        for synonym in synonyms.get(word, ()):
+            found[synonym] = max(found.get(synonym, 0), SYNONYM_WEIGHT)
+    return found
+
+
+def _score(doc: MetricDoc, terms: dict[str, float], weights: dict[str, float]) -> tuple[float, frozenset[str]]:
+    score, matched = 0.0, set()
+    for term, weight in terms.items():
+        w = weights.get(term, 0.0) * weight
+        if term in doc.name_words:
+            score, matched = score + 2 * w, matched | {term}
+        elif term in doc.help_words:
+            score, matched = score + w, matched | {term}
+    unmatched = len(doc.name_words - set(terms) - {"vigil", "total", "bytes", "byte", "seconds", "second"})
+    return score / (1 + 0.15 * unmatched), frozenset(matched)
+
+
+def rank(content: list[str], knowledge: Knowledge, near: list[tuple[float, Example]]) -> list[Match]:
+    weights = idf(knowledge)
+    terms = expand(content, knowledge)
+    boosts: Counter[str] = Counter()
+    for similarity, example in near:
+        for metric in example.metrics:
+            boosts[metric] = max(boosts[metric], similarity * EXAMPLE_WEIGHT)
+    matches = []
+    for doc in knowledge.metrics.values():
+        score, matched = _score(doc, terms, weights)
+        if score > 0:
+            matches.append(Match(doc.name, score + boosts[doc.name] * (1 if matched - _WEAK else 0), matched))
+    for measure in knowledge.lexicon.get("measures", ()):
+        wanted = set(measure["needs"]) <= set(terms) and set(measure["words"]) & set(content)
+        if wanted and not set(measure["not"]) & set(content):
+            names = set().union(*(knowledge.metrics[m].name_words for m in measure["metrics"] if m in knowledge.metrics))
+            matched = frozenset(measure["needs"]) | (set(measure["words"]) | names) & set(terms)
+            matches.append(Match(measure["name"], 1e6, matched, measure))
+    matches.sort(key=lambda m: (-m.score, len(m.name)))
+    return matches
+
+
+def best_metric(content: list[str], knowledge: Knowledge, near: list[tuple[float, Example]],
+                filters: frozenset[str] = frozenset()) -> Match:
+    """The best match, or `Unanswerable` when the question's own words are not about any metric.
+    `filters`: words that set a label value ("sms", "muted"), which need no metric of their own."""
+    strong = [w for w in dict.fromkeys(content) if w not in _WEAK and w not in filters and not w.isdigit()] or [w for w in dict.fromkeys(content)
+                                                                        if w in ("up", "rate")]
+    matches = rank(content, knowledge, near)
+    if not matches or not strong:
+        raise Unanswerable("no metric in vigil's catalog matches the question"
+                           + (f" (words: {', '.join(strong)})" if strong else " (it names no measurement)"))
+    best = matches[0]
+    synonyms = knowledge.lexicon["synonyms"]
+
+    def explains(word: str) -> bool:
+        return word in best.matched or bool(set(synonyms.get(word, ())) & best.matched)
+    explained = [w for w in dict.fromkeys(content) if (w in strong or w in filters) and explains(w)]
+    unknown = [w for w in strong if not explains(w)]
+    if len(explained) < MIN_COVERAGE * (len(explained) + len(unknown)) or not explained:
+        raise Unanswerable(f"no metric in vigil's catalog measures {', '.join(repr(w) for w in unknown)} "
+                           f"(closest: {best.name}, which matches only {', '.join(sorted(best.matched)) or 'nothing'})")
+    return best
