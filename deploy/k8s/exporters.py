@@ -74,14 +74,14 @@ def node_health(settings: DeploySettings) -> list[dict]:
         "livenessProbe": http_probe("/metrics", "metrics", period=30, timeout=10, initial=10),
         "resources": resources("50m", "64Mi", memory_limit="128Mi"),
         # smartctl sends ATA/NVMe pass-through commands to the host's block devices: the device cgroup
-        # lets a container open them only when privileged (docs/deploy.md, Privileges)
+        # lets a container open them only when privileged, which also puts the host's device nodes in
+        # its /dev (docs/deploy.md, Privileges)
         "securityContext": {"privileged": True, "readOnlyRootFilesystem": True, "runAsUser": 0},
-        "volumeMounts": [{"name": "sys", "mountPath": "/host/sys", "readOnly": True},
-                         {"name": "dev", "mountPath": "/dev", "readOnly": True}],
+        "volumeMounts": [{"name": "sys", "mountPath": "/host/sys", "readOnly": True}],
     }
     pod = {"tolerations": [{"operator": "Exists"}], "automountServiceAccountToken": False,
            "containers": [container],
-           "volumes": [_host_path("sys", "/sys"), _host_path("dev", "/dev")]}
+           "volumes": [_host_path("sys", "/sys")]}
     return [service_account(settings, NODE_HEALTH, NODE_HEALTH), _daemonset(settings, NODE_HEALTH, pod),
             pod_monitor(settings, NODE_HEALTH)]
 
