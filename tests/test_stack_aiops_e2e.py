@@ -5,12 +5,19 @@ load leaves its daily pattern is paged by the baseline rule (not by a fixed thre
 from __future__ import annotations
 
 import json
+import re
 import time
+from pathlib import Path
 
 import pytest
+import requests
 
 from stack_support import RunningStack, start_stack
+from vigil.aiops.ask.judge import judge_one, load_questions
+from vigil.aiops.ask.knowledge import load_knowledge
 from vigil.common.prometheus_api import PrometheusClient, Sample
+
+ASK_QUESTIONS = Path(__file__).resolve().parent.parent / "bench" / "ask" / "eval_questions.yaml"
 
 pytestmark = pytest.mark.e2e
 
@@ -71,3 +78,35 @@ def test_failure_risk_is_exported_for_gpus_and_for_disks_once_the_disk_model_is_
     disks = query(stack, 'vigil_failure_risk{kind="disk"}')
     assert disks and all(labels.get("device") for labels, _ in disks)
     assert all(0 <= value <= 1 for _, value in disks)
+
+
+def test_ask_runs_its_query_on_the_stacks_prometheus_from_the_cli_and_the_aiops_service(stack: RunningStack):
+    """`vigil ask --run` and POST /api/v1/ask (docs/ask.md) answer with the query and its live result."""
+    wait_for_series(stack, "vigil_gpu_power_watts", 4)
+    result = stack.cli("ask", "total GPU power draw per node", "--json", "--run")
+    assert result.returncode == 0, result.stderr
+    body = json.loads(result.stdout)
+    assert body["promql"] == "sum by (node) (vigil_gpu_power_watts)"
+    assert sorted(row["labels"]["node"] for row in body["result"]) == ["node-1", "node-2"]
+    assert all(row["value"] > 0 for row in body["result"])
+    service = stack.url("aiops").removesuffix("/metrics")
+    answer = requests.post(f"{service}/api/v1/ask", json={"question": "Which GPU is the hottest?", "run": True}, timeout=60)
+    assert answer.status_code == 200, answer.text
+    reply = answer.json()
+    assert reply["metrics"] == ["vigil_gpu_temperature_celsius"] and len(reply["result"]) == 1
+    refused = requests.post(f"{service}/api/v1/ask", json={"question": "what's the weather in Paris"}, timeout=60)
+    assert refused.status_code == 422 and "weather" in refused.json()["error"]
+
+
+def test_ask_execution_accuracy_on_a_slice_of_the_held_out_questions(stack: RunningStack):
+    """The bench's judge on the questions this 2-node, 2-GPU stack can answer (nothing on node-3 or GPUs 2-3)."""
+    questions = [q for q in load_questions(ASK_QUESTIONS) if q["category"] in ("gpu", "aiops", "alert")
+                 and not re.search(r"node-3|gpu [23]", q["question"].lower())][::4]
+    assert len(questions) >= 15
+    client = PrometheusClient(stack.url("prometheus"), timeout=10)
+    knowledge = load_knowledge()
+    at = time.time()
+    outcomes = [judge_one(q, client, at, knowledge) for q in questions]
+    correct = sum(o.correct for o in outcomes)
+    wrong = [f"{o.question}: {o.predicted} ({o.why})" for o in outcomes if not o.correct]
+    assert correct / len(outcomes) >= 0.77, wrong

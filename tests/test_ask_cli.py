@@ -1,0 +1,69 @@
+"""`vigil ask` as a user runs it (the installed entry point), the AIOps service's ask handler, and the
+prompt the optional language-model backend sends."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from stack_support import vigil
+from vigil.aiops.ask.http import handle_ask
+from vigil.aiops.ask.knowledge import load_knowledge
+from vigil.aiops.ask.llm import build_messages, extract_query
+
+
+def test_json_answer_has_the_contract_shape():
+    result = vigil("ask", "which GPUs on node-3 ran hottest in the last hour?", "--json")
+    assert result.returncode == 0, result.stderr
+    body = json.loads(result.stdout)
+    assert set(body) == {"promql", "metrics", "explanation"}
+    assert "vigil_gpu_temperature_celsius" in body["promql"] and '[1h]' in body["promql"]
+    assert body["metrics"] == ["vigil_gpu_temperature_celsius"]
+    assert isinstance(body["explanation"], str) and body["explanation"]
+
+
+def test_an_unanswerable_question_exits_1_with_a_reason_and_no_query():
+    result = vigil("ask", "what's the weather in Paris", "--json")
+    assert result.returncode == 1
+    assert "weather" in result.stderr and "Traceback" not in result.stderr
+    assert set(json.loads(result.stdout)) == {"error"}  # no made-up promql
+
+
+def test_run_without_a_stack_is_a_clear_error(tmp_path):
+    result = vigil("ask", "GPU power draw on node-1", "--run", "--run-dir", str(tmp_path / "none"))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "--prometheus" in result.stderr
+
+
+def test_the_service_handler_answers_like_the_cli_and_refuses_bad_requests():
+    status, body = handle_ask(b'{"question": "top 3 GPUs by power draw"}', None)
+    assert status == 200 and body["promql"] == "topk(3, vigil_gpu_power_watts)"
+    assert set(body) == {"promql", "metrics", "explanation"}
+    status, body = handle_ask(b'{"question": "what is the weather in Paris"}', None)
+    assert status == 422 and body["reason"] == "unanswerable" and "weather" in body["error"]
+    for raw, wanted in ((b"not json", "not valid JSON"), (b"[1]", "JSON object"), (b'{"question": 3}', "non-empty string"),
+                        (b'{"question": "x", "colour": 1}', "unknown field 'colour'"),
+                        (b'{"question": "GPU power", "run": true}', "--prometheus-url"),
+                        (b'{"question": "GPU power", "run": "yes"}', "true or false")):
+        status, body = handle_ask(raw, None)
+        assert status == 400 and wanted in body["error"], (raw, body)
+    assert handle_ask(b" " * 20000, None)[0] == 413
+
+
+def test_the_llm_prompt_carries_the_retrieved_metrics_and_worked_examples():
+    messages = build_messages("which GPUs on node-3 ran hottest in the last hour?", load_knowledge())
+    assert [m["role"] for m in messages] == ["system", "user"]
+    user = messages[1]["content"]
+    assert "vigil_gpu_temperature_celsius (gauge, celsius; labels:" in user and "sensor" in user
+    assert "Question: Which GPUs on node-2 are the hottest right now?" in user  # the nearest worked example
+    assert "PromQL: sort_desc(vigil_gpu_temperature_celsius" in user
+    assert user.rstrip().endswith("Question: which GPUs on node-3 ran hottest in the last hour?\nReasoning:")
+
+
+@pytest.mark.parametrize("reply, query", [
+    ("The die sensor...\n```promql\nmax(vigil_gpu_temperature_celsius)\n```", "max(vigil_gpu_temperature_celsius)"),
+    ("reasoning\nPromQL: up == 0", "up == 0"),
+])
+def test_the_query_is_read_from_the_models_reply(reply, query):
+    assert extract_query(reply) == query
