@@ -51,7 +51,9 @@ def grafana(settings: DeploySettings) -> list[dict]:
         "name": "grafana", "image": settings.grafana_image,
         "env": [secret_env("GF_SECURITY_ADMIN_PASSWORD", ADMIN_SECRET, "password"),
                 {"name": "GF_AUTH_ANONYMOUS_ENABLED", "value": "false"},
-                {"name": "GF_ANALYTICS_REPORTING_ENABLED", "value": "false"}],
+                {"name": "GF_ANALYTICS_REPORTING_ENABLED", "value": "false"},
+                # the image also logs to /var/log/grafana, which the read-only root filesystem refuses
+                {"name": "GF_LOG_MODE", "value": "console"}],
         "ports": [container_port("http", port)],
         "readinessProbe": http_probe("/api/health", "http"),
         "livenessProbe": http_probe("/api/health", "http", period=20, initial=30),

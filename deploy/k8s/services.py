@@ -70,7 +70,9 @@ def notifier(settings: DeploySettings) -> list[dict]:
                  "--public-url", "$(VIGIL_PUBLIC_URL)", "--heartbeat", "watchdog=5m,team=platform"],
         "env": [secret_env("VIGIL_NOTIFIER_DB", DB_SECRET, "url"),
                 {"name": "VIGIL_PUBLIC_URL", "valueFrom": {"configMapKeyRef": {"name": NOTIFIER_CONFIG,
-                                                                               "key": "public-url"}}}],
+                                                                               "key": "public-url"}}},
+                # postmortem charts: matplotlib's cache on the writable /tmp (the root filesystem is read-only)
+                {"name": "MPLCONFIGDIR", "value": "/tmp/matplotlib"}],
         "ports": [container_port("http", port)],
         "readinessProbe": http_probe("/healthz", "http", period=5),
         "livenessProbe": http_probe("/healthz", "http", period=20, initial=15),
