@@ -26,5 +26,5 @@ def build(output: Path, check_only: bool):
     try:
         files = render()
     except SpecError as exc:
-        raise click.ClickException(f"{len(exc.errors)} error(s) in the rule specs:\n{exc}") from None
+        raise click.ClickException(f"{len(exc.errors)} error(s) in the rule specs or the routing file:\n{exc}") from None
     write_or_check(output, files, check_only, "vigil deploy kubernetes build", owned=OWNED)
