@@ -53,7 +53,7 @@ def _line(label: str, score) -> str:
 @click.option("--kind", "kinds", multiple=True,
               type=click.Choice(["spike", "dip", "level_shift", "variance", "trend", "missing"]),
               help="Only these anomaly kinds (repeatable). Default: all.")
-@click.option("--per-half", type=click.IntRange(1, 10), default=1, show_default=True,
+@click.option("--per-half", type=click.IntRange(1, 10), default=2, show_default=True,
               help="Series per curve class and anomaly kind in each half.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 def kpi_synth(detector: str, sensitivities: tuple[float, ...], curves, kinds, per_half: int, as_json: bool):

@@ -7,11 +7,16 @@ of an anomalous stretch is flagged, not one alarm per episode.
    curve class — periodic, stable, or unstable (its spiky, trending and level-shift classes) — and a
    periodic curve gets a time-of-day profile (`aiops.baseline.seasonal`), refitted every day on the
    last `season_days` days of normal values.
-2. **Fluctuation**: the residual `r` (value minus the profile, or the value itself) minus an EWMA
-   level of past normal residuals (rate per class: `alpha_*`), divided by an EWMA of past absolute
-   fluctuations (the local noise scale): `z`.
+2. **Fluctuation**: the value minus its prediction — the profile (times a level when the profile is
+   positive: traffic scales; plus a level otherwise), or the level alone for stable and unstable
+   curves — divided by an EWMA of past absolute fluctuations (the local noise scale): `z`. The level
+   is Holt's: an EWMA of past normal values (rate per class: `alpha_*`) plus a slowly learned trend
+   (rate `beta`), so a slow ramp of the normal (a weekend easing in) is followed without lag.
 3. **Three signals** of `z`: `spike` |z| (spikes and dips), `shift` |EWMA of z| (level shifts, ramps,
    sustained dips; rate `shift_alpha`) and `variance` EWMA of z² (noise bursts; rate `variance_alpha`).
+   The EWMAs take z clipped to ±`clip`, so one spike does not pass for a shift or a noise burst; the
+   variance signal labels only points with |z| >= `variance_gate`, so its slowly decaying tail after an
+   anomaly does not label the calm points that follow.
 4. **Thresholds**: one `Spot` per signal, calibrated on the warm-up's signals and updated while
    streaming, each at risk `q` (the chance that a normal point exceeds it). A point is flagged when a
    signal exceeds its threshold; a missing value (NaN) is flagged as `missing`.
@@ -74,9 +79,11 @@ class EvtParameters:
     alpha_periodic: float = 0.05
     alpha_stable: float = 0.01
     alpha_unstable: float = 0.02
+    beta: float = 0.02  # Holt trend rate: the level follows a slow ramp (a weekend easing in) without lag
     scale_alpha: float = 0.005
     shift_alpha: float = 0.2
     variance_alpha: float = 0.1
+    variance_gate: float = 0.5  # the variance signal labels only points with |z| at least this
     clip: float = 4.0  # z is clipped to ±clip before the shift and variance EWMAs: one spike is not a shift
     max_hold_s: float = DAY_S / 2  # a change flagged this long becomes the new normal
     season_days: int = 7
@@ -147,21 +154,29 @@ class EvtDetector(Detector):
         # a positive daily profile scales (traffic: a quieter weekend is the same day, lower); otherwise it adds
         self._scales = self._profile is not None and bool(np.min(self._profile.profile) > 0)
         head = slice(0, max(10, x.size // 20))
-        self._level = float(np.median(x[head] / base[head] if self._scales else x[head] - base[head]))
-        self._scale = max(robust_sigma(np.diff(x - base)) / math.sqrt(2.0), 1e-9 * max(float(np.abs(x).max()), 1.0))
-        self._shift, self._variance = 0.0, 1.0
+        start = (float(np.median(x[head] / base[head] if self._scales else x[head] - base[head])),
+                 max(robust_sigma(np.diff(x - base)) / math.sqrt(2.0), 1e-9 * max(float(np.abs(x).max()), 1.0)))
         self._hold = 0
         self._max_hold = max(1, int(p.max_hold_s / self._step))
+        self._spots = self._calibrate(x, base, start)
+        self._times, self._values = [], []
+
+    def _calibrate(self, x: np.ndarray, base: np.ndarray, start: tuple[float, float]) -> list[Spot]:
+        """Replay the warm-up from `start` (level, scale) and fit one Spot per signal to its signals."""
+        self._level, self._scale = start
+        self._trend = 0.0
+        self._shift, self._variance = 0.0, 1.0
         calibration = []
         for value, b in zip(x.tolist(), base.tolist()):
             calibration.append(self._signals(value, b))
             self._learn(value, b)
         signals = np.asarray(calibration[min(len(calibration) // 4, 100):])
-        self._spots = []
+        spots = []
         for column in range(len(SIGNALS)):
-            spot = Spot(p.risk, p.init_level)
+            spot = Spot(self.params.risk, self.params.init_level)
             spot.fit(signals[:, column])
-            self._spots.append(spot)
+            spots.append(spot)
+        return spots
         self._times, self._values = [], []
 
     # -- seasonal profile ----------------------------------------------------------------------------
@@ -178,14 +193,15 @@ class EvtDetector(Detector):
         return value / base if self._scales else value - base  # base > 0 whenever the profile scales
 
     def _predict(self, base: float) -> float:
-        return self._level * base if self._scales else self._level + base
+        level = self._level + self._trend
+        return level * base if self._scales else level + base
 
     # -- streaming -----------------------------------------------------------------------------------
     def _signals(self, value: float, base: float) -> tuple[float, float, float]:
         """The three signals of `value` (its profile value `base`); updates the shift and variance EWMAs."""
         p = self.params
         z = (value - self._predict(base)) / self._scale
-        c = min(max(z, -p.clip), p.clip)
+        c = min(max(z, -self.params.clip), self.params.clip)
         self._shift += p.shift_alpha * (c - self._shift)
         self._variance += p.variance_alpha * (c * c - self._variance)
         return abs(z), abs(self._shift), self._variance
@@ -193,7 +209,9 @@ class EvtDetector(Detector):
     def _learn(self, value: float, base: float) -> None:
         """A normal value moves the level and the noise scale."""
         f = value - self._predict(base)
-        self._level += self._alpha * (self._observed_level(value, base) - self._level)
+        before = self._level
+        self._level += self._trend + self._alpha * (self._observed_level(value, base) - self._level - self._trend)
+        self._trend += self.params.beta * (self._level - before - self._trend)
         self._scale += self.params.scale_alpha * (abs(f) * ABS_TO_SIGMA - self._scale)
 
     def update(self, timestamp: str, value: float) -> float:
@@ -219,6 +237,8 @@ class EvtDetector(Detector):
         predicted, scale = self._predict(base), self._scale
         signals = self._signals(value, base)
         ratios = [s / spot.threshold if spot.threshold > 0 else math.inf for s, spot in zip(signals, self._spots)]
+        if signals[0] < self.params.variance_gate:
+            ratios[2] = 0.0  # a calm point is not labelled for the noise around it (the EWMA's tail)
         worst = max(range(len(SIGNALS)), key=ratios.__getitem__)
         flagged = ratios[worst] > 1.0
         if flagged and self._hold < self._max_hold:
@@ -229,7 +249,7 @@ class EvtDetector(Detector):
                 self._history.append((t, predicted))
         else:
             if flagged:  # flagged for max_hold_s: a permanent change, the new normal
-                self._level = self._observed_level(value, base)
+                self._level, self._trend = self._observed_level(value, base), 0.0
                 self._shift, self._variance = 0.0, 1.0
             self._hold = 0
             self._learn(value, base)

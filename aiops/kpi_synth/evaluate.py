@@ -86,7 +86,7 @@ class HeldOut:
     heldout: KpiScore
 
 
-def choose_and_score(settings: dict[str, Setting], per_half: int = 1, curves=None, kinds=None) -> HeldOut:
+def choose_and_score(settings: dict[str, Setting], per_half: int = 2, curves=None, kinds=None) -> HeldOut:
     """Pick the setting with the best point-adjusted F1 on `tune` (ties: strict F1), score it on `heldout`."""
     tune_series = select(make_benchmark("tune", per_half), curves, kinds)
     tune = {name: score(tune_series, setting) for name, setting in settings.items()}

@@ -170,7 +170,7 @@ def make_series(curve: str, kind: str, seed: int, half: str = "tune") -> KpiSeri
     return KpiSeries(f"{curve}-{kind}-{seed}", curve, kind, seed, half, values, labels)
 
 
-def make_benchmark(half: str | None = None, per_half: int = 1) -> list[KpiSeries]:
+def make_benchmark(half: str | None = None, per_half: int = 2) -> list[KpiSeries]:
     """The benchmark: for every curve × kind, seeds 0..2*per_half-1; even seeds are `tune`, odd `heldout`.
 
     `half` restricts to one half (and generates only that half).
