@@ -14,10 +14,11 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from deploy_systemd_support import exec_argv
 from vigil.cli import main
 from vigil.cli_deploy_systemd import DEFAULT_OUT
 from vigil.common.hostport import parse_host_port
-from vigil.deploy.systemd import UNITS, render_units
+from vigil.deploy.systemd import UNITS
 
 REPO = Path(__file__).parent.parent
 DOCS = REPO / "docs" / "deploy.md"
@@ -119,29 +120,11 @@ def test_a_relaxed_sandbox_scores_worse(unit_dir, tmp_path):
     assert exposure(loose) > exposure(unit_dir / "vigil-aiops.service")
 
 
-def _exec_argv(unit_name: str) -> list[str]:
-    """The unit's ExecStart with systemd's expansions done as systemd would: ${VAR} and $VAR from the
-    unit's defaults ($VAR split into words), %d the credentials directory, %S /var/lib."""
-    unit = next(u for u in UNITS if u.name == unit_name)
-    text = render_units()[unit.file_name]
-    line = next(line for line in text.splitlines() if line.startswith("ExecStart="))
-    words = []
-    for word in line.removeprefix("ExecStart=").split(" "):
-        word = word.replace("%d", f"/run/credentials/{unit.file_name}").replace("%S", "/var/lib")
-        if word.startswith("${"):
-            words.append(unit.environment[word[2:-1]])
-        elif word.startswith("$"):
-            words += unit.environment[word[1:]].split()
-        else:
-            words.append(word)
-    return words
-
-
 @pytest.mark.parametrize("unit_name", sorted(COMMANDS))
 def test_each_units_command_line_is_accepted_by_the_vigil_cli(unit_name):
     """Resolve the sub-command through `vigil`'s own groups and parse the unit's arguments with it
     (option names, choices, HOST:PORT and durations validated), without running it."""
-    argv = _exec_argv(unit_name)
+    argv = exec_argv(unit_name)
     assert argv[0] == "/opt/vigil/bin/vigil"
     command, args, ctx = main, argv[1:], None
     while isinstance(command, click.Group):
