@@ -82,12 +82,15 @@ def test_the_checks_find_each_broken_reference(rendered):
     notifier["livenessProbe"]["httpGet"]["port"] = "admin"
     one(objects, "ServiceMonitor", "vigil-notifier")["spec"]["endpoints"][0]["port"] = "metrics"
     one(objects, "Alertmanager", "vigil")["spec"]["configSecret"] = "missing"
+    policy = one(objects, "NetworkPolicy", "vigil-aiops-ingress")["spec"]["ingress"][0]["from"][0]
+    policy["podSelector"]["matchLabels"] = {"prometheus": "other"}
     found = "\n".join(problems(objects))
     assert "Deployment/vigil-notifier: Secret 'vigil-notifier-db' does not exist" in found
     assert "Service/vigil-aiops: selector" in found and "matches no pod" in found
     assert "livenessProbe of container notifier uses port 'admin'" in found
     assert "ServiceMonitor/vigil-notifier: port 'metrics' is not a port of Service/vigil-notifier" in found
     assert "Alertmanager/vigil: configSecret 'missing' does not exist" in found
+    assert "NetworkPolicy/vigil-aiops-ingress: ingress from {'prometheus': 'other'} matches no pod" in found
 
 
 @pytest.mark.skipif(kubectl() is None, reason="kubectl (with its built-in kustomize) is not installed")

@@ -1,6 +1,7 @@
 """Consistency of a rendered set of objects, offline: every ConfigMap, Secret (and key), ServiceAccount,
 Service and ClusterRole an object names exists; every selector selects pods (or Services) that exist;
-every named port a probe, Service, ServiceMonitor or PodMonitor uses is declared on the container.
+every named port a probe, Service, ServiceMonitor or PodMonitor uses is declared on the container;
+every NetworkPolicy selects pods and lets in traffic from pods that exist.
 
 `problems(objects)` lists each broken reference as "Kind/name: what" (empty: consistent).
 The pods of the operator's `Alertmanager` and `Prometheus` are modelled as the operator makes them:
@@ -135,6 +136,13 @@ def _selector_problems(obj: dict, pods: list[Pods], services: list[dict]) -> lis
         chosen = [p for p in pods if _selects(selector, p.labels)]
         if not chosen:
             return [f"{_key(obj)}: selector {selector} matches no pod"]
+        rules = spec.get("ingress", []) if kind == "NetworkPolicy" else []
+        sources = [peer["podSelector"].get("matchLabels", {}) for rule in rules for peer in rule.get("from", [])
+                   if "podSelector" in peer]
+        unmatched = [f"{_key(obj)}: ingress from {source} matches no pod" for source in sources
+                     if not any(_selects(source, p.labels) for p in pods)]
+        if unmatched:
+            return unmatched
         if kind == "PodMonitor":
             return [f"{_key(obj)}: port {e['port']!r} is not a port of {p.owner}"
                     for e in spec["podMetricsEndpoints"] for p in chosen if e["port"] not in p.ports]
