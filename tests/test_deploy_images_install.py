@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -41,10 +42,9 @@ def _run(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
 
 
 def _map(word: str, paths: dict[str, Path]) -> str:
-    """An image path in a command word (/wheels/x.whl) as the path the test uses for it."""
+    """Image paths in a command word (/wheels/x.whl, sqlite:////var/lib/vigil/n.db) as the test's paths."""
     for image_path, local in paths.items():
-        if word == image_path or word.startswith(image_path + "/"):
-            return str(local) + word[len(image_path):]
+        word = re.sub(rf"{re.escape(image_path)}(?=/|$)", str(local), word)
     return word
 
 
@@ -162,8 +162,7 @@ def test_each_images_healthcheck_passes_once_its_command_serves(installed, tmp_p
     try:
         for target, port in ports.items():
             stage = stages()[target]
-            argv = [_map(word.replace("sqlite:///", ""), paths) for word in stage.exec_form("CMD")]
-            argv = ["sqlite:///" + word if word.endswith("notifier.db") else word for word in argv]
+            argv = [_map(word, paths) for word in stage.exec_form("CMD")]
             argv[argv.index("--listen") + 1] = f"127.0.0.1:{port}"
             if "--backend" in argv:
                 argv[argv.index("--backend") + 1: argv.index("--backend") + 2] = ["sim", "--sim-nodes", "1",
