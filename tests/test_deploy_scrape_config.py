@@ -97,3 +97,24 @@ def test_bad_nodes_are_named_at_once_with_their_line(tmp_path):
     result = CliRunner().invoke(main, ["deploy", "scrape-config", "--node", "a", "--node-exporter-port", "0",
                                        "--file-sd", "--job", "node-exporter"])
     assert result.exit_code == 2 and "left out" in result.output
+
+
+@needs_promtool
+def test_the_central_hosts_prometheus_config_as_the_install_guide_builds_it(tmp_path):
+    """docs/deploy.md, central host, steps 4-5: the generated rules, Alertmanager on loopback, the GPU
+    nodes' jobs from scrape-config and the central services: promtool checks the config and its rules."""
+    result = CliRunner().invoke(main, ["rules", "generate", "-o", str(tmp_path / "vigil"), "--alertmanager",
+                                       "--notifier-url", "http://127.0.0.1:9095/api/v1/alerts/alertmanager",
+                                       "--token-file", str(tmp_path / "webhook-token")])
+    assert result.exit_code == 0, result.output
+    fleet = yaml.safe_load(scrape_config("--node", "gpu-001", "--node", "gpu-002"))["scrape_configs"]
+    config = {"global": {"scrape_interval": "15s"},
+              "rule_files": [str(tmp_path / "vigil" / "vigil-rules.yml")],
+              "alerting": {"alertmanagers": [{"static_configs": [{"targets": ["127.0.0.1:9093"]}]}]},
+              "scrape_configs": [*fleet, {"job_name": "vigil-notifier", "static_configs": [{"targets": ["127.0.0.1:9095"]}]},
+                                 {"job_name": "vigil-aiops", "honor_labels": True,
+                                  "static_configs": [{"targets": ["127.0.0.1:9605"]}]}]}
+    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
+    done = promtool_check(tmp_path / "prometheus.yml")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "SUCCESS" in done.stdout + done.stderr and "rules found" in done.stdout + done.stderr
