@@ -11,6 +11,7 @@ import yaml
 
 from vigil.aiops.ask.answer import ask
 from vigil.aiops.ask.examples import load_examples
+from vigil.aiops.ask.judge import same_answer
 from vigil.aiops.ask.knowledge import load_knowledge
 from vigil.aiops.ask.retrieve import Unanswerable
 from vigil.aiops.ask.validate import InvalidQuery, validate
@@ -114,3 +115,18 @@ def test_every_bank_example_is_valid_and_no_eval_question_is_in_the_bank(knowled
     assert not bank & {_normal(q["question"]) for q in questions}, "the evaluation questions are held out"
     for entry in questions:  # gold queries name only what exists too
         validate(entry["gold"], knowledge)
+
+
+def _rows(*series):
+    return [{"labels": labels, "value": value} for labels, value in series]
+
+
+def test_the_execution_judge_compares_label_sets_and_values_not_names_or_order():
+    gpu0, gpu1 = {"node": "node-1", "gpu": "0"}, {"node": "node-1", "gpu": "1"}
+    gold = _rows(({**gpu0, "__name__": "vigil_gpu_power_watts"}, 100.0), (gpu1, 200.0))
+    assert same_answer(gold, _rows((gpu1, 200.0), (gpu0, 100.0)))[0]  # no __name__, other order: alike
+    assert not same_answer(gold, _rows((gpu0, 100.0), (gpu1, 201.0)))[0]
+    assert not same_answer(gold, _rows((gpu0, 100.0)))[0]
+    assert same_answer(_rows(({}, 3.0)), _rows(({"node": "node-1"}, 3.0)))[0]  # one number each: the value
+    assert same_answer([], [], {"up"}, {"up"})[0]
+    assert not same_answer([], [], {"up"}, {"vigil_gpu_up"})[0]  # empty from the wrong metric is wrong

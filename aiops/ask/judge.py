@@ -63,6 +63,7 @@ class Outcome:
     predicted: str | None  # None: the question was refused
     correct: bool
     why: str
+    gold_series: int = -1  # how many series the gold query returned (-1: not run)
 
 
 def load_questions(path: Path) -> list[dict]:
@@ -80,6 +81,7 @@ def judge_one(entry: dict, client: PrometheusClient, at: float, knowledge: Knowl
     try:
         rows = [{"labels": s.labels, "value": s.value} for s in client.query(answer.promql, at=at)]
     except PrometheusUnavailable as exc:
-        return Outcome(question, category, split, gold, answer.promql, False, f"Prometheus refused it: {exc}")
+        return Outcome(question, category, split, gold, answer.promql, False, f"Prometheus refused it: {exc}",
+                       len(gold_rows))
     correct, why = same_answer(gold_rows, rows, set(validate(gold, knowledge)), set(answer.metrics))
-    return Outcome(question, category, split, gold, answer.promql, correct, why)
+    return Outcome(question, category, split, gold, answer.promql, correct, why, len(gold_rows))

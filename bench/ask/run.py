@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import argparse
 import collections
+import random
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
@@ -26,6 +29,7 @@ from vigil.aiops.ask.knowledge import load_knowledge  # noqa: E402
 from vigil.aiops.benchmark_record import add_record_option, machine_summary, utc_now, write_section  # noqa: E402
 from vigil.common.prometheus_api import PrometheusClient  # noqa: E402
 from vigil.runstate import read_state  # noqa: E402
+from vigil.supervisor import port_is_free  # noqa: E402
 
 QUESTIONS = Path(__file__).with_name("eval_questions.yaml")
 VIGIL = str(Path(sys.executable).with_name("vigil"))
@@ -34,13 +38,21 @@ DEMO_STACK = {"stack": {"scrape_interval": 1, "evaluation_interval": 1, "exporte
 GOAL = 0.77
 
 
+def free_base(span: int = 100) -> int:
+    """A random base port with `span` free ports above it (another stack may hold vigil's default ports)."""
+    rng = random.Random()
+    while True:
+        base = rng.randrange(20000, 40000, span)
+        if all(port_is_free(base + offset) for offset in range(span)):
+            return base
+
+
 def start_demo(tmp: Path) -> Path:
-    import yaml
     config = tmp / "vigil.yaml"
     config.write_text(yaml.safe_dump(DEMO_STACK))
     run_dir = tmp / "run"
-    subprocess.run([VIGIL, "up", "--detach", "--config", str(config), "--run-dir", str(run_dir), "--gpu-backend", "sim"],
-                   check=True, timeout=600, stdout=subprocess.DEVNULL)
+    subprocess.run([VIGIL, "up", "--detach", "--config", str(config), "--run-dir", str(run_dir), "--gpu-backend", "sim",
+                    "--port-base", str(free_base())], check=True, timeout=600, stdout=subprocess.DEVNULL)
     return run_dir
 
 
@@ -70,7 +82,12 @@ def report(outcomes, verbose: bool) -> tuple[str, float]:
     for split in sorted({o.split for o in outcomes}):
         marks = [o.correct for o in outcomes if o.split == split]
         lines.append(f"| split: {split} | {len(marks)} | {sum(marks) / len(marks):.1%} |")
+    empty = sum(o.gold_series == 0 for o in outcomes)
     lines.append(f"| **all** | {len(outcomes)} | **{accuracy:.1%}** (refused: {refused}; goal > {GOAL:.0%}) |")
+    answered = [o.correct for o in outcomes if o.gold_series != 0]
+    lines.append(f"| gold result not empty | {len(answered)} | {sum(answered) / max(len(answered), 1):.1%} |")
+    lines.append(f"\nGold queries with an empty result on this stack (nothing down, no pending alert, ...): {empty}; "
+                 "those are judged by the metrics both queries read.")
     return "\n".join(lines), accuracy
 
 
