@@ -96,7 +96,9 @@ def installed(tmp_path_factory) -> Path:
 def test_the_installed_vigil_is_the_wheels(installed):
     where = _run([str(installed / "python"), "-c", "import vigil.cli, vigil.deploy.systemd; print(vigil.cli.__file__)"]).stdout
     assert where.startswith(str(installed.parent)), where
-    assert (installed / "vigil").is_file()
+    # the wheel ships the generated units (package data) that `build --check` compares with
+    checked = _run([str(installed / "vigil"), "deploy", "systemd", "build", "--check"]).stdout
+    assert checked.startswith("OK: 4 files") and str(installed.parent) in checked, checked
 
 
 _INSPECT = """
