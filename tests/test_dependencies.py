@@ -19,7 +19,7 @@ from importlib.metadata import packages_distributions
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGE_FOLDERS = ("vigil", "exporters", "rules", "notifier", "oncall", "aiops", "dashboards")
+PACKAGE_FOLDERS = ("vigil", "exporters", "rules", "notifier", "oncall", "aiops", "dashboards", "deploy")
 # extras the installed package itself uses (each only inside the function that needs it)
 RUNTIME_EXTRAS = ("postgres", "k8s", "parquet")
 # extras that serve a folder outside the package: extra -> folder

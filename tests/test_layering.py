@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).parent.parent
-DOMAIN_FOLDERS = ("exporters", "rules", "notifier", "oncall", "aiops", "dashboards")  # each is vigil.<folder>
+DOMAIN_FOLDERS = ("exporters", "rules", "notifier", "oncall", "aiops", "dashboards", "deploy")  # each is vigil.<folder>
 DOMAIN_PACKAGES = tuple(f"vigil.{folder}" for folder in DOMAIN_FOLDERS)
 
 
