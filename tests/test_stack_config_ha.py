@@ -7,9 +7,11 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+import requests
 import yaml
 
 from stack_support import vigil
+from test_notifier_support import free_port, wait_for
 from vigil.components import GpuBackend
 from vigil.components_ha import ha_component_specs
 from vigil.settings import SettingsError, load_settings
@@ -138,3 +140,32 @@ def test_shard_relabel_refuses_a_shard_outside_the_range():
         shard_relabel(3, 3)
     assert shard_relabel(4, 2)[0] == {"source_labels": ["__address__"], "modulus": 4, "target_label": HASH_LABEL,
                                       "action": "hashmod"}
+
+
+@pytest.mark.e2e
+def test_a_real_prometheus_shard_keeps_exactly_the_targets_shard_of_predicts(tmp_path):
+    """Prometheus' own hashmod decides: shard 1 of 3 keeps the GPU targets `shard_of` assigns to it."""
+    settings, layout = generate(tmp_path, nodes=12)
+    base = yaml.safe_load(layout.prometheus_config.read_text())
+    port = free_port()
+    base["scrape_configs"] = [j for j in base["scrape_configs"] if j["job_name"] == "vigil-gpu"]
+    base.pop("rule_files")
+    (tmp_path / "shard.yml").write_text(yaml.safe_dump(sharded_config(base, 3, 1, {"vigil-gpu"})))
+    prometheus = subprocess.Popen(["prometheus", f"--config.file={tmp_path / 'shard.yml'}",
+                                   f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{port}"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        def targets() -> dict | None:
+            try:
+                data = requests.get(f"http://127.0.0.1:{port}/api/v1/targets", timeout=2).json()["data"]
+            except requests.RequestException:
+                return None
+            return data if len(data["activeTargets"]) + len(data["droppedTargets"]) == 12 else None
+
+        data = wait_for(targets, timeout=30)
+    finally:
+        prometheus.terminate()
+        prometheus.wait(timeout=30)
+    addresses = [f"127.0.0.1:{settings.ports.gpu_node(i)}" for i in range(1, 13)]
+    kept = sorted(t["discoveredLabels"]["__address__"] for t in data["activeTargets"])
+    assert kept and kept == sorted(a for a in addresses if shard_of(a, 3) == 1)

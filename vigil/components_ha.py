@@ -37,10 +37,10 @@ def victoria_metrics_spec(settings: StackSettings, binary: str, ha_layout: HaLay
 
 
 def postgres_spec(settings: StackSettings, layout: RunLayout) -> ComponentSpec:
-    port = HaTopology(settings).postgres_port
-    url = postgres.database_url(settings.host, port)
-    return ComponentSpec("postgres", postgres.server_argv(layout, settings.host, port), url,
-                         "tcp://" + url.rsplit("@", 1)[1].split("/")[0], ports=[port])
+    topology = HaTopology(settings)
+    port = topology.postgres_port
+    return ComponentSpec("postgres", postgres.server_argv(layout, settings.host, port),
+                         postgres.database_url(settings.host, port), f"tcp://{topology.address(port)}", ports=[port])
 
 
 def ha_component_specs(settings: StackSettings, layout: RunLayout, binaries: dict[str, str],

@@ -1,9 +1,8 @@
 """The ha profile's throwaway PostgreSQL for the two notifiers, when the user names no database.
 
 `initdb` makes a cluster once (password auth, the password kept owner-only in `secrets/`), the
-supervisor then runs `postgres` in the foreground on a loopback port with its socket in the data
-directory. The notifiers find the password through a libpq password file (`PGPASSFILE`), so it is
-never on a command line. PostgreSQL refuses to run as root: as root the cluster belongs to the
+supervisor then runs `postgres` in the foreground on a loopback port (TCP only). The notifiers find
+the password through a libpq password file (`PGPASSFILE`), so it is never on a command line. PostgreSQL refuses to run as root: as root the cluster belongs to the
 `postgres` user (Debian's package creates it) and lives where that user can reach it, in
 `/tmp/vigil-pg-<hash of the run directory>`, linked from the run directory as `postgres`.
 """
@@ -78,6 +77,8 @@ def ensure_cluster(layout: RunLayout, host: str, port: int) -> Path:
     if as_root():
         shutil.chown(root, PG_USER, PG_USER)
         link = layout.root / "postgres"
+        if link.is_symlink():
+            link.unlink()  # left by an earlier cluster of this run directory that is gone now
         if not link.exists():
             link.symlink_to(root)
     pwfile = root / "initdb-password"
@@ -97,9 +98,10 @@ def ensure_cluster(layout: RunLayout, host: str, port: int) -> Path:
 
 
 def server_argv(layout: RunLayout, host: str, port: int) -> list[str]:
-    """`postgres` in the foreground on loopback only, its unix socket in its own directory."""
+    """`postgres` in the foreground on loopback TCP only (no unix socket: a deep run directory would
+    make its path too long, and the notifiers connect by TCP)."""
     root = data_dir(layout)
-    return _run_as([str(server_bin() / "postgres"), "-D", str(root / "data"), "-p", str(port), "-k", str(root),
+    return _run_as([str(server_bin() / "postgres"), "-D", str(root / "data"), "-p", str(port), "-k", "",
                     "-c", f"listen_addresses={host}", "-c", "max_connections=50"])
 
 
