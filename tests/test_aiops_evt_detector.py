@@ -95,3 +95,15 @@ def test_a_permanent_change_becomes_the_new_normal_after_max_hold():
     flags = EvtDetector(params).score_series(minutes(8000), values) > 0.5
     assert flags[4000:4060].all()
     assert flags[4200:].mean() < 0.01
+
+
+def test_alarm_mode_raises_one_alarm_where_the_dense_labels_start():
+    from vigil.aiops.detect import make_detector
+
+    values = noisy(6000)
+    values[4500:4700] += 12.0
+    dense = make_detector("evt").score_series(minutes(6000), values) > 0.5
+    alarms = make_detector("evt-alarms").score_series(minutes(6000), values) > 0.5
+    first = 4500 + int(np.argmax(dense[4500:]))
+    assert alarms[4500:4700].sum() == 1 and alarms[first]
+    assert alarms.sum() <= dense.sum() and set(np.flatnonzero(alarms)) <= set(np.flatnonzero(dense))

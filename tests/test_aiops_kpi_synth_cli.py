@@ -14,7 +14,7 @@ from vigil.aiops.kpi_synth import make_benchmark
 from vigil.aiops.nab.corpus import DEFAULT_NAB_DIR
 from vigil.cli import main
 
-KPI = ["aiops", "evaluate", "kpi-synth", "--curve", "stable", "--kind", "level_shift", "--kind", "spike"]
+KPI = ["aiops", "evaluate", "kpi-synth", "--curve", "stable", "--kind", "level_shift", "--kind", "spike", "--per-half", "1"]
 
 
 def run(*args):
@@ -33,7 +33,7 @@ def test_kpi_synth_json_reports_the_setting_chosen_on_tune_scored_on_heldout():
     assert set(heldout) >= {"point_adjusted", "strict", "point_adjusted_by_kind", "point_adjusted_by_curve"}
     assert set(heldout["point_adjusted_by_kind"]) == {"level_shift", "spike"}
     # the counts cover exactly the held-out series' labelled points
-    series = [s for s in make_benchmark("heldout") if s.curve == "stable" and s.kind in ("level_shift", "spike")]
+    series = [s for s in make_benchmark("heldout", per_half=1) if s.curve == "stable" and s.kind in ("level_shift", "spike")]
     labelled = sum(int(np.sum(s.labels)) for s in series)
     for scoring in ("point_adjusted", "strict"):
         counts = heldout[scoring]

@@ -8,11 +8,8 @@ import json
 
 import click
 
+from vigil.aiops.kpi_synth.evaluate import DEFAULT_SENSITIVITIES, DETECTORS, choose_and_score, settings_for
 from vigil.cli_aiops_nab import Sensitivity, nab
-
-#: sensitivities tried on the tune half by default: risks 1e-5 .. 1e-3 in half decades
-DEFAULT_SENSITIVITIES = (0.25, 0.375, 0.5, 0.625, 0.75)
-KPI_DETECTORS = ("evt", "vigil", "windowed-gaussian")
 
 
 @click.group()
@@ -23,19 +20,6 @@ def evaluate():
 evaluate.add_command(nab)
 
 
-def _settings(detector: str, sensitivities: tuple[float, ...]) -> dict:
-    """name -> (detector factory, flag threshold) for every candidate setting."""
-    from vigil.aiops.detect import default_threshold, make_detector
-    from vigil.aiops.detect.evt_detector import EvtDetector, EvtParameters
-
-    if detector == "evt":
-        return {f"sensitivity {s:g}": (lambda s=s: EvtDetector(EvtParameters.for_sensitivity(s)), 0.5)
-                for s in sensitivities}
-    # the other detectors keep their NAB-tuned threshold: what `vigil aiops detect` labels with today
-    threshold = default_threshold(detector, "standard")
-    return {f"threshold {threshold:.4g}": (lambda: make_detector(detector), threshold)}
-
-
 def _line(label: str, score) -> str:
     a, s = score.adjusted, score.strict
     return (f"{label:<24} point-adjusted P {a.precision:.3f} R {a.recall:.3f} F1 {a.f1:.3f}   "
@@ -44,10 +28,10 @@ def _line(label: str, score) -> str:
 
 
 @evaluate.command("kpi-synth")
-@click.option("--detector", type=click.Choice(KPI_DETECTORS), default="evt", show_default=True)
+@click.option("--detector", type=click.Choice(DETECTORS), default="evt", show_default=True)
 @click.option("--sensitivity", "sensitivities", multiple=True, type=Sensitivity(),
               help="A candidate sensitivity for evt (repeatable); the best on the tune half is reported. "
-                   "Default: 0.25, 0.375, 0.5, 0.625, 0.75.")
+                   "Default: 0.25, 0.375, 0.5, 0.625, 0.75 (risks 1e-5 .. 1e-3).")
 @click.option("--curve", "curves", multiple=True, type=click.Choice(["periodic", "stable", "unstable"]),
               help="Only these curve classes (repeatable). Default: all.")
 @click.option("--kind", "kinds", multiple=True,
@@ -61,15 +45,14 @@ def kpi_synth(detector: str, sensitivities: tuple[float, ...], curves, kinds, pe
     curves with spikes, dips, level shifts, variance and trend changes, missing data): the setting with
     the best point-adjusted F1 on the tune half is scored on the held-out half, point-adjusted (7-point
     delay) and strict point-wise."""
-    from vigil.aiops.kpi_synth.evaluate import choose_and_score
-
-    result = choose_and_score(_settings(detector, sensitivities or DEFAULT_SENSITIVITIES), per_half, curves, kinds)
+    result = choose_and_score(settings_for(detector, sensitivities or DEFAULT_SENSITIVITIES), per_half, curves, kinds)
     if as_json:
         click.echo(json.dumps({"benchmark": "kpi-synth", "detector": detector, "chosen": result.chosen,
                                "tune": {name: s.as_dict() for name, s in result.tune.items()},
                                "heldout": result.heldout.as_dict()}, indent=2))
         return
-    click.echo(f"kpi-synth, detector {detector}: settings tried on the tune half")
+    click.echo(f"kpi-synth, detector {detector}: settings tried on the tune half" if result.tune
+               else f"kpi-synth, detector {detector}: one setting, nothing to choose on the tune half")
     for name, score in result.tune.items():
         click.echo("  " + _line(name + (" *" if name == result.chosen else ""), score))
     click.echo(f"held-out half, {result.chosen}:")

@@ -15,13 +15,13 @@ from importlib import resources
 from types import MappingProxyType
 
 from vigil.aiops.detect.base import Detector
-from vigil.aiops.detect.evt_detector import EvtDetector
+from vigil.aiops.detect.evt_detector import EvtAlarmDetector, EvtDetector
 from vigil.aiops.detect.reference import NullDetector, WindowedGaussianDetector
 from vigil.aiops.detect.relative_entropy import RelativeEntropyDetector, for_series
 from vigil.aiops.detect.vigil_detector import VigilDetector
 
 DETECTORS = MappingProxyType(
-    {cls.name: cls for cls in (VigilDetector, EvtDetector, WindowedGaussianDetector, NullDetector)}
+    {cls.name: cls for cls in (VigilDetector, EvtDetector, EvtAlarmDetector, WindowedGaussianDetector, NullDetector)}
 )
 
 SERIES_DETECTORS = MappingProxyType({RelativeEntropyDetector.name: for_series})

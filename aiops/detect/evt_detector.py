@@ -100,6 +100,7 @@ class EvtDetector(Detector):
     name = "evt"
     version = "1"
     own_sensitivity = True  # `sensitivity` sets the EVT risk, not a cut on the score
+    onset_only = False  # dense labels; `EvtAlarmDetector` scores only the first point of a stretch
 
     @classmethod
     def create(cls, warmup: int | None = None, sensitivity: float | None = None) -> "EvtDetector":
@@ -258,4 +259,14 @@ class EvtDetector(Detector):
             if t is not None:
                 self._history.append((t, value))
         ratio = ratios[worst]
+        if self.onset_only and self._hold > 1:
+            return 0.0  # alarm mode: a stretch raises one alarm, at its first point
         return 1.0 if math.isinf(ratio) else ratio / (1.0 + ratio)
+
+
+class EvtAlarmDetector(EvtDetector):
+    """The same detector in sparse-alarm mode (NAB's): the points after the first of a flagged stretch
+    score 0, so an episode raises one alarm instead of a label per point."""
+
+    name = "evt-alarms"
+    onset_only = True

@@ -13,12 +13,28 @@ from typing import Callable, Iterable
 
 import numpy as np
 
+from vigil.aiops.detect import default_threshold, make_detector
 from vigil.aiops.detect.base import Detector
+from vigil.aiops.detect.evt_detector import EvtDetector, EvtParameters
 from vigil.aiops.kpi_synth.generate import KpiSeries, make_benchmark
 from vigil.aiops.kpi_synth.scoring import Counts, point_adjusted_counts, strict_counts
 
 #: builds a fresh detector for one series, and the score above which a point is flagged
 Setting = tuple[Callable[[], Detector], float]
+
+#: sensitivities tried on the tune half by default: risks 1e-5 .. 1e-3 in half decades
+DEFAULT_SENSITIVITIES = (0.25, 0.375, 0.5, 0.625, 0.75)
+DETECTORS = ("evt", "vigil", "windowed-gaussian")
+
+
+def settings_for(detector: str, sensitivities: Iterable[float] = DEFAULT_SENSITIVITIES) -> dict[str, Setting]:
+    """name -> setting for every candidate: evt at each sensitivity (flag above 0.5, its EVT line); the
+    other detectors at their NAB-tuned threshold only (what `vigil aiops detect` labels with)."""
+    if detector == "evt":
+        return {f"sensitivity {s:g}": (lambda s=s: EvtDetector(EvtParameters.for_sensitivity(s)), 0.5)
+                for s in sensitivities}
+    threshold = default_threshold(detector, "standard")
+    return {f"threshold {threshold:.4g}": (lambda: make_detector(detector), threshold)}
 
 
 @dataclass
@@ -87,9 +103,15 @@ class HeldOut:
 
 
 def choose_and_score(settings: dict[str, Setting], per_half: int = 2, curves=None, kinds=None) -> HeldOut:
-    """Pick the setting with the best point-adjusted F1 on `tune` (ties: strict F1), score it on `heldout`."""
-    tune_series = select(make_benchmark("tune", per_half), curves, kinds)
-    tune = {name: score(tune_series, setting) for name, setting in settings.items()}
-    chosen = max(tune, key=lambda name: (tune[name].adjusted.f1, tune[name].strict.f1))
+    """Pick the setting with the best point-adjusted F1 on `tune` (ties: strict F1), score it on `heldout`.
+
+    A single candidate is not run on `tune` (there is nothing to choose; `tune` is then empty)."""
+    tune: dict[str, KpiScore] = {}
+    if len(settings) > 1:
+        tune_series = select(make_benchmark("tune", per_half), curves, kinds)
+        tune = {name: score(tune_series, setting) for name, setting in settings.items()}
+        chosen = max(tune, key=lambda name: (tune[name].adjusted.f1, tune[name].strict.f1))
+    else:
+        (chosen,) = settings
     heldout = score(select(make_benchmark("heldout", per_half), curves, kinds), settings[chosen])
     return HeldOut(tune, chosen, heldout)
