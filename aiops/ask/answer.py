@@ -48,8 +48,9 @@ def ask(question: str, knowledge: Knowledge | None = None) -> Answer:
     except InvalidQuery as exc:  # a composition bug: say so rather than answer with a broken query
         raise Unanswerable(f"could not compose a valid query: {exc}") from None
     steps = list(composed.steps)
-    if near:
-        steps.append(f"closest worked example: {near[0][1].question!r} -> {near[0][1].promql}")
+    alike = [example for _, example in near if set(example.metrics) & set(metrics)]
+    if alike:
+        steps.append(f"closest worked example: {alike[0].question!r} -> {alike[0].promql}")
     return Answer(composed.promql, metrics, "; ".join(steps))
 
 
