@@ -136,3 +136,10 @@ def test_each_units_command_line_is_accepted_by_the_vigil_cli(unit_name):
     assert command is getattr(__import__(module, fromlist=[name]), name)
     assert parsed.params["listen"].port == parse_host_port(
         next(p for p in command.params if p.name == "listen").default).port, "the unit keeps the CLI's default port"
+
+
+def test_an_unwritable_out_is_a_clear_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    result = CliRunner().invoke(main, ["deploy", "systemd", "build", "--out", str(blocker / "units")])
+    assert result.exit_code == 1 and "cannot write under" in result.output and "Traceback" not in result.output
