@@ -102,9 +102,11 @@ def test_every_component_has_its_own_port_and_a_user_database_replaces_postgres(
 def test_too_many_nodes_or_a_non_postgresql_database_are_refused_with_every_reason():
     with pytest.raises(SettingsError) as caught:
         load_settings(None, {"profile": "ha", "sim_nodes": 81, "database_url": "sqlite:///x.db"})
-    assert "at most 80 simulated nodes" in str(caught.value)
+    assert "at most 80 simulated nodes" in str(caught.value) and "postgresql://" in str(caught.value)
     with pytest.raises(SettingsError, match="postgresql://"):
         load_settings(None, {"profile": "ha", "database_url": "sqlite:///x.db"})
+    with pytest.raises(SettingsError, match="ha profile"):
+        load_settings(None, {"database_url": USER_DB})
 
 
 def test_vigil_up_refuses_a_bad_profile_setting_without_a_traceback(tmp_path):

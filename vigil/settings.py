@@ -108,11 +108,16 @@ class StackSettings(BaseModel):
 
     @model_validator(mode="after")
     def _ha_fits(self) -> "StackSettings":
+        problems = []
         if self.profile == "ha" and self.sim_nodes > MAX_SIM_NODES - HA_PORTS:
-            raise ValueError(f"the ha profile runs at most {MAX_SIM_NODES - HA_PORTS} simulated nodes "
-                             f"(its extra components use the top {HA_PORTS} ports of the range)")
+            problems.append(f"the ha profile runs at most {MAX_SIM_NODES - HA_PORTS} simulated nodes "
+                            f"(its extra components use the top {HA_PORTS} ports of the range)")
+        if self.database_url is not None and self.profile != "ha":
+            problems.append("database_url is the ha profile's (the single profile's notifier keeps SQLite in the run dir)")
         if self.database_url is not None and not self.database_url.startswith("postgresql://"):
-            raise ValueError("database_url must be a postgresql://USER@HOST:PORT/DB URL (two notifiers share it)")
+            problems.append("database_url must be a postgresql://USER@HOST:PORT/DB URL (two notifiers share it)")
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
     @model_validator(mode="after")
