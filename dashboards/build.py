@@ -60,22 +60,3 @@ def render(prometheus_url: str = DEFAULT_PROMETHEUS_URL) -> dict[str, str]:
              for model in dashboard_models()}
     files.update({path: dump_yaml(doc) for path, doc in provisioning(prometheus_url).items()})
     return files
-
-
-def stale(output: Path, files: dict[str, str]) -> list[str]:
-    """Paths under `output` that differ from `files` or are missing, and dashboard JSON nobody generates."""
-    changed = [path for path, text in sorted(files.items())
-               if not (output / path).is_file() or (output / path).read_text(encoding="utf-8") != text]
-    extra = sorted(str(p.relative_to(output)) for p in (output / "json").glob("*.json")
-                   if str(p.relative_to(output)) not in files) if (output / "json").is_dir() else []
-    return changed + [f"{path} (not generated any more)" for path in extra]
-
-
-def write(output: Path, files: dict[str, str]) -> list[Path]:
-    written = []
-    for path, text in sorted(files.items()):
-        target = output / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-        written.append(target)
-    return written

@@ -10,8 +10,9 @@ from typing import Callable
 
 import click
 
-from vigil.dashboards.build import DEFAULT_OUTPUT, DEFAULT_PROMETHEUS_URL, GRAFANA_VERSION, render, stale, write
 from vigil.common.click_types import Duration
+from vigil.common.generated_files import write_or_check
+from vigil.dashboards.build import DEFAULT_OUTPUT, DEFAULT_PROMETHEUS_URL, GRAFANA_VERSION, render
 from vigil.dashboards.check import check_dashboards
 
 _DIR = click.Path(path_type=Path, file_okay=False)
@@ -99,18 +100,7 @@ def build(output: Path, check_only: bool, prometheus_url: str):
     """Generate the dashboards (Grafana {version}) and provisioning files; the offline checks run first."""
     files = render(prometheus_url)
     _fail_on(check_dashboards({path: json.loads(text) for path, text in files.items() if path.endswith(".json")}))
-    if check_only:
-        changed = stale(output, files)
-        if changed:
-            raise click.ClickException(f"{len(changed)} stale file(s) under {output} (run `vigil dashboards build`):\n"
-                                       + "\n".join(changed))
-        click.echo(f"OK: {len(files)} files under {output} are up to date")
-        return
-    try:
-        written = write(output, files)
-    except OSError as exc:
-        raise click.ClickException(f"cannot write under {output}: {exc.strerror}") from None
-    click.echo(f"wrote {len(written)} files under {output}")
+    write_or_check(output, files, check_only, "vigil dashboards build", owned="json/*.json")
 
 
 build.help = build.help.format(version=GRAFANA_VERSION)
