@@ -98,44 +98,79 @@ def compose(intent: Intent, match: Match, knowledge: Knowledge) -> Composed:
         steps.append("filters: " + ", ".join(f"{k}={v}" for k, v in sorted(matchers.items())))
     if dropped:
         steps.append(f"not on this metric, ignored: {', '.join(dropped)}")
-    single = _single(labels, matchers)
-    question = intent.question.lower()
-    how_many = any(phrase in question for phrase in ("how many", "number of", "how much"))
-    counts_itself = _counts_itself(name, intent)
-    alerts = name.startswith("ALERTS")
+    facts = _Facts(name, labels, counter, help_text, unit, _single(labels, matchers),
+                   any(phrase in intent.question.lower() for phrase in ("how many", "number of", "how much")),
+                   _counts_itself(name, intent))
+    expr = _over_window(expr, intent, facts, match.measure is not None, steps)
+    expr = _condition(expr, intent, facts, steps)
+    expr = _aggregate(expr, intent, facts, steps)
+    if intent.rank:
+        fn, k = intent.rank
+        expr = f"{fn}({expr})" if fn in ("sort", "sort_desc") else f"{fn}({k}, {expr})"
+        steps.append(f"rank: {fn}" + (f" {k}" if fn in ("topk", "bottomk") else ""))
+    return Composed(expr, metrics, steps)
 
-    if counter:
+
+@dataclass(frozen=True)
+class _Facts:
+    """What composition needs to know of the chosen metric and the question."""
+
+    name: str
+    labels: frozenset[str] | None
+    counter: bool
+    help: str
+    unit: str
+    single: bool  # the filters name one entity
+    how_many: bool  # "how many", "number of", "how much"
+    counts_itself: bool  # the series already count what is asked (vigil_node_gpus_visible)
+
+    @property
+    def zero_one(self) -> bool:
+        return _is_flag(self.help) or self.name.endswith("_up") or self.name == "up"
+
+
+def _over_window(expr: str, intent: Intent, facts: _Facts, derived: bool, steps: list[str]) -> str:
+    if facts.counter:
         if intent.window:
             fn = "rate" if intent.rate else "increase"
-            expr = f"{fn}({expr}[{intent.window}])"
             steps.append(f"a counter: {fn} over the last {intent.window}")
-        elif intent.rate:
-            expr = f"rate({expr}[{DEFAULT_RATE_WINDOW}])"
+            return f"{fn}({expr}[{intent.window}])"
+        if intent.rate:
             steps.append(f"a counter: per-second rate over {DEFAULT_RATE_WINDOW}")
-    elif intent.window and match.measure is None:
+            return f"rate({expr}[{DEFAULT_RATE_WINDOW}])"
+    elif intent.window and not derived:
         fn = intent.over_time or ("min" if intent.rank and intent.rank[0] in ("bottomk", "sort") else
                                   "max" if intent.rank else "avg")
-        expr = f"{fn}_over_time({expr}[{intent.window}])"
         steps.append(f"a gauge over the last {intent.window}: {fn}_over_time")
+        return f"{fn}_over_time({expr}[{intent.window}])"
+    return expr
 
+
+def _condition(expr: str, intent: Intent, facts: _Facts, steps: list[str]) -> str:
+    """A comparison the question states, or the one a "which ... down/have/had" question implies."""
+    plain = not intent.rank and not intent.group_by and not intent.agg
     if intent.compare:
         op, value, unit_word = intent.compare
-        if unit_word in ("%", "percent") and unit == "ratio":
+        if unit_word in ("%", "percent") and facts.unit == "ratio":
             value /= 100
-        expr = f"{expr} {op} {format_number(value)}"
         steps.append(f"keep the series {op} {format_number(value)}")
-    elif intent.down and (name.endswith("_up") or name == "up" or _is_flag(help_text) or "ok" in name_tokens(name)
-                          or "healthy" in name_tokens(name)):
-        expr = f"{expr} == 0"
+        return f"{expr} {op} {format_number(value)}"
+    tokens = name_tokens(facts.name)
+    if intent.down and (facts.zero_one or "ok" in tokens or "healthy" in tokens):
         steps.append("down/failed: the series at 0")
-    elif (intent.which or intent.listing or (intent.count and not counts_itself)) and not intent.rank and not intent.group_by \
-            and not intent.agg and (_is_flag(help_text) or name.endswith("_up") or name == "up"):
-        expr = f"{expr} == 1"
+        return f"{expr} == 0"
+    if (intent.which or intent.listing or (intent.count and not facts.counts_itself)) and plain and facts.zero_one:
         steps.append("a 0/1 series: the ones at 1")
-    elif intent.which and not intent.rank and not intent.group_by and not intent.agg and counter and not intent.rate:
-        expr = f"{expr} > 0"
+        return f"{expr} == 1"
+    if intent.which and plain and facts.counter and not intent.rate:
         steps.append("a counter: the series that counted any")
+        return f"{expr} > 0"
+    return expr
 
+
+def _aggregate(expr: str, intent: Intent, facts: _Facts, steps: list[str]) -> str:
+    """Across series: count, by a grouping (asked, or the entity a ranked "which node" asks for), or all."""
+    labels = facts.labels
     group = intent.group_by + tuple(w for w in intent.group_words if labels is not None and w in labels)
     if intent.rank and intent.which in _ENTITY_GROUP and not group:
         wanted = _ENTITY_GROUP[intent.which]
@@ -145,26 +180,23 @@ def compose(intent: Intent, match: Match, knowledge: Knowledge) -> Composed:
     if group and set(group) & _FINE and (labels is None or set(group) <= labels):
         steps.append(f"the series are per {', '.join(group)} already")
         group = ()
-    if (intent.count or (how_many and intent.which)) and not counts_itself and not counter:
-        expr = f"count{_by(group)}({expr})"
+    amount = facts.counter or facts.counts_itself or facts.unit in _SUMMED
+    if (intent.count or (facts.how_many and intent.which)) and not facts.counts_itself and not facts.counter:
         steps.append("count the series" + (f" per {', '.join(group)}" if group else ""))
-    elif group:
-        fn = intent.agg or ("count" if alerts else "sum" if counter or counts_itself or unit in _SUMMED else "avg")
-        expr = f"{fn}{_by(group)}({expr})"
+        return f"count{_by(group)}({expr})"
+    if group:
+        fn = intent.agg or ("count" if facts.name.startswith("ALERTS") else "sum" if amount else "avg")
         steps.append(f"{fn} per {', '.join(group)}")
-    elif intent.agg and not intent.rank and not single and not name.count(":") == 2:
-        expr = f"{intent.agg}({expr})"
+        return f"{fn}{_by(group)}({expr})"
+    recorded = facts.name.count(":") == 2  # a recording rule's series are aggregated already
+    if intent.agg and not intent.rank and not facts.single and not recorded:
         steps.append(f"{intent.agg} across the matching series")
-    elif (counter or counts_itself or unit in _SUMMED) and not intent.rank and not single and not intent.which \
-            and not per_entity and (intent.window or intent.rate or how_many):
-        expr = f"sum({expr})"
+        return f"{intent.agg}({expr})"
+    if amount and not intent.rank and not facts.single and not intent.which and not per_entity \
+            and (intent.window or intent.rate or facts.how_many):
         steps.append("sum across the matching series")
-
-    if intent.rank:
-        fn, k = intent.rank
-        expr = f"{fn}({expr})" if fn in ("sort", "sort_desc") else f"{fn}({k}, {expr})"
-        steps.append(f"rank: {fn}" + (f" {k}" if fn in ("topk", "bottomk") else ""))
-    return Composed(expr, metrics, steps)
+        return f"sum({expr})"
+    return expr
 
 
 def _by(group: tuple[str, ...]) -> str:

@@ -52,7 +52,8 @@ _JOB_ID = re.compile(r"\bjob\s+(?:id\s+)?(\d{3,})\b")
 _DEVICE = re.compile(r"\b(nvme\d+n\d+|nvme\d+|sd[a-z]|vd[a-z]|mlx\d+_\d+)\b")
 _GROUP = re.compile(r"\b(?:per|by|for each|for every|each|broken down by|grouped by)\s+([a-z_]+)")
 _STATE_DOWN = re.compile(r"\b(down|lost|unreachable|not up|failed|failing health|unhealthy|missing)\b")
-_CONCEPT_SUPERLATIVES = {"hottest", "warmest", "coolest", "coldest", "busiest", "idlest", "slowest", "fastest"}  # they name a measure too
+# superlatives that also name what is measured ("hottest": temperature): kept for retrieval
+_CONCEPT_SUPERLATIVES = {"hottest", "warmest", "coolest", "coldest", "busiest", "idlest", "slowest", "fastest"}
 _STOP = set("a an the is are was were be been being of on in at to for from with by per and or what which "
             "who whom whose how many much does do did has have had there their its it this that these those "
             "me show list give tell right now currently current now any all every each our my we value "
