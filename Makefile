@@ -29,10 +29,13 @@ setup: system-packages $(STAMP)
 system-packages:
 	@deploy/ensure-system-packages.sh $(DEB_PACKAGES)
 
-$(STAMP): pyproject.toml Makefile
+# the runtime dependencies install at the versions pinned for the container images
+# (deploy/images/constraints.txt), so the tests run what the images ship and a new release upstream
+# cannot change a run between two clones
+$(STAMP): pyproject.toml Makefile deploy/images/constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --upgrade pip
-	$(VPY) -m pip install --quiet -e '.[$(EXTRAS)]'
+	$(VPY) -m pip install --quiet -e '.[$(EXTRAS)]' --constraint deploy/images/constraints.txt
 	touch $(STAMP)
 
 rules: setup
