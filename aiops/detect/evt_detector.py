@@ -14,9 +14,10 @@ of an anomalous stretch is flagged, not one alarm per episode.
    (rate `beta`), so a slow ramp of the normal (a weekend easing in) is followed without lag.
 3. **Three signals** of `z`: `spike` |z| (spikes and dips), `shift` |EWMA of z| (level shifts, ramps,
    sustained dips; rate `shift_alpha`) and `variance` EWMA of z² (noise bursts; rate `variance_alpha`).
-   The EWMAs take z clipped to ±`clip`, so one spike does not pass for a shift or a noise burst; the
-   variance signal labels only points with |z| >= `variance_gate`, so its slowly decaying tail after an
-   anomaly does not label the calm points that follow.
+   The EWMAs take z clipped to ±`clip`, so one spike does not pass for a shift or a noise burst. The
+   variance and shift signals label only points with |z| >= `variance_gate` (and the shift signal only
+   points on its side of the prediction, `shift_gate`), so an EWMA's decaying tail after an anomaly does
+   not label the calm points that follow; such points still count as inside the anomaly (not learned).
 4. **Thresholds**: one `Spot` per signal, calibrated on the warm-up's signals and updated while
    streaming, each at risk `q` (the chance that a normal point exceeds it). A point is flagged when a
    signal exceeds its threshold; a missing value (NaN) is flagged as `missing`.
@@ -84,6 +85,7 @@ class EvtParameters:
     shift_alpha: float = 0.2
     variance_alpha: float = 0.1
     variance_gate: float = 0.5  # the variance signal labels only points with |z| at least this
+    shift_gate: bool = True  # and the shift signal, too, only points on the shift's side of the prediction
     clip: float = 4.0  # z is clipped to ±clip before the shift and variance EWMAs: one spike is not a shift
     max_hold_s: float = DAY_S / 2  # a change flagged this long becomes the new normal
     season_days: int = 7
@@ -238,18 +240,24 @@ class EvtDetector(Detector):
         predicted, scale = self._predict(base), self._scale
         signals = self._signals(value, base)
         ratios = [s / spot.threshold if spot.threshold > 0 else math.inf for s, spot in zip(signals, self._spots)]
+        anomalous = max(ratios) > 1.0  # drives what is learned; the gates below only decide the labels
         if signals[0] < self.params.variance_gate:
-            ratios[2] = 0.0  # a calm point is not labelled for the noise around it (the EWMA's tail)
+            # a calm point is not labelled for the noise or the shift around it (an EWMA's decaying tail)
+            ratios[2] = 0.0
+            if self.params.shift_gate:
+                ratios[1] = 0.0
+        if self.params.shift_gate and (value - predicted) * self._shift < 0:
+            ratios[1] = 0.0  # nor a point on the other side of the prediction from the shift
         worst = max(range(len(SIGNALS)), key=ratios.__getitem__)
-        flagged = ratios[worst] > 1.0
-        if flagged and self._hold < self._max_hold:
+        if anomalous and self._hold < self._max_hold:
             self._hold += 1
-            self.reason = (f"{SIGNALS[worst]}: {signals[worst]:.3g} > threshold {self._spots[worst].threshold:.3g} "
-                           f"(risk {self.params.risk:g}, {self.kind} curve, expected {predicted:.6g} ± {scale:.3g})")
+            if ratios[worst] > 1.0:
+                self.reason = (f"{SIGNALS[worst]}: {signals[worst]:.3g} > threshold {self._spots[worst].threshold:.3g} "
+                               f"(risk {self.params.risk:g}, {self.kind} curve, expected {predicted:.6g} ± {scale:.3g})")
             if t is not None:
                 self._history.append((t, predicted))
         else:
-            if flagged:  # flagged for max_hold_s: a permanent change, the new normal
+            if anomalous:  # flagged for max_hold_s: a permanent change, the new normal
                 self._level, self._trend = self._observed_level(value, base), 0.0
                 self._shift, self._variance = 0.0, 1.0
             self._hold = 0
