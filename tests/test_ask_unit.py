@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 import yaml
 
 from vigil.aiops.ask.answer import ask
@@ -130,3 +132,18 @@ def test_the_execution_judge_compares_label_sets_and_values_not_names_or_order()
     assert same_answer(_rows(({}, 3.0)), _rows(({"node": "node-1"}, 3.0)))[0]  # one number each: the value
     assert same_answer([], [], {"up"}, {"up"})[0]
     assert not same_answer([], [], {"up"}, {"vigil_gpu_up"})[0]  # empty from the wrong metric is wrong
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(["gpu", "node-2", "hottest", "per node", "in the last hour", "top 3", "how many",
+                                  "above 50", "errors", "ALERTS", "disk", "rate", "which", "team gpu", "GPU 1", "%",
+                                  "?", "{", "\"", "'", "=", "xid 79", "below 10%", "memory", "fraction", "down", "zzz",
+                                  "per second", "by severity", "average", "today", "job 123456", "nvme0n1"]) | st.text(max_size=8),
+                max_size=10).map(" ".join))
+def test_any_text_is_answered_with_a_valid_query_or_refused_never_a_crash(knowledge, text):
+    try:
+        answer = ask(text, knowledge)
+    except Unanswerable as refused:
+        assert str(refused)
+        return
+    assert validate(answer.promql, knowledge) == answer.metrics
