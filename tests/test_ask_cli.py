@@ -4,6 +4,7 @@ prompt the optional language-model backend sends."""
 from __future__ import annotations
 
 import json
+import socket
 
 import pytest
 
@@ -67,3 +68,12 @@ def test_the_llm_prompt_carries_the_retrieved_metrics_and_worked_examples():
 ])
 def test_the_query_is_read_from_the_models_reply(reply, query):
     assert extract_query(reply) == query
+
+
+def test_an_unreachable_language_model_is_a_clear_error():
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    result = vigil("ask", "GPU power draw on node-1", "--llm-url", f"http://127.0.0.1:{port}")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"127.0.0.1:{port}" in result.stderr
