@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from vigil.aiops.risk import gpu_score
 from vigil.aiops.risk.collector import FailureRiskCollector
 from vigil.common.prometheus_api import PrometheusClient
 from vigil.cli_aiops_risk import suggest_inhibitions
@@ -131,7 +132,7 @@ def test_gpu_with_precursors_ranks_first_from_real_prometheus(prometheus):
     assert risk["2"] > 0.5 > max(v for g, v in risk.items() if g != "2")
     reason = lambda name: registry.get_sample_value(
         "vigil_failure_risk_reason", {"kind": "gpu", "node": "e2e", "gpu": "2", "reason": name})
-    assert reason("remap_pending") == 2.0
+    assert reason("remap_pending") == pytest.approx(gpu_score.WEIGHTS["remap_pending"])
     assert reason("corrected_ecc_rate") > 0 and reason("xid_92_94") > 0
     assert reason("temperature_above_peers") == 0.0  # GPU 2 is no hotter than its peers
 

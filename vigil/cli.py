@@ -43,6 +43,7 @@ _AIOPS_COMMANDS = {
     "train": ("vigil.cli_aiops_baseline:train", "Learn dynamic baselines from history."),
     "serve": ("vigil.cli_aiops_baseline:serve", "Export baselines and failure risk as Prometheus metrics."),
     "train-disk": ("vigil.cli_aiops_risk:train_disk", "Train the disk failure model on SMART history."),
+    "calibrate-risk": ("vigil.cli_aiops_risk:calibrate_risk", "Calibrate GPU/disk failure risk on simulated fleets; held-out detection."),
     "suggest-inhibitions": ("vigil.cli_aiops_risk:suggest_inhibitions", "Propose inhibition rules from alert history."),
 }
 

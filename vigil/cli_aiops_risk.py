@@ -1,4 +1,4 @@
-"""`vigil aiops train-disk` and `vigil aiops suggest-inhibitions` (thin: parse, validate, call aiops)."""
+"""`vigil aiops train-disk`, `calibrate-risk` and `suggest-inhibitions` (thin: parse, validate, call aiops)."""
 
 from __future__ import annotations
 
@@ -74,6 +74,57 @@ def train_disk(input_path, simulate, disks, days, seed, horizon_days, false_alar
     click.echo(f"ROC AUC (disk-days): {evaluation.roc_auc_disk_days:.3f}")
     for pattern, rate in sorted(evaluation.detection_by_pattern.items()):
         click.echo(f"  detected {pattern}: {rate:.1%}")
+
+
+@click.command("calibrate-risk")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the simulated populations and the split.")
+@click.option("--days", type=click.IntRange(min=31), default=90, show_default=True, help="Days of simulated life history.")
+@click.option("--gpu-nodes", type=click.IntRange(min=16), default=2048, show_default=True,
+              help="Simulated GPU nodes (8 GPUs each; 2048 = the Llama 3 run's 16,384 GPUs).")
+@click.option("--disks", type=click.IntRange(min=200), default=6000, show_default=True,
+              help="Simulated SATA disks, and as many NVMe disks.")
+@click.option("--model-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Disk model dir (from train-disk) whose alarm threshold is calibrated; without a model "
+                   "there (or without this option) one is trained on the disk simulator with --seed.")
+@click.option("--weights-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Where --write puts gpu_weights.json and nvme_weights.json [default: the ones the service loads].")
+@click.option("--write", is_flag=True, help="Write the fitted weights and thresholds into the model files.")
+@click.option("--json", "as_json", is_flag=True, help="Print the held-out figures as JSON.")
+def calibrate_risk(seed, days, gpu_nodes, disks, model_dir, weights_dir, write, as_json):
+    """Fit GPU and NVMe risk weights and the disk alarm threshold on simulated fleets; report held-out
+    detection at 0.1 % and 1 % false alarms and lead times."""
+    from vigil.aiops.disk.model import TrainingConfig, load_model, train_disk_model
+    from vigil.aiops.disk.simulate import FleetSpec, simulate_fleet
+    from vigil.aiops.risk import calibrate as cal
+    from vigil.aiops.risk.calibrate_render import render_table
+
+    disk_model = load_model(model_dir) if model_dir else None
+    if disk_model is None:
+        click.echo(f"no disk model{f' in {model_dir}' if model_dir else ''}: training one "
+                   f"(vigil aiops train-disk --simulate --seed {seed})", err=True)
+        disk_model, _ = train_disk_model(simulate_fleet(FleetSpec(seed=seed)), TrainingConfig(seed=seed))
+    command = (f"vigil aiops calibrate-risk --seed {seed} --days {days} --gpu-nodes {gpu_nodes} --disks {disks}"
+               f"{' --model-dir ' + str(model_dir) if model_dir else ''} --write")
+    gpu_model, gpu = cal.calibrate_gpu(seed=seed, days=days, nodes=gpu_nodes)
+    sata_threshold, sata = cal.calibrate_sata(disk_model, seed=seed, days=days, disks=disks)
+    nvme_model, nvme = cal.calibrate_nvme(seed=seed, days=days, disks=disks)
+    reports = [gpu, sata, nvme]
+    if write:
+        from vigil.aiops.risk import gpu_score, nvme_score
+
+        target = weights_dir or gpu_score.WEIGHTS_FILE.parent
+        target.mkdir(parents=True, exist_ok=True)
+        cal.write_weights(target / gpu_score.WEIGHTS_FILE.name, gpu_model, seed, days, command, gpu)
+        cal.write_weights(target / nvme_score.WEIGHTS_FILE.name, nvme_model, seed, days, command, nvme)
+        if model_dir:
+            cal.write_disk_threshold(model_dir, disk_model, sata_threshold, seed, days, command, sata)
+    if as_json:
+        click.echo(json.dumps({r.kind: r.to_json() for r in reports}, indent=2, sort_keys=True))
+        return
+    click.echo(render_table(reports), nl=False)
+    if write:
+        click.echo(f"wrote gpu_weights.json and nvme_weights.json to {target}"
+                   f"{f'; disk alarm threshold {sata_threshold:.4g} to {model_dir}' if model_dir else ''}")
 
 
 @click.command("suggest-inhibitions")

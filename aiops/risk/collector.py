@@ -54,7 +54,7 @@ class FailureRiskCollector:
     def refresh(self) -> bool:
         """Query Prometheus once and replace the snapshot; False (and a log line) when it fails."""
         try:
-            samples = self._gpu_samples() + self._disk_samples()
+            samples = self._gpu_samples() + self._disk_samples() + self._nvme_samples()
         except PrometheusUnavailable as exc:
             log.warning("failure risk not refreshed: %s", exc)
             with self._lock:
@@ -79,6 +79,14 @@ class FailureRiskCollector:
             RiskSample("disk", node, ("device", device), risk, {reason: 1.0})
             for node, device, risk, reason in score_disks(model, history)
         ]
+
+    def _nvme_samples(self) -> list[RiskSample]:
+        """NVMe disks, scored with the calibrated weights of `nvme_weights.json`; the reason is the signal
+        with the largest contribution (value 1, one series per disk, as for the other disks)."""
+        from vigil.aiops.risk.nvme_score import load_weights, read_nvme_risks, top_reason
+
+        return [RiskSample("disk", node, ("device", device), risk, {top_reason(terms): 1.0})
+                for node, device, risk, terms in read_nvme_risks(self._reader, load_weights())]
 
     def _load_disk_model(self):
         """The disk model of the model dir, reloaded when `train-disk` rewrites it (file mtime)."""

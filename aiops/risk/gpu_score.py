@@ -1,10 +1,12 @@
 """GPU failure risk: a logistic combination of the precursors named in the field notes (section 9).
 
 Each GPU's signals become a logit `BIAS + sum(weight * signal)`; the risk is `sigmoid(logit)` and each
-term `weight * signal` is that signal's contribution (exported as `vigil_failure_risk_reason`). The
-weights are documented with their reasoning in `docs/aiops-failure-prediction.md`; they are not fitted
-because there is no labelled GPU failure history to fit them on, and a handful of monotone, readable
-weights is easier to audit than a model trained on simulated failures whose shape we chose ourselves.
+term `weight * signal` is that signal's contribution (exported as `vigil_failure_risk_reason`). The bias
+and weights are read from `gpu_weights.json` beside this file: a logistic regression fitted by
+`vigil aiops calibrate-risk --write` on a simulated GPU population whose failure rates come from the
+Llama 3 training report (the seed, command and held-out figures are in the file; sources in
+docs/aiops-failure-prediction.md). The risk is the probability of a GPU failure within the file's
+`horizon_days`.
 
 Temperature enters only relative to the other GPUs of the same node (a robust z-score against the
 node median), so a hot node where every GPU is equally hot flags none of them.
@@ -12,22 +14,23 @@ node median), so a hot node where every GPU is equally hot flags none of them.
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from dataclasses import dataclass, field
+from pathlib import Path
 
-# Baseline logit: a GPU with no precursor at all has risk sigmoid(-5) ~ 0.7 %.
-BIAS = -5.0
-
-# weight per unit of each transformed signal (see GpuSignals.features)
-WEIGHTS: dict[str, float] = {
-    "corrected_ecc_rate": 0.8,  # per log1p(corrected ECC errors per hour)
-    "remap_pending": 2.0,  # a row remap is waiting for a GPU reset
-    "remap_failure": 4.0,  # no spare rows left: the next uncorrectable error cannot be contained
-    "xid_92_94": 1.5,  # per log1p(count of XID 92/94 in the look-back window)
-    "recovery_action": 3.0,  # the driver asks for a reset, reboot or drain
-    "temperature_above_peers": 0.7,  # per robust z above the node median (capped)
-}
+WEIGHTS_FILE = Path(__file__).with_name("gpu_weights.json")
+# the signals, in the order of GpuSignals.features():
+# corrected_ecc_rate       per log1p(corrected ECC errors per hour)
+# remap_pending            1 when a row remap is waiting for a GPU reset
+# remap_failure            1 when no spare rows are left
+# xid_92_94                per log1p(count of XID 92/94 in the look-back window)
+# recovery_action          1 when the driver asks for a reset, reboot or drain
+# temperature_above_peers  per robust z above the node median (capped)
+_CALIBRATED = json.loads(WEIGHTS_FILE.read_text())
+BIAS: float = float(_CALIBRATED["bias"])
+WEIGHTS: dict[str, float] = {name: float(w) for name, w in _CALIBRATED["weights"].items()}
 
 # Temperature spreads below this (in °C) are treated as this, so a node whose GPUs differ by a fraction
 # of a degree does not turn a 1 °C difference into a huge z-score.
