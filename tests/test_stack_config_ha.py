@@ -4,6 +4,7 @@ targets as Prometheus does."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 import pytest
@@ -14,6 +15,7 @@ from stack_support import vigil
 from test_notifier_support import free_port, wait_for
 from vigil.components import GpuBackend
 from vigil.components_ha import ha_component_specs
+from vigil.history_vm import import_lines
 from vigil.settings import SettingsError, load_settings
 from vigil.stack_config import RunLayout, write_stack_files
 from vigil.stack_config.ha import REPLICA_LABEL, HaLayout, HaTopology
@@ -171,3 +173,17 @@ def test_a_real_prometheus_shard_keeps_exactly_the_targets_shard_of_predicts(tmp
     addresses = [f"127.0.0.1:{settings.ports.gpu_node(i)}" for i in range(1, 13)]
     kept = sorted(t["discoveredLabels"]["__address__"] for t in data["activeTargets"])
     assert kept and kept == sorted(a for a in addresses if shard_of(a, 3) == 1)
+
+
+def test_the_victoria_metrics_backfill_has_the_labels_of_the_replicas_remote_written_series(tmp_path):
+    """History and live samples must be one series in VictoriaMetrics: the backfill carries the external
+    labels remote write adds (not the replica label, which it drops) and millisecond timestamps."""
+    settings, layout = generate(tmp_path, nodes=2, backfill_days=1)
+    lines = [json.loads(line) for line in import_lines(settings, layout, ["node-1", "node-2"], end=1_800_000_000.0)]
+    assert len(lines) == 2 * settings.sim_gpus
+    written = yaml.safe_load(HaLayout(layout).prometheus_config(2).read_text())
+    external = {k: v for k, v in written["global"]["external_labels"].items() if k != REPLICA_LABEL}
+    for line in lines:
+        assert {k: line["metric"][k] for k in external} == external and REPLICA_LABEL not in line["metric"]
+        assert line["metric"]["__name__"] == "vigil_gpu_utilization_ratio" and line["metric"]["job"] == "vigil-gpu"
+        assert line["timestamps"][-1] == 1_799_999_700_000 and len(line["timestamps"]) == 288  # 1 day at 5 min, to `end`

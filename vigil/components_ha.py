@@ -10,6 +10,7 @@ from __future__ import annotations
 from vigil.common.durations import format_duration
 
 from .components import GpuBackend, alertmanager_spec, component_specs, notifier_spec, prometheus_spec
+from .history_vm import prepare_aiops
 from .settings import StackSettings
 from .stack_config import RunLayout
 from .stack_config import postgres
@@ -72,6 +73,11 @@ def ha_component_specs(settings: StackSettings, layout: RunLayout, binaries: dic
     # the first peer leaves the gossip mesh last: the others' leave messages need a live peer to reach,
     # and a peer left alone leaves at once (together, the last one would wait 10 s for an answer)
     replicas["alertmanager"][0].stop_last = True
+    aiops = single.get("aiops")
+    if aiops is not None:  # it reads VictoriaMetrics: start it once that answers, with the history in it
+        aiops.after = "victoria-metrics"
+        if backend.kind == "sim":
+            aiops.prepare = prepare_aiops(settings, layout, backend.node_names, topology.victoria_metrics_url)
     specs = list(first)
     for name, spec in single.items():
         specs.extend(replicas.get(name, [spec]))

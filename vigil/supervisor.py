@@ -4,7 +4,8 @@ Each component runs in its own session (so a Ctrl-C in the terminal reaches only
 then stops the children in order) and asks the kernel to SIGTERM it if the supervisor dies
 (PR_SET_PDEATHSIG), so even a killed supervisor leaves no orphans. A component that exits is restarted
 with exponential backoff; the backoff resets once it has stayed up for a while. A component may start
-`after` another one: the supervisor waits (boundedly) for that one's health before spawning it.
+`after` another one: the supervisor waits (boundedly) for that one's health before spawning it, then
+runs its `prepare` hook (the ha profile backfills VictoriaMetrics before the AIOps service starts).
 
 Health is an HTTP GET answered below 300, or for a server that speaks no HTTP (PostgreSQL) a
 `tcp://HOST:PORT` health URL that accepts a connection.
@@ -48,6 +49,7 @@ class ComponentSpec:
     oneshot: bool = False  # a job that runs to completion (restarted only if it fails)
     after: str | None = None  # the component whose health this one waits for at start (its database)
     stop_last: bool = False  # SIGTERMed once the others have stopped (a cluster's last peer leaves alone)
+    prepare: Callable[[], None] | None = None  # runs once before the first spawn, after `after` is healthy
 
 
 @dataclass
@@ -135,6 +137,11 @@ class Supervisor:
         for comp in self._components.values():
             if comp.spec.after:
                 self._await(comp.spec.after)
+            if comp.spec.prepare:
+                try:
+                    comp.spec.prepare()
+                except Exception:  # a failed preparation must not stop the stack: the component starts anyway
+                    log.exception("preparing %s failed", comp.spec.name)
             self._spawn(comp)
 
     def _await(self, name: str) -> None:
