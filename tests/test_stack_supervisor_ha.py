@@ -64,3 +64,25 @@ def test_a_stop_last_component_is_signalled_after_the_others_stopped(tmp_path):
         time.sleep(0.05)
     sup.stop()
     assert float((tmp_path / "other").read_text()) < float((tmp_path / "first").read_text())
+
+
+def test_prepare_runs_before_the_spawn_and_a_failing_one_does_not_stop_the_start(tmp_path):
+    prepared = []
+
+    def prepare():
+        prepared.append(time.time())
+
+    def broken():
+        raise RuntimeError("VictoriaMetrics refused the import")
+
+    sup = Supervisor([trap("prepared", tmp_path / "prepared", prepare=prepare),
+                      trap("broken", tmp_path / "broken", prepare=broken)], tmp_path / "logs")
+    sup.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not all((tmp_path / f"{n}.up").exists() for n in ("prepared", "broken")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(prepared) == 1 and prepared[0] <= float((tmp_path / "prepared.up").read_text())
+        assert (tmp_path / "broken.up").exists()
+    finally:
+        sup.stop()
