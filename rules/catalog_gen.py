@@ -159,7 +159,9 @@ def vigil_registries(tmp: Path) -> dict[str, dict]:
     from vigil.aiops.baseline.collector import BaselineCollector, BaselineSnapshot
     from vigil.aiops.risk.collector import FailureRiskCollector
     from vigil.common.prometheus_api import PrometheusClient
-    from vigil.notifier.metrics import NotifierMetrics, StoreCollector
+    from vigil.notifier.engine.heartbeat import HeartbeatMonitor
+    from vigil.notifier.heartbeat_spec import HeartbeatSpec
+    from vigil.notifier.metrics import HeartbeatCollector, NotifierMetrics, StoreCollector
     from vigil.notifier.store import Store
 
     notifier = NotifierMetrics()
@@ -170,6 +172,9 @@ def vigil_registries(tmp: Path) -> dict[str, dict]:
     store = Store(f"sqlite:///{tmp / 'notifier.db'}")
     try:
         notifier.registry.register(StoreCollector(store))
+        # one watched heartbeat (never heard): its families carry samples only while a heartbeat is configured
+        watched = HeartbeatMonitor(store, (HeartbeatSpec(name="catalog", timeout_s=60),), planner=None, clock=time.time)
+        notifier.registry.register(HeartbeatCollector(watched))
         notifier_text = generate_latest(notifier.registry).decode()
     finally:
         store.close()
