@@ -67,7 +67,17 @@ class _SickGpuExporter:
             for attr, value in counters.items():
                 smart.add_metric(["e2e", device, str(attr), f"attr{attr}"], value)
             disk_temp.add_metric(["e2e", device], 36)
-        yield from (up, temp, pending, ecc, xid, down, lost, smart, disk_temp)
+        # NVMe: nvme0 loses spare to growing media errors (as the simulator's nvme_media_errors fault); nvme1 is worn
+        # 20 % and otherwise clean
+        nvme = {name: GaugeMetricFamily(f"vigil_disk_nvme_{name}", name, labels=["node", "device"])
+                for name in ("critical_warning", "percentage_used_ratio", "available_spare_ratio")}
+        media = CounterMetricFamily("vigil_disk_nvme_media_errors", "media", labels=["node", "device"])
+        for device, (warning, used, spare, errors) in {"nvme0": (4, 0.3, 0.6, 50 * n), "nvme1": (0, 0.2, 1.0, 0)}.items():
+            for name, value in (("critical_warning", warning), ("percentage_used_ratio", used),
+                                ("available_spare_ratio", spare)):
+                nvme[name].add_metric(["e2e", device], value)
+            media.add_metric(["e2e", device], errors)
+        yield from (up, temp, pending, ecc, xid, down, lost, smart, disk_temp, media, *nvme.values())
 
 
 def _free_port() -> int:
@@ -145,6 +155,22 @@ def test_suggest_inhibitions_reads_alerts_history_from_prometheus(prometheus):
     assert rules == [{"source_matchers": ['alertname="NodeDown"'], "target_matchers": ['alertname="GpuLost"'],
                       "equal": ["node"]}]
     assert "parent NodeDown{node=e2e}" in result.output
+
+
+def test_nvme_risk_from_real_prometheus_with_the_calibrated_weights(prometheus):
+    from vigil.aiops.risk.nvme_score import load_weights
+
+    collector = FailureRiskCollector(PrometheusClient(prometheus), Path("/nonexistent-model-dir"))
+    registry = CollectorRegistry()
+    registry.register(collector)
+    assert collector.refresh()
+    risk = lambda dev: registry.get_sample_value("vigil_failure_risk", {"kind": "disk", "node": "e2e", "device": dev})
+    assert risk("nvme0") > load_weights()["threshold"] > risk("nvme1")
+    reasons = {s.labels["reason"]: s.value for s in registry.collect() if s.name == "vigil_failure_risk_reason"
+               for s in s.samples if s.labels.get("device") == "nvme0"}
+    # one series per disk, value 1 (DiskFailureRiskHigh joins it): the growing media errors or the spare they ate
+    assert len(reasons) == 1 and set(reasons) <= {"media_errors_growth_7d", "spare_used"} and 1.0 in reasons.values()
+    assert risk("sda") is None  # no disk model: the SATA disks are not scored
 
 
 def test_disk_risk_from_real_prometheus_with_a_trained_model(prometheus, tmp_path):
