@@ -132,6 +132,13 @@ def test_cli_prints_the_held_out_table_and_writes_the_model_files(tmp_path):
     assert disk_meta["calibration"]["seed"] == 4 and disk_meta["threshold"] != disk_model.threshold
 
 
+def test_cli_refuses_a_corrupt_disk_model_without_a_traceback(tmp_path):
+    (tmp_path / "disk_model.joblib").write_text("not a model")
+    result = CliRunner().invoke(calibrate_risk, ["--model-dir", str(tmp_path), "--gpu-nodes", "16", "--disks", "200"])
+    assert result.exit_code == 1 and "cannot load the disk model" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
 def test_the_service_scores_with_the_shipped_calibrated_weights():
     shipped = json.loads(gpu_score.WEIGHTS_FILE.read_text())
     assert shipped["command"].startswith("vigil aiops calibrate-risk") and "seed" in shipped

@@ -98,7 +98,10 @@ def calibrate_risk(seed, days, gpu_nodes, disks, model_dir, weights_dir, write, 
     from vigil.aiops.risk import calibrate as cal
     from vigil.aiops.risk.calibrate_render import render_table
 
-    disk_model = load_model(model_dir) if model_dir else None
+    try:
+        disk_model = load_model(model_dir) if model_dir else None
+    except Exception as exc:  # a corrupt or incompatible file: say which, no traceback
+        raise click.ClickException(f"{model_dir}: cannot load the disk model: {exc}") from exc
     if disk_model is None:
         click.echo(f"no disk model{f' in {model_dir}' if model_dir else ''}: training one "
                    f"(vigil aiops train-disk --simulate --seed {seed})", err=True)
