@@ -139,6 +139,17 @@ def test_cli_refuses_a_corrupt_disk_model_without_a_traceback(tmp_path):
     assert result.exception is None or isinstance(result.exception, SystemExit)
 
 
+def test_cli_will_not_write_weights_fitted_on_too_few_failures(tmp_path):
+    model_dir = tmp_path / "models"
+    disk_model, _ = train_disk_model(simulate_fleet(FleetSpec(disks=600, days=45, seed=4)), TrainingConfig(seed=4))
+    save_model(disk_model, model_dir)
+    args = ["--gpu-nodes", "16", "--disks", "200", "--days", "31", "--model-dir", str(model_dir)]
+    result = CliRunner().invoke(calibrate_risk, args + ["--weights-dir", str(tmp_path / "w"), "--write"])
+    assert result.exit_code == 1 and "too few failures to calibrate on: gpu (0)" in result.output
+    assert not (tmp_path / "w").exists()
+    assert "calibration" not in json.loads((model_dir / "disk_model.json").read_text())
+
+
 def test_the_service_scores_with_the_shipped_calibrated_weights():
     shipped = json.loads(gpu_score.WEIGHTS_FILE.read_text())
     assert shipped["command"].startswith("vigil aiops calibrate-risk") and "seed" in shipped

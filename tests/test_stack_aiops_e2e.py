@@ -74,9 +74,11 @@ def test_failure_risk_is_exported_for_gpus_and_for_disks_once_the_disk_model_is_
     gpu = query(stack, 'vigil_failure_risk{kind="gpu"}')
     assert {(labels["node"], labels["gpu"]) for labels, _ in gpu} == {("node-1", "0"), ("node-1", "1"), ("node-2", "0"), ("node-2", "1")}
     assert all(0 <= value <= 1 for _, value in gpu)
-    wait_for_series(stack, 'vigil_failure_risk{kind="disk"}', 1, timeout=120)
+    # NVMe disks are scored from the start (calibrated weights shipped); SATA ones once the model exists
+    wait_for_series(stack, 'vigil_failure_risk{kind="disk", device!~".*nvme.*"}', 1, timeout=120)
     disks = query(stack, 'vigil_failure_risk{kind="disk"}')
     assert disks and all(labels.get("device") for labels, _ in disks)
+    assert any("nvme" in labels["device"] for labels, _ in disks)
     assert all(0 <= value <= 1 for _, value in disks)
 
 

@@ -76,6 +76,9 @@ def train_disk(input_path, simulate, disks, days, seed, horizon_days, false_alar
         click.echo(f"  detected {pattern}: {rate:.1%}")
 
 
+MIN_HELD_OUT_FAILURES = 10  # fewer failing units than this: the figures and weights mean nothing
+
+
 @click.command("calibrate-risk")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the simulated populations and the split.")
 @click.option("--days", type=click.IntRange(min=31), default=90, show_default=True, help="Days of simulated life history.")
@@ -112,6 +115,12 @@ def calibrate_risk(seed, days, gpu_nodes, disks, model_dir, weights_dir, write, 
     sata_threshold, sata = cal.calibrate_sata(disk_model, seed=seed, days=days, disks=disks)
     nvme_model, nvme = cal.calibrate_nvme(seed=seed, days=days, disks=disks)
     reports = [gpu, sata, nvme]
+    few = [f"{r.kind} ({r.held_out_failing})" for r in reports if r.held_out_failing < MIN_HELD_OUT_FAILURES]
+    if few and write:
+        raise click.ClickException(f"too few failures to calibrate on: {', '.join(few)} failing held-out units, "
+                                   f"need {MIN_HELD_OUT_FAILURES}; raise --gpu-nodes, --disks or --days")
+    if few:
+        click.echo(f"warning: too few failures for meaningful figures: {', '.join(few)}", err=True)
     if write:
         from vigil.aiops.risk import gpu_score, nvme_score
 
