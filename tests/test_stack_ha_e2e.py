@@ -6,8 +6,8 @@ Alertmanager peer and one notifier SIGKILLed mid-incident, the resolution still 
 Both replicas remote-write into VictoriaMetrics, which keeps one series and one sample per scrape
 interval; a dashboard's panels and an AIOps training run read the same data back from it.
 
-One stack for the module (it takes ~15 s to start); the VictoriaMetrics cases run first, on a healthy
-fleet, the fault case last.
+One stack for the module (it takes ~15 s to start); the series and dashboard cases run first, on a
+healthy fleet, then the fault case, then the training run (by then VictoriaMetrics holds enough history).
 """
 
 from __future__ import annotations
@@ -136,17 +136,6 @@ def test_a_dashboards_panels_read_the_same_data_from_victoria_metrics_as_from_pr
     assert {(r.panel, r.ref) for r in from_vm if r.series} == with_data
 
 
-def test_aiops_training_reads_its_history_from_victoria_metrics(stack: RunningStack, tmp_path):
-    url = stack.state()["urls"]["metrics_query"]
-    result = vigil("aiops", "train", "--prometheus-url", url, "--match", "vigil_gpu_utilization_ratio",
-                   "--lookback", "1m", "--step", "1s", "--max-gap", "10s", "--model-dir", str(tmp_path), timeout=120)
-    assert result.returncode == 0, result.stderr[-2000:]
-    store = json.loads((tmp_path / "baselines.json").read_text())
-    assert store["source"] == url
-    assert sorted((s["labels"]["node"], s["labels"]["gpu"]) for s in store["series"]) == \
-        [(f"node-{n}", str(g)) for n in range(1, NODES + 1) for g in range(GPUS)]
-
-
 def inbox(notifier_url: str, token: str) -> list[dict]:
     r = requests.get(f"{notifier_url}/api/v1/inbox", params={"limit": 500},
                      headers={"Authorization": f"Bearer {token}"}, timeout=5)
@@ -210,3 +199,17 @@ def test_one_incident_one_page_per_tier_and_one_resolution_despite_a_killed_peer
     assert len(fault_pages("firing")) == 2
     closed = incidents(survivor, token)
     assert [(i["id"], i["status"]) for i in closed] == [(opened[0]["id"], "resolved")], closed
+
+
+def test_aiops_training_reads_its_history_from_victoria_metrics(stack: RunningStack, tmp_path):
+    url = stack.state()["urls"]["metrics_query"]
+    # a baseline needs at least 12 points on its grid: 20 s of 1 s scrapes in VictoriaMetrics
+    wait_for(lambda: vm(stack).query("min(count_over_time(vigil_gpu_utilization_ratio[1m])) >= 20"),
+             "20 s of history in VictoriaMetrics")
+    result = vigil("aiops", "train", "--prometheus-url", url, "--match", "vigil_gpu_utilization_ratio",
+                   "--lookback", "1m", "--step", "1s", "--max-gap", "10s", "--model-dir", str(tmp_path), timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    store = json.loads((tmp_path / "baselines.json").read_text())
+    assert store["source"] == url
+    assert sorted((s["labels"]["node"], s["labels"]["gpu"]) for s in store["series"]) == \
+        [(f"node-{n}", str(g)) for n in range(1, NODES + 1) for g in range(GPUS)]
