@@ -17,11 +17,12 @@ of an anomalous stretch is flagged, not one alarm per episode.
    The EWMAs take z clipped to ±`clip`, so one spike does not pass for a shift or a noise burst. The
    variance and shift signals label only points with |z| >= `variance_gate` (and the shift signal only
    points on its side of the prediction, `shift_gate`), so an EWMA's decaying tail after an anomaly does
-   not label the calm points that follow; such points still count as inside the anomaly (not learned).
+   not label the calm points that follow (an unlabelled point is learned, which also lets the level
+   follow a normal drift that set off the flags).
 4. **Thresholds**: one `Spot` per signal, calibrated on the warm-up's signals and updated while
    streaming, each at risk `q` (the chance that a normal point exceeds it). A point is flagged when a
    signal exceeds its threshold; a missing value (NaN) is flagged as `missing`.
-5. **Anomalies are not learned**: while flagged, the level, the noise scale, the profile's history and
+5. **Labelled points are not learned**: while flagged, the level, the noise scale, the profile's history and
    the thresholds keep their pre-anomaly state, so a level shift stays flagged for as long as it lasts.
    After `max_hold_s` seconds of consecutive flagged points the new state is accepted as normal (a permanent change).
 
@@ -87,7 +88,7 @@ class EvtParameters:
     variance_gate: float = 0.5  # the variance signal labels only points with |z| at least this
     shift_gate: bool = True  # and the shift signal, too, only points on the shift's side of the prediction
     clip: float = 4.0  # z is clipped to ±clip before the shift and variance EWMAs: one spike is not a shift
-    max_hold_s: float = DAY_S / 2  # a change flagged this long becomes the new normal
+    max_hold_s: float = 6 * 3600.0  # a change flagged this long becomes the new normal
     season_days: int = 7
     period_probe: int = 20  # intervals used to learn the sampling step
 
@@ -240,7 +241,6 @@ class EvtDetector(Detector):
         predicted, scale = self._predict(base), self._scale
         signals = self._signals(value, base)
         ratios = [s / spot.threshold if spot.threshold > 0 else math.inf for s, spot in zip(signals, self._spots)]
-        anomalous = max(ratios) > 1.0  # drives what is learned; the gates below only decide the labels
         if signals[0] < self.params.variance_gate:
             # a calm point is not labelled for the noise or the shift around it (an EWMA's decaying tail)
             ratios[2] = 0.0
@@ -249,11 +249,11 @@ class EvtDetector(Detector):
         if self.params.shift_gate and (value - predicted) * self._shift < 0:
             ratios[1] = 0.0  # nor a point on the other side of the prediction from the shift
         worst = max(range(len(SIGNALS)), key=ratios.__getitem__)
+        anomalous = ratios[worst] > 1.0  # a labelled point is not learned; every other point is
         if anomalous and self._hold < self._max_hold:
             self._hold += 1
-            if ratios[worst] > 1.0:
-                self.reason = (f"{SIGNALS[worst]}: {signals[worst]:.3g} > threshold {self._spots[worst].threshold:.3g} "
-                               f"(risk {self.params.risk:g}, {self.kind} curve, expected {predicted:.6g} ± {scale:.3g})")
+            self.reason = (f"{SIGNALS[worst]}: {signals[worst]:.3g} > threshold {self._spots[worst].threshold:.3g} "
+                           f"(risk {self.params.risk:g}, {self.kind} curve, expected {predicted:.6g} ± {scale:.3g})")
             if t is not None:
                 self._history.append((t, predicted))
         else:
