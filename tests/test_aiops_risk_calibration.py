@@ -115,7 +115,7 @@ def test_cli_prints_the_held_out_table_and_writes_the_model_files(tmp_path):
     model_dir = tmp_path / "models"
     disk_model, _ = train_disk_model(simulate_fleet(FleetSpec(disks=600, days=45, seed=4)), TrainingConfig(seed=4))
     save_model(disk_model, model_dir)
-    args = ["--seed", "4", "--days", "45", "--gpu-nodes", "128", "--disks", "800", "--model-dir", str(model_dir),
+    args = ["--seed", "4", "--days", "60", "--gpu-nodes", "256", "--disks", "800", "--model-dir", str(model_dir),
             "--weights-dir", str(tmp_path / "w"), "--write"]
     result = CliRunner().invoke(calibrate_risk, args)
     assert result.exit_code == 0, result.output
@@ -148,6 +148,17 @@ def test_cli_will_not_write_weights_fitted_on_too_few_failures(tmp_path):
     assert result.exit_code == 1 and "too few failures to calibrate on: gpu (0)" in result.output
     assert not (tmp_path / "w").exists()
     assert "calibration" not in json.loads((model_dir / "disk_model.json").read_text())
+    shown = CliRunner().invoke(calibrate_risk, args + ["--json"])  # without --write: figures and a warning
+    assert shown.exit_code == 0 and "warning: too few failures" in shown.stderr
+    figures = json.loads(shown.stdout)
+    assert set(figures) == {"gpu", "sata", "nvme"} and figures["gpu"]["held_out_failing"] == 0
+    assert [p["target_false_alarm_rate"] for p in figures["nvme"]["points"]] == [0.001, 0.01]
+
+
+def test_calibration_is_deterministic_for_a_seed(gpu_fit):
+    again = calibrate_gpu(seed=2, days=60, nodes=512)
+    assert again[0] == gpu_fit[0] and again[1] == gpu_fit[1]
+    assert calibrate_gpu(seed=3, days=60, nodes=512)[0] != gpu_fit[0]
 
 
 def test_the_service_scores_with_the_shipped_calibrated_weights():
