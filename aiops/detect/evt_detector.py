@@ -78,7 +78,7 @@ class EvtParameters:
     min_warmup: int = 200
     max_warmup: int = 4000
     init_level: float = 0.98  # SPOT's initial threshold: this quantile of the warm-up's signals
-    alpha_periodic: float = 0.05
+    alpha_periodic: float = 0.01
     alpha_stable: float = 0.01
     alpha_unstable: float = 0.02
     beta: float = 0.02  # Holt trend rate: the level follows a slow ramp (a weekend easing in) without lag
