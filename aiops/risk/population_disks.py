@@ -114,7 +114,7 @@ def simulate_nvme(disks: int = 6000, days: int = 90, seed: int = 0) -> pd.DataFr
     warning = np.zeros((n, d))
     to_fail = fail_day[:, None] - np.arange(d)[None, :]
     progress = np.clip(1.0 - to_fail / lead[:, None], 0.0, 1.0)
-    used[wear] = rng.uniform(1.0, 1.5, size=(wear.sum(), 1)) + 0 * used[wear]
+    used[wear] = rng.uniform(1.0, 1.5, size=(wear.sum(), 1))  # worn out for the whole period
     floor = rng.uniform(0.0, 0.15, size=(n, 1))
     spare = np.where(wear[:, None] & (to_fail >= 0), 1.0 - (1.0 - floor) * progress, spare)
     for i in np.flatnonzero(warned & ~wear):
