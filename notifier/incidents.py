@@ -10,11 +10,6 @@ One incident per Alertmanager `groupKey` at a time:
 - resolved, incident firing → **resolve** and page "resolved";
 - resolved, the latest incident is already resolved and knows all these alerts → **attach** (an HA
   peer or a late copy: nothing new, no page);
-
-An alert's firing is its fingerprint and start. Two Prometheus replicas (the HA topology,
-docs/scaling.md) evaluate on their own schedules, so each starts the same alert at its own time, and an
-Alertmanager peer that restarted may notify with the other replica's start: a firing counts as known
-when the incident knows the same fingerprint starting within `REPLICA_START_SKEW_S` of it.
 - firing, the latest incident resolved less than `reopen_within_s` ago (the on-call file's
   `incidents.reopen_within`; 0, the default, never) → **reopen** it and page: a flapping group stays
   one incident instead of a new one each time (the engine clears its acknowledgement and restarts its
@@ -22,6 +17,11 @@ when the incident knows the same fingerprint starting within `REPLICA_START_SKEW
 - resolved, otherwise → **record** a new incident, opened and resolved at once, and page "resolved":
   something fired that the on-call was never told about (the notifier was down or the firing
   notification was lost), and they should hear about it.
+
+An alert's firing is its fingerprint and start. Two Prometheus replicas (the HA topology,
+docs/scaling.md) evaluate on their own schedules, so each starts the same alert at its own time, and an
+Alertmanager peer that restarted may notify with the other replica's start: a firing counts as known
+when the incident knows the same fingerprint starting within `REPLICA_START_SKEW_S` of it.
 
 Pure functions only: the store applies the decision inside the transaction that saves the notification.
 """
@@ -48,20 +48,34 @@ def _parse_key(key: str) -> tuple[str, datetime | None]:
         return fingerprint, None
 
 
+class KnownFirings:
+    """The firings an incident knows, asked "is this one known?": the same key, or the same alert
+    (fingerprint) started by another replica within `REPLICA_START_SKEW_S`. A known key answers at once;
+    the first other question indexes the starts by fingerprint, so a large group costs one pass."""
+
+    def __init__(self, keys: frozenset[str] | set[str]):
+        self._keys = keys
+        self._starts: dict[str, list[datetime]] | None = None
+
+    def __contains__(self, key: str) -> bool:
+        if key in self._keys:
+            return True
+        fingerprint, start = _parse_key(key)
+        if start is None:
+            return False
+        if self._starts is None:
+            self._starts = {}
+            for other in self._keys:
+                other_fingerprint, other_start = _parse_key(other)
+                if other_start is not None:
+                    self._starts.setdefault(other_fingerprint, []).append(other_start)
+        return any(abs((other - start).total_seconds()) <= REPLICA_START_SKEW_S
+                   for other in self._starts.get(fingerprint, ()))
+
+
 def firing_known(key: str, known: frozenset[str] | set[str]) -> bool:
     """True if `key` (an alert's `firing_key()`) or the same alert started by another replica is in `known`."""
-    if key in known:
-        return True
-    fingerprint, start = _parse_key(key)
-    if start is None:
-        return False
-    prefix = fingerprint + "@"
-    for other in known:
-        if other.startswith(prefix):
-            other_start = _parse_key(other)[1]
-            if other_start is not None and abs((other_start - start).total_seconds()) <= REPLICA_START_SKEW_S:
-                return True
-    return False
+    return key in KnownFirings(known)
 
 
 @dataclass(frozen=True)
@@ -94,8 +108,8 @@ def decide(payload: WebhookPayload, latest: IncidentState | None, now: float = 0
     keys = frozenset(key for key, _ in keyed)
     if payload.status == "firing":
         if latest is not None and latest.status == "firing":
-            new_firings = {key for key, status in keyed
-                           if status == "firing" and not firing_known(key, latest.known_alert_keys)}
+            seen = KnownFirings(latest.known_alert_keys)
+            new_firings = {key for key, status in keyed if status == "firing" and key not in seen}
             return IncidentDecision("update", bool(new_firings), "firing", keys)
         if (latest is not None and reopen_within_s > 0 and latest.resolved_at is not None
                 and now - latest.resolved_at <= reopen_within_s):
@@ -103,6 +117,8 @@ def decide(payload: WebhookPayload, latest: IncidentState | None, now: float = 0
         return IncidentDecision("open", True, "firing", keys)
     if latest is not None and latest.status == "firing":
         return IncidentDecision("resolve", True, "resolved", keys)
-    if latest is not None and all(firing_known(key, latest.known_alert_keys) for key in keys):
-        return IncidentDecision("attach", False, "resolved", keys)
+    if latest is not None:
+        seen = KnownFirings(latest.known_alert_keys)
+        if all(key in seen for key in keys):
+            return IncidentDecision("attach", False, "resolved", keys)
     return IncidentDecision("record", True, "resolved", keys)

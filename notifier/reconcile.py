@@ -19,7 +19,7 @@ import requests
 
 from vigil.notifier.clock import Clock
 from vigil.notifier.deliveries import PagePlanner
-from vigil.notifier.incidents import firing_known
+from vigil.notifier.incidents import KnownFirings
 from vigil.notifier.models import WebhookPayload
 from vigil.notifier.store.notifications import RECONCILED_PREFIX, Notifications
 
@@ -36,14 +36,14 @@ def reconcile(notifications: Notifications, route: PagePlanner, alertmanager_url
     response = requests.get(f"{alertmanager_url}/api/v2/alerts/groups", timeout=TIMEOUT_S,
                             params={"active": "true", "silenced": "false", "inhibited": "false"})
     response.raise_for_status()
-    known = notifications.known_alert_keys()
+    known = KnownFirings(notifications.known_alert_keys())
     new_alerts = 0
     for group in response.json():
         name = (group.get("receiver") or {}).get("name", "")
         if (receiver is not None and name != receiver) or name in HEARTBEAT_RECEIVERS:
             continue
         payload = group_as_notification(group, name)
-        if payload is None or any(firing_known(key, known) for key in payload.firing_keys()):
+        if payload is None or any(key in known for key in payload.firing_keys()):
             continue  # empty, or the store already has an incident for this group
         result = notifications.ingest(payload, clock(), route)
         if not result.duplicate:
