@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import shutil
 import signal
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 import requests
@@ -29,7 +27,6 @@ from vigil.common.prometheus_api import PrometheusClient
 from vigil.dashboards.build import dashboard_models
 from vigil.dashboards.live import run_dashboard
 from vigil.stack_config import RunLayout, postgres
-from vigil.supervisor import port_is_free
 
 pytestmark = pytest.mark.e2e
 
@@ -59,24 +56,12 @@ REPLICAS = ["prometheus", "prometheus-2", "alertmanager", "alertmanager-2", "ale
             "notifier-2", "postgres", "victoria-metrics"]
 
 
-def port_base_below_the_ephemeral_range() -> int:
-    """A free port base whose 100 ports the kernel never hands out as the source port of an outgoing
-    connection: with ~50 connections between its components (gossip, remote write, two replicas'
-    scrapes), a stack in the ephemeral range has been seen to find its chaos port taken by one."""
-    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    for _ in range(200):
-        base = random.randrange(20000, low - 100, 100)
-        if all(port_is_free(base + i) for i in range(100)):
-            return base
-    return free_port_base()
-
-
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ha-stack")
     (tmp / "oncall.yaml").write_text(ONCALL)
     (tmp / "vigil.yaml").write_text(CONFIG.format(oncall=tmp / "oncall.yaml"))
-    base, run_dir = port_base_below_the_ephemeral_range(), tmp / "run"
+    base, run_dir = free_port_base(), tmp / "run"
     result = vigil("up", "--detach", "--config", str(tmp / "vigil.yaml"), "--run-dir", str(run_dir),
                    "--port-base", str(base), "--gpu-backend", "sim", timeout=300)
     if result.returncode != 0:
