@@ -133,3 +133,18 @@ def test_threshold_sweep_matches_naive_scoring_at_every_threshold(seed):
     candidates = sorted({1.1, *np.concatenate([s for s, _ in files]).tolist()})
     assert best_raw == pytest.approx(max(naive_raw(files, t, LOW_FN) for t in candidates), abs=1e-9)
     assert best_raw == pytest.approx(naive_raw(files, best_threshold, LOW_FN), abs=1e-9)
+
+
+def test_held_out_halves_alternate_within_categories_and_never_leave_one_empty():
+    from types import SimpleNamespace
+
+    from vigil.aiops.nab.evaluate import split_halves
+
+    def files(*names):
+        return [SimpleNamespace(name=n, category=n.split("/", 1)[0]) for n in names]
+
+    whole = files("a/2.csv", "a/1.csv", "b/1.csv", "b/2.csv")
+    assert split_halves(whole) == ([1, 2], [0, 3])  # each category split in name order
+    subset = files("b/1.csv", "a/1.csv", "c/1.csv")  # one file per category: alternate over all files
+    first, second = split_halves(subset)
+    assert first and second and sorted(first + second) == [0, 1, 2]

@@ -87,12 +87,7 @@ def detect(file: Path, output: Path | None, threshold: float | None, sensitivity
                f"-> {output}", err=True)
 
 
-@click.group()
-def evaluate():
-    """Score detectors on a benchmark."""
-
-
-@evaluate.command("nab")
+@click.command("nab")  # a sub-command of `vigil aiops evaluate` (vigil.cli_aiops_evaluate)
 @click.option("--nab-dir", type=click.Path(file_okay=False, path_type=Path),
               default=REPO_ROOT.parent / "shared" / "data" / "nab", show_default=True,
               help="The NAB corpus (data/, labels/, config/, results/).")

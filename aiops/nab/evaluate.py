@@ -73,6 +73,9 @@ def split_halves(files: list[NabFile]) -> tuple[list[int], list[int]]:
         category = files[f].category
         halves[seen.get(category, 0) % 2].append(f)
         seen[category] = seen.get(category, 0) + 1
+    if len(files) > 1 and not all(halves):  # one file per category (a subset): alternate over all files
+        ordered = sorted(range(len(files)), key=lambda k: files[k].name)
+        return ordered[0::2], ordered[1::2]
     return halves
 
 
