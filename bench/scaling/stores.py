@@ -1,0 +1,87 @@
+"""VictoriaMetrics (the shards' remote-write target) and vmalert (the global rules over it), started on
+free loopback ports for the scaling bench, with the figures read from them."""
+
+from __future__ import annotations
+
+import subprocess
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import requests
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from reuse import stack
+
+VICTORIA_METRICS = "/usr/bin/victoria-metrics"
+VMALERT = "/usr/bin/vmalert"
+
+
+@contextmanager
+def _process(argv: list[str], log_path: Path, health: str, what: str) -> Iterator[subprocess.Popen]:
+    log = log_path.open("wb")
+    process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        stack.wait_until(lambda: requests.get(health, timeout=5).ok, 60, what, process=process)
+        yield process
+    finally:
+        stack._stop(process)
+        log.close()
+
+
+@contextmanager
+def victoria_metrics(workdir: Path, scrape_s: int) -> Iterator[tuple[subprocess.Popen, str]]:
+    """One VictoriaMetrics with the flags of the ha profile that matter for size; (process, base URL)."""
+    url = f"http://127.0.0.1:{stack.free_port()}"
+    argv = [VICTORIA_METRICS, f"-storageDataPath={workdir / 'vm-data'}", f"-httpListenAddr={url[7:]}",
+            "-retentionPeriod=30d", f"-dedup.minScrapeInterval={scrape_s}s", f"-search.latencyOffset={2 * scrape_s}s"]
+    with _process(argv, workdir / "victoria-metrics.log", f"{url}/health", "VictoriaMetrics") as process:
+        yield process, url
+
+
+@contextmanager
+def vmalert(rules: dict, vm_url: str, workdir: Path, scrape_s: int) -> Iterator[tuple[subprocess.Popen, str]]:
+    """vmalert evaluating `rules` over VictoriaMetrics, writing recorded series back to it; alerts go to a
+    port nobody listens on (their delivery is not what is measured)."""
+    (workdir / "global-rules.yml").write_text(yaml.safe_dump(rules, sort_keys=False))
+    url = f"http://127.0.0.1:{stack.free_port()}"
+    argv = [VMALERT, f"-rule={workdir / 'global-rules.yml'}", f"-datasource.url={vm_url}",
+            f"-remoteWrite.url={vm_url}", f"-notifier.url=http://127.0.0.1:{stack.free_port()}",
+            f"-evaluationInterval={scrape_s}s", f"-httpListenAddr={url[7:]}"]
+    with _process(argv, workdir / "vmalert.log", f"{url}/health", "vmalert") as process:
+        yield process, url
+
+
+def metric_sums(url: str, names: tuple[str, ...]) -> dict[str, dict[tuple, float]]:
+    """The samples of `names` on a /metrics page: {name: {sorted label items: value}}."""
+    found: dict[str, dict[tuple, float]] = {name: {} for name in names}
+    for family in text_string_to_metric_families(requests.get(f"{url}/metrics", timeout=30).text):
+        for sample in family.samples:
+            if sample.name in found:
+                found[sample.name][tuple(sorted(sample.labels.items()))] = sample.value
+    return found
+
+
+def vm_figures(url: str, data: Path) -> dict[str, float]:
+    """Rows stored, bytes of the samples' parts and of everything (index included: it grows with new
+    series, not with time), the data directory's bytes, rows received; after a forced flush."""
+    requests.get(f"{url}/internal/force_flush", timeout=60)
+    m = metric_sums(url, ("vm_rows", "vm_data_size_bytes", "vm_rows_inserted_total"))
+    def storage(name: str) -> float:  # the samples' parts; `indexdb/*` is the series index
+        return sum(v for k, v in m[name].items() if dict(k).get("type", "").startswith("storage/"))
+    return {"rows": storage("vm_rows"), "storage_bytes": storage("vm_data_size_bytes"),
+            "size_bytes": sum(m["vm_data_size_bytes"].values()),
+            "inserted": sum(m["vm_rows_inserted_total"].values()),
+            "dir_bytes": sum(p.stat().st_size for p in data.rglob("*") if p.is_file())}
+
+
+def vmalert_groups(url: str) -> dict[str, float]:
+    """Largest iteration time seen per group (ms), from vmalert's `vmalert_iteration_duration_seconds`."""
+    found: dict[str, float] = {}
+    for labels, value in metric_sums(url, ("vmalert_iteration_duration_seconds",))[
+            "vmalert_iteration_duration_seconds"].items():
+        group = dict(labels).get("group")
+        if group and value == value:  # NaN while a quantile has no observation
+            found[group] = max(found.get(group, 0.0), 1000 * value)
+    return found

@@ -1,0 +1,82 @@
+"""The scaling bench's pure parts: the capacity arithmetic on figures worked out by hand, and which rules a
+hashmod shard can evaluate alone (on the shipped catalog and on small expressions)."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "scaling"
+
+
+def _load(name: str):
+    """A module of the bench by its file (bench/ is scripts, not a package)."""
+    spec = importlib.util.spec_from_file_location(f"bench_scaling_{name}", BENCH / f"{name}.py")
+    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # dataclasses look it up
+    spec.loader.exec_module(module)
+    return module
+
+
+capacity, split = _load("capacity"), _load("split")
+
+
+MEASURED = capacity.Measured(gpus_per_shard=8_000, series_per_gpu=50.0, rss_mib_per_series=0.01,
+                             samples_per_gpu_s=4.0, vm_bytes_per_sample=1.0, largest_measured_gpus=16_000)
+
+
+def test_capacity_rows_by_hand():
+    rows = {r.gpus: r for r in capacity.capacity_rows(MEASURED, (8_000, 10_000, 100_000))}
+    # 100,000 / 8,000 = 12.5 -> 13 shards; 50 series x 0.01 MiB x 100,000 / 13 = 3,846.15 MiB per shard
+    assert rows[100_000].shards == 13
+    assert rows[100_000].memory_mib_per_shard == pytest.approx(50 * 0.01 * 100_000 / 13)
+    # 1 byte x 4 samples/s x 100,000 GPUs x 86,400 s = 34,560,000,000 bytes = 32.19 GiB a day
+    assert rows[100_000].vm_gib_per_day == pytest.approx(34_560_000_000 / 2**30)
+    assert rows[10_000].shards == 2 and rows[8_000].shards == 1
+    assert rows[8_000].memory_mib_per_shard == pytest.approx(4_000)
+    assert [r.extrapolated for r in rows.values()] == [False, False, True]
+
+
+def test_capacity_table_labels_extrapolation_and_refuses_no_capacity():
+    table = capacity.capacity_table(MEASURED, (10_000, 100_000))
+    assert table[-1].startswith("| 100,000 | 13 |") and table[-1].endswith("| extrapolation |")
+    assert table[-2].endswith("| measured range |")
+    with pytest.raises(ValueError, match="no fleet size passed"):
+        capacity.capacity_rows(capacity.Measured(0, 1, 1, 1, 1, 1))
+
+
+@pytest.mark.parametrize("expr, local", [
+    ("vigil_gpu_temperature_celsius > 85", True),
+    ("max by (node, gpu) (vigil_gpu_clock_event_active == 1)", True),
+    ("sum without (gpu) (vigil_gpu_up)", True),
+    ("x unless on (instance) y", True),
+    ("sum without (node) (vigil_gpu_up)", False),
+    ("avg by (job_id) (vigil_gpu_utilization_ratio)", False),
+    ("count(vigil_gpu_up)", False),
+    ("absent(up{job=\"vigil-gpu\"})", False),
+    ("x < on (job_id) group_left () y", False),
+    ("vector(1)", False),
+])
+def test_one_rule_split(expr, local):
+    assert ("A" not in split.global_reasons([{"alert": "A", "expr": expr}])) is local
+
+
+def test_a_rule_reading_a_global_record_is_global():
+    rules = [{"record": "job:u:avg", "expr": "avg by (job_id) (u)"},
+             {"record": "node:u:max", "expr": "max by (node) (u)"},
+             {"alert": "Low", "expr": "job:u:avg < 0.1"}, {"alert": "NodeLow", "expr": "node:u:max < 0.1"}]
+    assert sorted(split.global_reasons(rules)) == ["Low", "job:u:avg"]
+
+
+def test_the_catalog_splits_into_shard_and_global_files():
+    doc = yaml.safe_load((Path(__file__).parent / "golden" / "rules" / "vigil-rules.yml").read_text())
+    shard, glob, reasons = split.split_rule_file(doc)
+    names = lambda d: [r.get("record") or r["alert"] for g in d["groups"] for r in g["rules"]]  # noqa: E731
+    assert sorted(names(shard) + names(glob)) == sorted(names(doc))
+    assert set(names(glob)) == set(reasons)
+    assert {"GpuExporterAbsent", "Watchdog", "job:vigil_gpu_utilization:avg", "JobHung",
+            "GpuAvailabilityErrorBudgetBurnFast"} <= set(reasons)
+    assert {"GpuFallenOffBus", "GpuOverheating", "job_gpu:vigil_gpu_utilization:ratio", "NodeDown"} <= set(names(shard))
+    intervals = {g["name"]: g.get("interval") for g in doc["groups"]}
+    assert all(g.get("interval") == intervals[g["name"]] for g in shard["groups"] + glob["groups"])
