@@ -22,7 +22,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from grafana_client import GrafanaApi
-from grafana_client.client import GrafanaClientError, GrafanaException, GrafanaTimeoutError, GrafanaUnauthorizedError
+from grafana_client.client import GrafanaClientError, GrafanaException, GrafanaUnauthorizedError
+from requests.exceptions import Timeout
 
 from vigil.notifier.settings import is_loopback, others_can_read, read_token_file
 
@@ -132,7 +133,7 @@ def _call(target: GrafanaTarget, doing: str, request, *args, missing_ok: bool = 
     except GrafanaUnauthorizedError:
         raise ProvisionError(f"Grafana at {target.url} refused the API token (401 Unauthorized) while trying to "
                              f"{doing}: check --grafana-token-file or ${TOKEN_ENV}") from None
-    except GrafanaTimeoutError:
+    except Timeout:  # grafana-client 3 lets requests' timeout through
         raise ProvisionError(f"Grafana at {target.url} did not answer in time while trying to {doing}") from None
     except GrafanaClientError as exc:
         if exc.status_code == 404 and missing_ok:
