@@ -2,6 +2,7 @@
 hashmod shard can evaluate alone (on the shipped catalog and on small expressions)."""
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 
@@ -80,3 +81,23 @@ def test_the_catalog_splits_into_shard_and_global_files():
     assert {"GpuFallenOffBus", "GpuOverheating", "job_gpu:vigil_gpu_utilization:ratio", "NodeDown"} <= set(names(shard))
     intervals = {g["name"]: g.get("interval") for g in doc["groups"]}
     assert all(g.get("interval") == intervals[g["name"]] for g in shard["groups"] + glob["groups"])
+
+
+def test_each_shard_config_passes_promtool_and_hashes_the_node(tmp_path):
+    sys.path.insert(0, str(BENCH))  # measure.py imports its siblings
+    try:
+        measure = _load("measure")
+    finally:
+        sys.path.remove(str(BENCH))
+    (tmp_path / "rules.yml").write_text("groups: []\n")
+    base = measure.stack.prometheus_config(9999, 6, tmp_path / "rules.yml", 9000, 15)
+    for shard in range(2):
+        doc = measure.shard_config(base, 2, shard, 9000 + shard, "http://127.0.0.1:8428")
+        path = tmp_path / f"shard-{shard}.yml"
+        path.write_text(yaml.safe_dump(doc))
+        result = subprocess.run(["promtool", "check", "config", str(path)], capture_output=True, text=True)
+        assert result.returncode == 0, result.stdout + result.stderr
+        jobs = {job["job_name"]: job for job in doc["scrape_configs"]}
+        assert jobs["prometheus"]["static_configs"][0]["targets"] == [f"127.0.0.1:{9000 + shard}"]
+        assert jobs["vigil-gpu"]["relabel_configs"][-2]["source_labels"] == ["instance"]
+        assert doc["remote_write"] == [{"url": "http://127.0.0.1:8428/api/v1/write"}]
