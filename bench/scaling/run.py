@@ -65,7 +65,7 @@ def sharded_lines(s: dict, gpus: int) -> list[str]:
               f"VictoriaMetrics: {s['vm_rows_per_s']:,.0f} samples/s received, {s['vm_bytes_per_sample']:.2f} bytes "
               f"per stored sample in its data parts ({s['vm_rows']:,.0f} rows; {s['vm_size_bytes'] / 2**20:,.1f} MiB with the "
               f"series index after "
-              f"{s['window_s'] + 0:.0f} s of measurement; young parts compress worse than merged ones, so this "
+              f"{s['window_s']:.0f} s of measurement; young parts compress worse than merged ones, so this "
               f"over-estimates), data directory growth {s['vm_growth_bytes_per_h'] / 2**20:,.0f} MiB/h "
               f"= {s['vm_growth_bytes_per_h'] * 24 / 2**30:,.2f} GiB/day, RSS {s['vm_rss_mib']:,.0f} MiB."]
     return lines
