@@ -259,3 +259,39 @@ def test_a_retrained_disk_model_is_picked_up_without_a_restart(fake_prometheus, 
     save_model(model, tmp_path)
     assert collector.refresh()
     assert registry.get_sample_value("vigil_failure_risk", labels) is not None
+
+
+def test_collector_exports_the_threshold_each_model_is_operated_at(fake_prometheus, tmp_path):
+    """GPU: gpu_weights.json's, once; SATA: the loaded disk model's, per disk, following a recalibration;
+    NVMe: nvme_weights.json's, per disk. The alerts compare each risk with these (rules/specs/aiops.yaml)."""
+    import os
+    from dataclasses import replace
+
+    from vigil.aiops.disk import MODEL_FILE
+    from vigil.aiops.disk.model import save_model, train_disk_model
+    from vigil.aiops.disk.simulate import FleetSpec, simulate_fleet
+    from vigil.aiops.risk import nvme_score
+    from vigil.aiops.risk.disk_signals import SMART_DAILY_QUERY
+
+    fake_prometheus.answers = {GPU_INVENTORY_QUERY: [(_gpu("n1", "0"), 1), (_gpu("n1", "1"), 1)],
+                               nvme_score.NVME_QUERIES["media_errors"]: [({"node": "n2", "device": "nvme0n1"}, 5)]}
+    fake_prometheus.ranges = {SMART_DAILY_QUERY: [(_smart("n1", "sda", 5), [3, 3, 3])]}
+    model, _ = train_disk_model(simulate_fleet(FleetSpec(disks=300, days=40, seed=5)))
+    save_model(model, tmp_path)
+    collector = FailureRiskCollector(PrometheusClient(f"http://127.0.0.1:{fake_prometheus.server_address[1]}"), tmp_path)
+    registry = CollectorRegistry()
+    registry.register(collector)
+    threshold = lambda labels: registry.get_sample_value("vigil_failure_risk_threshold", labels)
+    assert threshold({"kind": "gpu", "model": "gpu"}) is None  # nothing scored yet
+    assert collector.refresh()
+    assert threshold({"kind": "gpu", "model": "gpu"}) == json.loads(gpu_score.WEIGHTS_FILE.read_text())["threshold"]
+    sata = {"kind": "disk", "node": "n1", "device": "sda", "model": "sata"}
+    assert threshold(sata) == model.threshold
+    nvme = {"kind": "disk", "node": "n2", "device": "nvme0n1", "model": "nvme"}
+    assert threshold(nvme) == nvme_score.load_weights()["threshold"] < model.threshold
+    # `calibrate-risk --write` rewrites the model file with a new threshold: the next refresh exports it
+    save_model(replace(model, threshold=0.9), tmp_path)
+    stamp = (tmp_path / MODEL_FILE).stat().st_mtime_ns + 1_000_000_000  # a later write, even within one clock tick
+    os.utime(tmp_path / MODEL_FILE, ns=(stamp, stamp))
+    assert collector.refresh()
+    assert threshold(sata) == 0.9

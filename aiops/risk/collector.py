@@ -6,6 +6,7 @@ only renders the last snapshot, so a slow or unreachable Prometheus never slows 
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -15,7 +16,7 @@ from pathlib import Path
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from vigil.aiops.disk import MODEL_FILE
-from vigil.aiops.risk.gpu_score import score_gpus
+from vigil.aiops.risk.gpu_score import WEIGHTS_FILE as GPU_WEIGHTS_FILE, score_gpus
 from vigil.aiops.risk.gpu_signals import read_gpu_signals
 from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
 
@@ -24,17 +25,21 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class RiskSample:
-    """One exported risk: `target` is ("gpu", index) or ("device", name)."""
+    """One exported risk: `target` is ("gpu", index) or ("device", name). `model` scored it ("gpu", "sata",
+    "nvme") and alarms above `threshold` (disks only: each disk carries its model's threshold)."""
 
     kind: str  # "gpu" | "disk"
     node: str
     target: tuple[str, str]
     risk: float
     reasons: dict[str, float] = field(default_factory=dict)
+    model: str = "gpu"
+    threshold: float | None = None
 
 
 class FailureRiskCollector:
-    """Exports `vigil_failure_risk{kind,node,gpu|device}` and `vigil_failure_risk_reason{...,reason}`."""
+    """Exports `vigil_failure_risk{kind,node,gpu|device}`, `vigil_failure_risk_reason{...,reason}` and the
+    alarm threshold each model is operated at, `vigil_failure_risk_threshold` (see `collect`)."""
 
     def __init__(self, reader: PrometheusClient, model_dir: Path, interval_s: float = 60.0, xid_window: str = "7d"):
         self._reader = reader
@@ -49,6 +54,8 @@ class FailureRiskCollector:
         self._thread: threading.Thread | None = None
         self._disk_model = None
         self._disk_model_stamp: int | None = -1  # mtime of the loaded model file; -1 = never looked
+        # the calibrated operating point of the GPU weights the scores come from (gpu_score reads the same file)
+        self._gpu_threshold = float(json.loads(GPU_WEIGHTS_FILE.read_text())["threshold"])
 
     # -- refresh (background) -------------------------------------------------------------------
     def refresh(self) -> bool:
@@ -76,7 +83,7 @@ class FailureRiskCollector:
 
         history = read_smart_history(self._reader, now=time.time())
         return [
-            RiskSample("disk", node, ("device", device), risk, {reason: 1.0})
+            RiskSample("disk", node, ("device", device), risk, {reason: 1.0}, "sata", model.threshold)
             for node, device, risk, reason in score_disks(model, history)
         ]
 
@@ -85,8 +92,10 @@ class FailureRiskCollector:
         with the largest contribution (value 1, one series per disk, as for the other disks)."""
         from vigil.aiops.risk.nvme_score import load_weights, read_nvme_risks, top_reason
 
-        return [RiskSample("disk", node, ("device", device), risk, {top_reason(terms): 1.0})
-                for node, device, risk, terms in read_nvme_risks(self._reader, load_weights())]
+        weights = load_weights()
+        return [RiskSample("disk", node, ("device", device), risk, {top_reason(terms): 1.0}, "nvme",
+                           float(weights["threshold"]))
+                for node, device, risk, terms in read_nvme_risks(self._reader, weights)]
 
     def _load_disk_model(self):
         """The disk model of the model dir, reloaded when `train-disk` rewrites it (file mtime)."""
@@ -138,13 +147,27 @@ class FailureRiskCollector:
             "Contribution of one signal to the failure risk (GPU: logit term; disk: 1 for the top signal)",
             "gauge",
         )
+        # The alerts compare each risk with this (rules/specs/aiops.yaml). GPU: one series per service while
+        # it exports GPU risks, all GPUs share the calibrated threshold of gpu_weights.json. Disk: one series
+        # per disk, the labels of its risk plus `model`, since SATA (the loaded disk_model.json's threshold)
+        # and NVMe (nvme_weights.json) disks share kind="disk" but not a scale.
+        threshold = Metric(
+            "vigil_failure_risk_threshold",
+            "Alarm threshold (0-1) the failure risk is operated at: calibrated for 0.1 % false alarms",
+            "gauge",
+        )
+        if any(s.kind == "gpu" for s in samples):
+            threshold.add_sample("vigil_failure_risk_threshold", {"kind": "gpu", "model": "gpu"}, self._gpu_threshold)
         for s in samples:
             labels = {"kind": s.kind, "node": s.node, s.target[0]: s.target[1]}
             risk.add_sample("vigil_failure_risk", labels, round(s.risk, 6))
             for name, value in sorted(s.reasons.items()):
                 reason.add_sample("vigil_failure_risk_reason", {**labels, "reason": name}, round(value, 6))
+            if s.threshold is not None:
+                threshold.add_sample("vigil_failure_risk_threshold", {**labels, "model": s.model}, s.threshold)
         yield risk
         yield reason
+        yield threshold
         yield GaugeMetricFamily("vigil_failure_risk_up", "1 if the last risk refresh from Prometheus succeeded", value=up)
         yield GaugeMetricFamily(
             "vigil_failure_risk_last_success_timestamp_seconds",
