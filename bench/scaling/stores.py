@@ -10,9 +10,8 @@ from typing import Iterator
 
 import requests
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
 
-from reuse import stack
+from reuse import rules_run, stack
 
 VICTORIA_METRICS = "/usr/bin/victoria-metrics"
 VMALERT = "/usr/bin/vmalert"
@@ -53,34 +52,23 @@ def vmalert(rules: dict, vm_url: str, workdir: Path, scrape_s: int) -> Iterator[
         yield process, url
 
 
-def metric_sums(url: str, names: tuple[str, ...]) -> dict[str, dict[tuple, float]]:
-    """The samples of `names` on a /metrics page: {name: {sorted label items: value}}."""
-    found: dict[str, dict[tuple, float]] = {name: {} for name in names}
-    for family in text_string_to_metric_families(requests.get(f"{url}/metrics", timeout=30).text):
-        for sample in family.samples:
-            if sample.name in found:
-                found[sample.name][tuple(sorted(sample.labels.items()))] = sample.value
-    return found
-
-
 def vm_figures(url: str, data: Path) -> dict[str, float]:
     """Rows stored, bytes of the samples' parts and of everything (index included: it grows with new
     series, not with time), the data directory's bytes, rows received; after a forced flush."""
     requests.get(f"{url}/internal/force_flush", timeout=60)
-    m = metric_sums(url, ("vm_rows", "vm_data_size_bytes", "vm_rows_inserted_total"))
+    m = rules_run.prom_metrics(url)  # a /metrics page: {name: {sorted label items: value}}
     def storage(name: str) -> float:  # the samples' parts; `indexdb/*` is the series index
-        return sum(v for k, v in m[name].items() if dict(k).get("type", "").startswith("storage/"))
+        return sum(v for k, v in m.get(name, {}).items() if dict(k).get("type", "").startswith("storage/"))
     return {"rows": storage("vm_rows"), "storage_bytes": storage("vm_data_size_bytes"),
-            "size_bytes": sum(m["vm_data_size_bytes"].values()),
-            "inserted": sum(m["vm_rows_inserted_total"].values()),
+            "size_bytes": sum(m.get("vm_data_size_bytes", {}).values()),
+            "inserted": sum(m.get("vm_rows_inserted_total", {}).values()),
             "dir_bytes": sum(p.stat().st_size for p in data.rglob("*") if p.is_file())}
 
 
 def vmalert_groups(url: str) -> dict[str, float]:
     """Largest iteration time seen per group (ms), from vmalert's `vmalert_iteration_duration_seconds`."""
     found: dict[str, float] = {}
-    for labels, value in metric_sums(url, ("vmalert_iteration_duration_seconds",))[
-            "vmalert_iteration_duration_seconds"].items():
+    for labels, value in rules_run.prom_metrics(url).get("vmalert_iteration_duration_seconds", {}).items():
         group = dict(labels).get("group")
         if group and value == value:  # NaN while a quantile has no observation
             found[group] = max(found.get(group, 0.0), 1000 * value)
