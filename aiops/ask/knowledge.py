@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import functools
 import importlib
+import math
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,6 +79,14 @@ class Knowledge:
     @property
     def teams(self) -> frozenset[str]:
         return frozenset(team for _, team in self.alerts.values() if team)
+
+    @functools.cached_property
+    def idf(self) -> dict[str, float]:
+        """{word: inverse document frequency} over the words of every metric's name, help and unit."""
+        counts: Counter[str] = Counter()
+        for doc in self.metrics.values():
+            counts.update(doc.name_words | doc.help_words)
+        return {word: math.log(1 + len(self.metrics) / n) for word, n in counts.items()}
 
     def labels(self, name: str) -> frozenset[str] | None:
         doc = self.metrics.get(name)

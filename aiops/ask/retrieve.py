@@ -7,7 +7,6 @@ A question none of whose words a metric explains is refused rather than answered
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -38,24 +37,6 @@ class Unanswerable(ValueError):
     """No metric of vigil's catalog answers the question; the message says why."""
 
 
-def _idf(knowledge: Knowledge) -> dict[str, float]:
-    counts: Counter[str] = Counter()
-    for doc in knowledge.metrics.values():
-        counts.update(doc.name_words | doc.help_words)
-    total = len(knowledge.metrics)
-    return {word: math.log(1 + total / n) for word, n in counts.items()}
-
-
-_IDF_CACHE: dict[int, dict[str, float]] = {}
-
-
-def idf(knowledge: Knowledge) -> dict[str, float]:
-    key = id(knowledge)
-    if key not in _IDF_CACHE:
-        _IDF_CACHE[key] = _idf(knowledge)
-    return _IDF_CACHE[key]
-
-
 def expand(word_list: list[str], knowledge: Knowledge) -> dict[str, float]:
     """{catalog word: weight} for the question's words and their synonyms."""
     synonyms = knowledge.lexicon["synonyms"]
@@ -80,7 +61,7 @@ def _score(doc: MetricDoc, terms: dict[str, float], weights: dict[str, float]) -
 
 
 def rank(content: list[str], knowledge: Knowledge, near: list[tuple[float, Example]]) -> list[Match]:
-    weights = idf(knowledge)
+    weights = knowledge.idf
     terms = expand(content, knowledge)
     boosts: Counter[str] = Counter()
     for similarity, example in near:
