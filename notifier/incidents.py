@@ -73,11 +73,6 @@ class KnownFirings:
                    for other in self._starts.get(fingerprint, ()))
 
 
-def firing_known(key: str, known: frozenset[str] | set[str]) -> bool:
-    """True if `key` (an alert's `firing_key()`) or the same alert started by another replica is in `known`."""
-    return key in KnownFirings(known)
-
-
 @dataclass(frozen=True)
 class IncidentState:
     """The latest incident of a group, as the store knows it."""
