@@ -11,8 +11,6 @@ sample per scrape interval of the two.
 
 from __future__ import annotations
 
-from copy import deepcopy
-
 from ..settings import StackSettings
 from .ha import PROMETHEUS_REPLICAS, REPLICA_LABEL, HaTopology, replica_name
 from .layout import RunLayout
@@ -33,7 +31,7 @@ def ha_prometheus_config(settings: StackSettings, layout: RunLayout, node_names:
     if not 1 <= replica <= PROMETHEUS_REPLICAS:
         raise ValueError(f"replica must be 1 … {PROMETHEUS_REPLICAS}, not {replica}")
     topology = HaTopology(settings)
-    doc = deepcopy(prometheus_config(settings, layout, node_names))
+    doc = prometheus_config(settings, layout, node_names)  # a fresh document: changed in place
     doc["global"]["external_labels"][REPLICA_LABEL] = replica_name("prometheus", replica)
     jobs = replicated_jobs(topology)
     for job in doc["scrape_configs"]:
