@@ -133,12 +133,12 @@ def make_http_server(host: str, port: int, registry: CollectorRegistry, service:
             if self.path.split("?", 1)[0] != "/api/v1/ask":
                 self._send(404, b"not found: POST /api/v1/ask\n")
                 return
-            from vigil.aiops.ask.http import handle_ask  # the catalog loads on the first question, not at start
+            from vigil.aiops.ask.http import MAX_BODY, handle_ask  # the catalog loads on the first question
             length = self.headers.get("Content-Length") or "0"
             if not length.isdigit():
                 self._send(400, b'{"error": "a POST needs a numeric Content-Length"}', "application/json")
                 return
-            status, reply = handle_ask(self.rfile.read(min(int(length), 1 << 20)), service.config.prometheus_url)
+            status, reply = handle_ask(self.rfile.read(min(int(length), MAX_BODY + 1)), service.config.prometheus_url)
             self._send(status, json.dumps(reply).encode(), "application/json")
 
         def _send(self, code: int, body: bytes, content_type: str = "text/plain; charset=utf-8"):
