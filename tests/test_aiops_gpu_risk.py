@@ -284,11 +284,12 @@ def test_collector_exports_the_threshold_each_model_is_operated_at(fake_promethe
     threshold = lambda labels: registry.get_sample_value("vigil_failure_risk_threshold", labels)
     assert threshold({"kind": "gpu", "model": "gpu"}) is None  # nothing scored yet
     assert collector.refresh()
-    assert threshold({"kind": "gpu", "model": "gpu"}) == json.loads(gpu_score.WEIGHTS_FILE.read_text())["threshold"]
+    # at the risk's precision (6 decimals), so the alert compares what the scrape shows
+    assert threshold({"kind": "gpu", "model": "gpu"}) == round(json.loads(gpu_score.WEIGHTS_FILE.read_text())["threshold"], 6)
     sata = {"kind": "disk", "node": "n1", "device": "sda", "model": "sata"}
-    assert threshold(sata) == model.threshold
+    assert threshold(sata) == round(model.threshold, 6)
     nvme = {"kind": "disk", "node": "n2", "device": "nvme0n1", "model": "nvme"}
-    assert threshold(nvme) == nvme_score.load_weights()["threshold"] < model.threshold
+    assert threshold(nvme) == round(nvme_score.load_weights()["threshold"], 6) < model.threshold
     # `calibrate-risk --write` rewrites the model file with a new threshold: the next refresh exports it
     save_model(replace(model, threshold=0.9), tmp_path)
     stamp = (tmp_path / MODEL_FILE).stat().st_mtime_ns + 1_000_000_000  # a later write, even within one clock tick

@@ -21,6 +21,9 @@ from vigil.aiops.risk.gpu_signals import read_gpu_signals
 from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
 
 log = logging.getLogger(__name__)
+# exported risks, reasons and thresholds share one precision, so the alert's `risk > threshold` compares
+# the very numbers a user reads off the scrape
+_DIGITS = 6
 
 
 @dataclass(frozen=True)
@@ -157,14 +160,16 @@ class FailureRiskCollector:
             "gauge",
         )
         if any(s.kind == "gpu" for s in samples):
-            threshold.add_sample("vigil_failure_risk_threshold", {"kind": "gpu", "model": "gpu"}, self._gpu_threshold)
+            threshold.add_sample("vigil_failure_risk_threshold", {"kind": "gpu", "model": "gpu"},
+                                 round(self._gpu_threshold, _DIGITS))
         for s in samples:
             labels = {"kind": s.kind, "node": s.node, s.target[0]: s.target[1]}
-            risk.add_sample("vigil_failure_risk", labels, round(s.risk, 6))
+            risk.add_sample("vigil_failure_risk", labels, round(s.risk, _DIGITS))
             for name, value in sorted(s.reasons.items()):
-                reason.add_sample("vigil_failure_risk_reason", {**labels, "reason": name}, round(value, 6))
+                reason.add_sample("vigil_failure_risk_reason", {**labels, "reason": name}, round(value, _DIGITS))
             if s.threshold is not None:
-                threshold.add_sample("vigil_failure_risk_threshold", {**labels, "model": s.model}, s.threshold)
+                threshold.add_sample("vigil_failure_risk_threshold", {**labels, "model": s.model},
+                                    round(s.threshold, _DIGITS))
         yield risk
         yield reason
         yield threshold
