@@ -35,6 +35,7 @@ from reuse import stack  # noqa: E402
 
 sys.path.insert(0, str(stack.ROOT))
 from vigil.aiops.benchmark_record import add_record_option, machine_summary, utc_now, write_section  # noqa: E402
+from vigil.rules.dump import dump_yaml  # noqa: E402
 
 SECTION = "scaling"
 
@@ -132,7 +133,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="vigil-bench-scaling-") as tmp:
         rules = stack.generate_rules(Path(tmp) / "rules")
         shard_rules, global_rules, reasons = split.split_rule_file(yaml.safe_load(rules.read_text()))
-        (Path(tmp) / "shard-rules.yml").write_text(yaml.safe_dump(shard_rules, sort_keys=False))
+        (Path(tmp) / "shard-rules.yml").write_text(dump_yaml(shard_rules))
         for nodes in sizes:
             workdir, began = Path(tmp) / f"single-{nodes}", time.monotonic()
             workdir.mkdir()

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Iterator
 
 import requests
-import yaml
 
 from reuse import rules_run, stack
+from vigil.rules.dump import dump_yaml
 
 VICTORIA_METRICS = "/usr/bin/victoria-metrics"
 VMALERT = "/usr/bin/vmalert"
@@ -43,7 +43,7 @@ def victoria_metrics(workdir: Path, scrape_s: int) -> Iterator[tuple[subprocess.
 def vmalert(rules: dict, vm_url: str, workdir: Path, scrape_s: int) -> Iterator[tuple[subprocess.Popen, str]]:
     """vmalert evaluating `rules` over VictoriaMetrics, writing recorded series back to it; alerts go to a
     port nobody listens on (their delivery is not what is measured)."""
-    (workdir / "global-rules.yml").write_text(yaml.safe_dump(rules, sort_keys=False))
+    (workdir / "global-rules.yml").write_text(dump_yaml(rules))
     url = f"http://127.0.0.1:{stack.free_port()}"
     argv = [VMALERT, f"-rule={workdir / 'global-rules.yml'}", f"-datasource.url={vm_url}",
             f"-remoteWrite.url={vm_url}", f"-notifier.url=http://127.0.0.1:{stack.free_port()}",
