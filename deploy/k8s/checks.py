@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from .meta import operator_pod_labels
 
+WORKLOAD_KINDS = ("Deployment", "DaemonSet", "StatefulSet")  # kinds with a pod template
 OPERATOR_KINDS = {"Alertmanager": "alertmanager", "Prometheus": "prometheus"}  # kind -> its pods' app name
 
 
@@ -38,7 +39,7 @@ def pods_of(objects: list[dict]) -> list[Pods]:
     found = []
     for obj in objects:
         spec = obj.get("spec", {})
-        if obj["kind"] in ("Deployment", "DaemonSet", "StatefulSet"):
+        if obj["kind"] in WORKLOAD_KINDS:
             template = spec["template"]
             ports = {p["name"] for c in template["spec"]["containers"] for p in c.get("ports", []) if "name" in p}
             found.append(Pods(_key(obj), template["metadata"].get("labels", {}), frozenset(ports)))
@@ -50,7 +51,7 @@ def pods_of(objects: list[dict]) -> list[Pods]:
 
 
 def _pod_specs(obj: dict) -> list[dict]:
-    if obj["kind"] in ("Deployment", "DaemonSet", "StatefulSet"):
+    if obj["kind"] in WORKLOAD_KINDS:
         return [obj["spec"]["template"]["spec"]]
     if obj["kind"] in OPERATOR_KINDS:
         return [obj["spec"]]
@@ -128,7 +129,7 @@ def _selector_problems(obj: dict, pods: list[Pods], services: list[dict]) -> lis
         return [f"{_key(obj)}: targetPort {port['targetPort']!r} is not a port of {p.owner}"
                 for port in spec["ports"] if isinstance(port["targetPort"], str)
                 for p in chosen if port["targetPort"] not in p.ports]
-    if kind in ("Deployment", "DaemonSet", "StatefulSet"):
+    if kind in WORKLOAD_KINDS:
         if not _selects(spec["selector"]["matchLabels"], spec["template"]["metadata"].get("labels", {})):
             return [f"{_key(obj)}: selector does not match its own pod template's labels"]
     if kind in ("PodDisruptionBudget", "PodMonitor", "NetworkPolicy"):
