@@ -209,15 +209,15 @@ def test_collector_exports_disk_risk_when_a_disk_model_is_trained(fake_prometheu
     ) == 1.0
 
 
-def test_smart_history_decodes_packed_temperature_and_prefers_smartctls_reading(fake_prometheus):
+def test_smart_history_takes_the_decoded_temperature_and_prefers_smartctls_reading(fake_prometheus):
     from vigil.aiops.risk.disk_signals import SMART_DAILY_QUERY, TEMPERATURE_DAILY_QUERY, read_smart_history
 
-    packed = (45 << 32) | (20 << 16) | 37  # raw 194 with max/min in the upper bytes, current = 37
+    decoded = 37  # the exporter publishes 194 decoded to Celsius (exporters/smart_raw.py)
     fake_prometheus.ranges = {
         SMART_DAILY_QUERY: [
             (_smart("n1", "sda", 5), [0, 3, 3]),
-            (_smart("n1", "sda", 194), [packed] * 3),
-            (_smart("n1", "sdb", 194), [packed] * 3),
+            (_smart("n1", "sda", 194), [decoded] * 3),
+            (_smart("n1", "sdb", 194), [decoded] * 3),
         ],
         TEMPERATURE_DAILY_QUERY: [({"node": "n1", "device": "sdb"}, [41, 42, 43]),
                                   ({"node": "n1", "device": "nvme0"}, [50, 50, 50])],

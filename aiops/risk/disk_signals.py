@@ -10,9 +10,10 @@ from vigil.common.prometheus_api import PrometheusClient
 
 DAY_S = 86400.0
 _ATTRIBUTES = "|".join(str(a) for a in COUNTER_ATTRIBUTES + (TEMPERATURE_ATTRIBUTE,))
-# the daily maximum of each raw attribute: the model was trained on one reading per disk per day
+# the daily maximum of each attribute: the model was trained on one reading per disk per day. The exporter
+# publishes decoded values (exporters/smart_raw.py: 194 is Celsius, 188 its lowest counter), used as they are.
 SMART_DAILY_QUERY = f'max_over_time(vigil_disk_smart_attribute_raw{{attribute_id=~"{_ATTRIBUTES}"}}[1d])'
-# smartctl's decoded temperature; raw 194 often packs min/max into its upper bytes
+# smartctl's current temperature (`temperature.current`), preferred to attribute 194 where a disk has both
 TEMPERATURE_DAILY_QUERY = "max_over_time(vigil_disk_temperature_celsius[1d])"
 
 
@@ -31,7 +32,7 @@ def read_smart_history(reader: PrometheusClient, now: float, days: int = 15) -> 
         for t, value in points:
             day = int(round((t - now) / DAY_S))  # 0 = today, -1 = yesterday, ...
             row = records.setdefault((node, device, day), {"node": node, "device": device, "day": day})
-            row[f"smart_{attr}"] = float(int(value) & 0xFF) if attr == str(TEMPERATURE_ATTRIBUTE) else value
+            row[f"smart_{attr}"] = value
     for labels, points in reader.query_range(TEMPERATURE_DAILY_QUERY, start=start, end=now, step=DAY_S):
         for t, value in points:
             temperature[(labels.get("node"), labels.get("device"), int(round((t - now) / DAY_S)))] = value
