@@ -87,10 +87,12 @@ def test_variables_are_substituted_before_parsing_and_label_values_are_checked(c
 
 
 def test_a_file_that_is_not_json_is_a_clean_error(tmp_path):
-    bad, worse = tmp_path / "bad.json", tmp_path / "worse.json"
+    bad, worse, listed = tmp_path / "bad.json", tmp_path / "worse.json", tmp_path / "list.json"
     bad.write_text("{not json")
     worse.write_text("[1,")
-    result = vigil("dashboards", "check", str(bad), str(worse))
+    listed.write_text("[1]")  # JSON, but not a dashboard object
+    result = vigil("dashboards", "check", str(bad), str(worse), str(listed))
     assert result.exit_code == 1
     assert f"{bad}: not a dashboard JSON file" in result.output and "Traceback" not in result.output
     assert f"{worse}: not a dashboard JSON file" in result.output  # every bad file named, not only the first
+    assert f"{listed}: not a dashboard JSON file: a JSON list, not an object" in result.output

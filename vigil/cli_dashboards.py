@@ -115,9 +115,14 @@ def check(files: tuple[Path, ...]):
         models, unreadable = {}, []
         for path in files:
             try:
-                models[str(path)] = json.loads(path.read_text(encoding="utf-8"))
+                model = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
                 unreadable.append(f"{path}: not a dashboard JSON file: {exc}")
+                continue
+            if isinstance(model, dict):
+                models[str(path)] = model
+            else:
+                unreadable.append(f"{path}: not a dashboard JSON file: a JSON {type(model).__name__}, not an object")
         if unreadable:  # every unreadable file at once, not only the first
             raise click.ClickException("\n".join(unreadable))
     else:
