@@ -3,6 +3,7 @@ the composition follows the question's pieces; validation refuses what vigil doe
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -147,3 +148,10 @@ def test_any_text_is_answered_with_a_valid_query_or_refused_never_a_crash(knowle
         assert str(refused)
         return
     assert validate(answer.promql, knowledge) == answer.metrics
+
+
+@pytest.mark.parametrize("team", ["ml+ops", "ML-Infra", "gpu(a)"])
+def test_a_team_name_is_matched_as_text_whatever_its_characters(team, knowledge):
+    teams = dataclasses.replace(knowledge, alerts={**knowledge.alerts, "SomeAlert": ("critical", team)})
+    answer = ask(f"how many critical alerts does team {team.lower()} have?", teams)
+    assert answer.promql == f'count(ALERTS{{alertstate="firing", severity="critical", team="{team}"}})'

@@ -123,8 +123,9 @@ def _filters(text: str, intent: Intent, knowledge: Knowledge) -> str:
         if re.search(rf"\b{name.lower()}\b", text):
             intent.matchers["alertname"] = name
             text = text.replace(name.lower(), " alert ")
-    for team in sorted(knowledge.teams):
-        match = re.search(rf"\b(?:team\s+{team}|{team}\s+team|team\s*=\s*{team})\b", text)
+    for team in sorted(knowledge.teams, key=lambda t: (-len(t), t)):  # longest first; any text, so escaped
+        name = re.escape(team.lower())
+        match = re.search(rf"\b(?:team\s+{name}|{name}\s+team|team\s*=\s*{name})(?!\w)", text)
         if match:
             intent.matchers["team"] = team
             text = text[:match.start()] + " " + text[match.end():]
