@@ -6,7 +6,6 @@ only renders the last snapshot, so a slow or unreachable Prometheus never slows 
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -16,7 +15,7 @@ from pathlib import Path
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from vigil.aiops.disk import MODEL_FILE
-from vigil.aiops.risk.gpu_score import WEIGHTS_FILE as GPU_WEIGHTS_FILE, score_gpus
+from vigil.aiops.risk.gpu_score import THRESHOLD as GPU_THRESHOLD, score_gpus
 from vigil.aiops.risk.gpu_signals import read_gpu_signals
 from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
 
@@ -57,8 +56,6 @@ class FailureRiskCollector:
         self._thread: threading.Thread | None = None
         self._disk_model = None
         self._disk_model_stamp: int | None = -1  # mtime of the loaded model file; -1 = never looked
-        # the calibrated operating point of the GPU weights the scores come from (gpu_score reads the same file)
-        self._gpu_threshold = float(json.loads(GPU_WEIGHTS_FILE.read_text())["threshold"])
 
     # -- refresh (background) -------------------------------------------------------------------
     def refresh(self) -> bool:
@@ -161,7 +158,7 @@ class FailureRiskCollector:
         )
         if any(s.kind == "gpu" for s in samples):
             threshold.add_sample("vigil_failure_risk_threshold", {"kind": "gpu", "model": "gpu"},
-                                 round(self._gpu_threshold, _DIGITS))
+                                 round(GPU_THRESHOLD, _DIGITS))
         for s in samples:
             labels = {"kind": s.kind, "node": s.node, s.target[0]: s.target[1]}
             risk.add_sample("vigil_failure_risk", labels, round(s.risk, _DIGITS))

@@ -31,6 +31,7 @@ WEIGHTS_FILE = Path(__file__).with_name("gpu_weights.json")
 _CALIBRATED = json.loads(WEIGHTS_FILE.read_text())
 BIAS: float = float(_CALIBRATED["bias"])
 WEIGHTS: dict[str, float] = {name: float(w) for name, w in _CALIBRATED["weights"].items()}
+THRESHOLD: float = float(_CALIBRATED["threshold"])  # the alarm threshold these weights were calibrated at
 
 # Temperature spreads below this (in °C) are treated as this, so a node whose GPUs differ by a fraction
 # of a degree does not turn a 1 °C difference into a huge z-score.
