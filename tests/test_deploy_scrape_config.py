@@ -91,6 +91,9 @@ def test_bad_nodes_are_named_at_once_with_their_line(tmp_path):
     result = CliRunner().invoke(main, ["deploy", "scrape-config", "--nodes-file", str(nodes)])
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert f"{nodes}:2:" in result.output and f"{nodes}:3:" in result.output and ":1:" not in result.output
+    nodes.write_bytes(b"gpu-001\n\xff\xfe\n")  # not UTF-8 text: a message, not a traceback
+    result = CliRunner().invoke(main, ["deploy", "scrape-config", "--nodes-file", str(nodes)])
+    assert result.exit_code == 1 and "Traceback" not in result.output and f"{nodes}: cannot read" in result.output
     result = CliRunner().invoke(main, ["deploy", "scrape-config", "--node", "gpu-1:0"])
     assert result.exit_code == 2 and "--node" in result.output
     assert CliRunner().invoke(main, ["deploy", "scrape-config"]).exit_code == 2

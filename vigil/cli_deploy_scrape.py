@@ -75,8 +75,12 @@ def scrape_configs(jobs: dict[str, list[dict]]) -> list[dict]:
 
 
 def _read_nodes_file(path: Path, default_port: int) -> list[tuple[str, str, int]]:
+    try:
+        content = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:  # unreadable, or not a text file
+        raise click.ClickException(f"{path}: cannot read it as UTF-8 text: {exc}") from None
     nodes, problems = [], []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(content.splitlines(), start=1):
         text = line.split("#", 1)[0].strip()
         if text:
             try:
