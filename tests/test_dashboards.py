@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 
 import yaml
 from click.testing import CliRunner
@@ -170,3 +171,13 @@ def test_aiops_dashboard_shows_baseline_bands_anomalies_risk_and_its_own_health(
         assert "${__url_time_range}" in url and "var-node=${__field.labels.node}&var-gpu=${__field.labels.gpu}" in url
     for url in _follow(board, "vigil-node"):
         assert "${__url_time_range}" in url and "var-node=${__field.labels.node}" in url
+
+
+def test_preview_of_an_unreachable_prometheus_is_one_clean_error_and_no_png(tmp_path):
+    with socket.socket() as closed:  # a loopback port nobody listens on once the socket is closed
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    result = vigil("dashboards", "preview", "--prometheus-url", f"http://127.0.0.1:{port}", "-o", str(tmp_path / "png"))
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"cannot reach Prometheus at http://127.0.0.1:{port}" in result.output
+    assert not list(tmp_path.glob("png/*.png"))

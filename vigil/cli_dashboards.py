@@ -146,6 +146,7 @@ def preview(prometheus_url: str, output: Path, window: float):
 
     client = PrometheusClient(prometheus_url)
     try:
+        client.query("vector(1)")  # unreachable: say so once, before drawing a board of red panels
         output.mkdir(parents=True, exist_ok=True)
         for model in dashboard_models():
             png, drawn, with_data = render_png(model, client, window_s=window)
