@@ -132,6 +132,19 @@ def test_cli_prints_the_held_out_table_and_writes_the_model_files(tmp_path):
     assert disk_meta["calibration"]["seed"] == 4 and disk_meta["threshold"] != disk_model.threshold
 
 
+def test_cli_names_a_weights_dir_it_cannot_write_without_a_traceback(tmp_path):
+    model_dir = tmp_path / "models"
+    disk_model, _ = train_disk_model(simulate_fleet(FleetSpec(disks=600, days=45, seed=4)), TrainingConfig(seed=4))
+    save_model(disk_model, model_dir)
+    (tmp_path / "f").write_text("a file, so no folder can be made under it")
+    args = ["--seed", "4", "--days", "60", "--gpu-nodes", "256", "--disks", "800", "--model-dir", str(model_dir),
+            "--weights-dir", str(tmp_path / "f" / "w"), "--write"]
+    result = CliRunner().invoke(calibrate_risk, args)
+    assert result.exit_code == 1 and "cannot write the calibrated models" in result.output, result.output
+    assert str(tmp_path / "f" / "w") in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
 def test_cli_refuses_a_corrupt_disk_model_without_a_traceback(tmp_path):
     (tmp_path / "disk_model.joblib").write_text("not a model")
     result = CliRunner().invoke(calibrate_risk, ["--model-dir", str(tmp_path), "--gpu-nodes", "16", "--disks", "200"])

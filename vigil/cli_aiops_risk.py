@@ -125,11 +125,15 @@ def calibrate_risk(seed, days, gpu_nodes, disks, model_dir, weights_dir, write, 
         from vigil.aiops.risk import gpu_score, nvme_score
 
         target = weights_dir or gpu_score.WEIGHTS_FILE.parent
-        target.mkdir(parents=True, exist_ok=True)
-        cal.write_weights(target / gpu_score.WEIGHTS_FILE.name, gpu_model, seed, days, command, gpu)
-        cal.write_weights(target / nvme_score.WEIGHTS_FILE.name, nvme_model, seed, days, command, nvme)
-        if model_dir:
-            cal.write_disk_threshold(model_dir, disk_model, sata_threshold, seed, days, command, sata)
+        try:
+            target.mkdir(parents=True, exist_ok=True)
+            cal.write_weights(target / gpu_score.WEIGHTS_FILE.name, gpu_model, seed, days, command, gpu)
+            cal.write_weights(target / nvme_score.WEIGHTS_FILE.name, nvme_model, seed, days, command, nvme)
+            if model_dir:
+                cal.write_disk_threshold(model_dir, disk_model, sata_threshold, seed, days, command, sata)
+        except OSError as exc:
+            raise click.ClickException(f"cannot write the calibrated models: {exc.strerror or exc}"
+                                       f"{f' ({exc.filename})' if exc.filename else ''}") from None
     if as_json:
         click.echo(json.dumps({r.kind: r.to_json() for r in reports}, indent=2, sort_keys=True))
         return
