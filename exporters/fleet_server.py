@@ -91,12 +91,13 @@ class FleetServer:
         return self.targets[name].url
 
     def start(self) -> None:
-        """First collection of every node, then listeners, scheduler, XID pump and chaos API."""
+        """First collection and XID registration of every node, then listeners, scheduler, XID pump and chaos API."""
         for name, collector in self.collectors.items():
             collector.start(loop=False)
             if self.pages[name] is not collector:
                 self.pages[name].refresh()  # the job attribution's first cycle
             self.pages[name].exposition()  # rendered now: the first scrape round of a large fleet finds every page ready
+        self.xids.sweep()  # every GPU registered for XID events before the chaos API can inject one
         if self.single_port:
             self.shared = self.http.listen(self.host, self.port, self._shared_body)
         for target in self.targets.values():

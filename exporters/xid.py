@@ -200,11 +200,16 @@ class XidPump:
         for watcher in self.watchers:
             watcher.close()
 
+    def sweep(self) -> None:
+        """Poll every watcher once. The first sweep registers every GPU: NVML hands an XID only to event
+        sets registered before it happened, so callers run one sweep before faults can be injected."""
+        for watcher in self.watchers:
+            if self._stop.is_set():
+                return
+            watcher.poll(0)
+
     def _run(self) -> None:
         while not self._stop.is_set():
             self._wake.clear()
-            for watcher in self.watchers:
-                if self._stop.is_set():
-                    return
-                watcher.poll(0)
+            self.sweep()
             self._wake.wait(self.period_s)

@@ -18,6 +18,8 @@ def test_full_scale_fleet_serves_every_node_and_delivers_xids() -> None:
     server = FleetServer(SimulatedFleet(NODES, 8), port=base, control_port=base + 1, interval=30, single_port=True)
     server.start()
     try:
+        # NVML hands an XID only to event sets registered before it: start() registers every node first
+        assert all(watcher.registrations == 1 for watcher in server.xids.watchers)
         url = f"http://127.0.0.1:{base}/metrics"
         session = requests.Session()
         for node in ("node-1", "node-625", f"node-{NODES}"):
