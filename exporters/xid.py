@@ -70,7 +70,9 @@ class XidWatcher:
         self.registrations = 0  # how many event sets were set up (tests check re-registration)
 
     def start(self) -> None:
-        """Watch in a thread of its own (blocking waits of `wait_ms`)."""
+        """Register the GPUs now (an XID reaches only event sets registered before it), then watch in a
+        thread of its own (blocking waits of `wait_ms`)."""
+        self.poll(0)
         self._thread = threading.Thread(target=self._run, name="vigil-xid-watcher", daemon=True)
         self._thread.start()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import threading
 import time
 
 import pytest
@@ -148,8 +149,8 @@ def test_ecc_dbe_shows_and_volatile_count_drops_after_reset(sim: SimulatedNvml) 
 
 def test_xid_burst_counts_every_event_with_its_class(sim: SimulatedNvml, exporter) -> None:
     collector, registry = exporter
-    wait_until(lambda: collector._xids.registrations >= 1 and len(collector.handles()) == 8)
-    time.sleep(0.1)  # let the watcher register the GPUs on its event set
+    # start() registers every GPU before it returns: an XID injected at once is not lost
+    assert collector._xids.registrations == 1 and len(collector.handles()) == 8
     sim.inject(Fault("xid-burst", NODE, 2, 0.0, {"count": 13, "xid": 13}))
     sim.inject(Fault("xid-burst", NODE, 4, 0.0, {"count": 3, "xid": 999}))
 
@@ -161,6 +162,32 @@ def test_xid_burst_counts_every_event_with_its_class(sim: SimulatedNvml, exporte
     assert counts() == {("2", "13", "application"): 13, ("4", "999", "unknown"): 3}
     sim.inject(Fault("xid79", NODE, 7, 0.0))
     wait_until(lambda: counts().get(("7", "79", "critical")) == 1)
+
+
+def test_an_xid_right_after_start_is_not_lost(sim: SimulatedNvml, monkeypatch) -> None:
+    """NVML hands an XID only to event sets registered before it happened, so start() must register the
+    GPUs itself: here the watcher's thread is held back until the XID is injected."""
+    injected = threading.Event()
+    thread_start = threading.Thread.start
+
+    def held_back_start(thread: threading.Thread) -> None:
+        if thread.name == "vigil-xid-watcher":
+            run = thread.run
+            thread.run = lambda: (injected.wait(5), run())  # type: ignore[method-assign]
+        thread_start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", held_back_start)
+    collector = NvmlCollector(sim, NODE, interval=60)
+    registry = CollectorRegistry()
+    registry.register(collector)
+    collector.start()
+    try:
+        sim.inject(Fault("xid79", NODE, 5, 0.0))
+        injected.set()
+        wait_until(lambda: "vigil_gpu_xid_errors_total" in scrape(registry))
+        assert value(scrape(registry), "vigil_gpu_xid_errors_total", gpu="5", xid="79") == 1
+    finally:
+        collector.stop()
 
 
 def test_hung_nvml_call_does_not_delay_scrapes(sim: SimulatedNvml, exporter) -> None:
