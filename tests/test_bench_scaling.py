@@ -20,7 +20,8 @@ def _load(name: str):
     return module
 
 
-capacity, split = _load("capacity"), _load("split")
+capacity = _load("capacity")
+from vigil.rules import shard_split as split  # noqa: E402
 
 
 MEASURED = capacity.Measured(gpus_per_shard=8_000, series_per_gpu=50.0, rss_mib_per_series=0.01,

@@ -10,7 +10,7 @@ samples ingested per second; a size passes when every group stays under 1 s, eve
 scrape p99 is under 15 s. The sweep stops at the first size that fails and names its slowest group.
 (2) `--shards` Prometheus over the same fleet (the first failing size, or the largest if none failed),
 each keeping its `hashmod` part of the targets and evaluating the rules that need one node's series
-only (`split.py`), all remote-writing to one VictoriaMetrics; vmalert evaluates the global rules over
+only (`vigil.rules.shard_split`), all remote-writing to one VictoriaMetrics; vmalert evaluates the global rules over
 VictoriaMetrics. Per shard: group max, RSS; VictoriaMetrics: bytes per stored sample, disk growth.
 (3) The capacity table (`capacity.py`). Writes section `scaling` of docs/benchmarks.md only with `--record`.
 """
@@ -30,11 +30,11 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import capacity  # noqa: E402
 import measure  # noqa: E402
-import split  # noqa: E402
 from reuse import stack  # noqa: E402
 
 sys.path.insert(0, str(stack.ROOT))
 from vigil.aiops.benchmark_record import add_record_option, machine_summary, utc_now, write_section  # noqa: E402
+from vigil.rules import shard_split as split  # noqa: E402
 from vigil.rules.dump import dump_yaml  # noqa: E402
 
 SECTION = "scaling"
