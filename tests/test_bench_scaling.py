@@ -71,6 +71,15 @@ def test_a_rule_reading_a_global_record_is_global():
     assert sorted(split.global_reasons(rules)) == ["Low", "job:u:avg"]
 
 
+def test_a_rule_reading_a_metric_named_global_is_global_and_so_are_its_readers():
+    rules = [{"record": "node:band:max", "expr": "max by (node) (vigil_aiops_upper_band)"},
+             {"alert": "Above", "expr": "vigil_gpu_temperature_celsius > on (node) node:band:max"},
+             {"alert": "Hot", "expr": "vigil_gpu_temperature_celsius > 90"}]
+    assert split.global_reasons(rules) == {}
+    found = split.global_reasons(rules, ("vigil_aiops_",))
+    assert sorted(found) == ["Above", "node:band:max"] and "vigil_aiops_upper_band" in found["node:band:max"]
+
+
 def test_the_catalog_splits_into_shard_and_global_files():
     doc = yaml.safe_load((Path(__file__).parent / "golden" / "rules" / "vigil-rules.yml").read_text())
     shard, glob, reasons = split.split_rule_file(doc)
