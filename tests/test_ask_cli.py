@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -77,3 +79,59 @@ def test_an_unreachable_language_model_is_a_clear_error():
     result = vigil("ask", "GPU power draw on node-1", "--llm-url", f"http://127.0.0.1:{port}")
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert f"127.0.0.1:{port}" in result.stderr
+
+
+class _ChatModel:
+    """An OpenAI-compatible chat endpoint on a free loopback port whose every reply is `reply` (the
+    language model is an outside service the tests cannot run; its HTTP contract is what is tested)."""
+
+    def __init__(self, reply: str) -> None:
+        body = json.dumps({"choices": [{"message": {"role": "assistant", "content": reply}}]}).encode()
+        self.asked: list[dict] = []
+        asked = self.asked
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                asked.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                self.send_response(200 if self.path == "/v1/chat/completions" else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture()
+def chat_model(request):
+    model = _ChatModel(request.param)
+    yield model
+    model.close()
+
+
+@pytest.mark.parametrize("chat_model", ["The XID counter per node:\n```promql\nsum by (node) "
+                                        "(increase(vigil_gpu_xid_errors_total[1d]))\n```"], indirect=True)
+def test_the_models_valid_query_is_kept_even_where_the_offline_path_has_no_answer(chat_model):
+    result = vigil("ask", "how is the weather for our accelerators", "--json", "--llm-url", chat_model.url)
+    assert result.returncode == 0, result.stderr
+    body = json.loads(result.stdout)
+    assert body["promql"] == "sum by (node) (increase(vigil_gpu_xid_errors_total[1d]))"
+    assert body["metrics"] == ["vigil_gpu_xid_errors_total"] and "written by the model" in body["explanation"]
+    assert chat_model.asked and chat_model.asked[0]["messages"][-1]["content"].endswith("Reasoning:")
+
+
+@pytest.mark.parametrize("chat_model", ["```promql\nmax(vigil_gpu_no_such_metric)\n```"], indirect=True)
+def test_a_model_query_naming_unknown_metrics_falls_back_to_the_offline_answer(chat_model):
+    result = vigil("ask", "GPU power draw on node-1", "--json", "--llm-url", chat_model.url)
+    assert result.returncode == 0, result.stderr
+    body = json.loads(result.stdout)
+    assert "vigil_gpu_power" in body["promql"] and "vigil_gpu_no_such_metric" in body["explanation"]

@@ -11,7 +11,7 @@ import re
 
 import requests
 
-from .answer import Answer, ask, check_question
+from .answer import Answer, Unanswerable, ask, check_question
 from .examples import load_examples, nearest
 from .intent import parse_question
 from .knowledge import Knowledge, load_knowledge
@@ -71,11 +71,14 @@ def ask_llm(question: str, url: str, model: str = "default") -> Answer:
     except (requests.RequestException, ValueError, KeyError, IndexError, TypeError) as exc:
         raise LlmUnavailable(f"no chat answer from {url}: {exc.__class__.__name__}: {exc}") from None
     promql = extract_query(reply)
-    offline = ask(question, knowledge)
     try:
         metrics = validate(promql, knowledge)
     except InvalidQuery as exc:
+        offline = ask(question, knowledge)  # raises Unanswerable when neither path has an answer
         offline.explanation += f"; the model's query {promql!r} was refused ({exc}), this is the offline answer"
         return offline
-    return Answer(promql, metrics, f"written by the model at {url} from the retrieved context; "
-                                   f"offline reading: {offline.explanation}")
+    try:
+        reading = f"offline reading: {ask(question, knowledge).explanation}"
+    except Unanswerable as exc:  # the model answered what the offline path cannot: keep its answer
+        reading = f"no offline reading ({exc})"
+    return Answer(promql, metrics, f"written by the model at {url} from the retrieved context; {reading}")
