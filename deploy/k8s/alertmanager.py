@@ -16,6 +16,7 @@ from .services import (ALERTMANAGER_SERVICE, TOKEN_KEY, TOKEN_SECRET, notifier_h
 ALERTMANAGER = "vigil"  # the CR; the operator names its StatefulSet alertmanager-vigil
 COMPONENT = "vigil-alertmanager"
 CONFIG_SECRET = "vigil-alertmanager-config"
+REPLICAS = 3  # a gossip cluster: every peer gets every alert; deduplication by the cluster
 CONFIG_KEY = "alertmanager.yaml"  # the key the operator reads from `configSecret`
 POD_LABELS = operator_pod_labels("alertmanager", ALERTMANAGER)
 SECRETS_DIR = "/etc/alertmanager/secrets"  # where the operator mounts each Secret of `spec.secrets`
@@ -37,7 +38,7 @@ def alertmanager(settings: DeploySettings, ruleset: RuleSet, routing: Routing) -
     secret = obj("v1", "Secret", metadata(settings, CONFIG_SECRET, COMPONENT), type="Opaque",
                  stringData={CONFIG_KEY: dump_yaml(config(settings, ruleset, routing))})
     spec = {
-        "replicas": 3,  # a gossip cluster: every peer gets every alert; deduplication by the cluster
+        "replicas": REPLICAS,
         "image": f"quay.io/prometheus/alertmanager:{settings.alertmanager_version}",
         "version": settings.alertmanager_version,
         "configSecret": CONFIG_SECRET,

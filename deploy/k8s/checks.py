@@ -5,7 +5,8 @@ every NetworkPolicy selects pods and lets in traffic from pods that exist.
 
 `problems(objects)` lists each broken reference as "Kind/name: what" (empty: consistent).
 The pods of the operator's `Alertmanager` and `Prometheus` are modelled as the operator makes them:
-`podMetadata.labels` overlaid with the operator's labels, and a container port `web`.
+`podMetadata.labels` overlaid with the operator's labels (a Prometheus shard's pods also with
+`operator.prometheus.io/shard`), and a container port `web`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .meta import operator_pod_labels
+from .prometheus import SHARD_LABEL
 
 WORKLOAD_KINDS = ("Deployment", "DaemonSet", "StatefulSet")  # kinds with a pod template
 OPERATOR_KINDS = {"Alertmanager": "alertmanager", "Prometheus": "prometheus"}  # kind -> its pods' app name
@@ -46,7 +48,11 @@ def pods_of(objects: list[dict]) -> list[Pods]:
         elif obj["kind"] in OPERATOR_KINDS:
             labels = {**spec.get("podMetadata", {}).get("labels", {}),
                       **operator_pod_labels(OPERATOR_KINDS[obj["kind"]], obj["metadata"]["name"])}
-            found.append(Pods(_key(obj), labels, frozenset({"web"})))
+            if obj["kind"] == "Prometheus":  # one StatefulSet per shard, its pods labelled with the shard
+                found += [Pods(_key(obj), {**labels, SHARD_LABEL: str(shard)}, frozenset({"web"}))
+                          for shard in range(spec.get("shards") or 1)]
+            else:
+                found.append(Pods(_key(obj), labels, frozenset({"web"})))
     return found
 
 
@@ -100,6 +106,8 @@ def _reference_problems(obj: dict, named: dict[tuple[str, str], dict]) -> list[s
     if obj["kind"] == "Prometheus":
         for target in spec.get("alerting", {}).get("alertmanagers", []):
             need("Service", target["name"], what="alerting Service")
+    if obj["kind"] == "StatefulSet":
+        need("Service", spec["serviceName"], what="governing Service")
     if obj["kind"] == "ClusterRoleBinding":
         need(obj["roleRef"]["kind"], obj["roleRef"]["name"])
         for subject in obj.get("subjects", []):

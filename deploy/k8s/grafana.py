@@ -5,7 +5,8 @@ sidecar of kube-prometheus-stack picks up, for a cluster that has its own Grafan
 
 from __future__ import annotations
 
-from vigil.dashboards.build import DASHBOARD_PATH, DATASOURCE_FILE, PROVIDER_FILE, render
+from vigil.dashboards.build import DASHBOARD_PATH, DATASOURCE_FILE, PROVIDER_FILE, provisioning, render
+from vigil.rules.dump import dump_yaml
 
 from .meta import (DeploySettings, container_port, http_probe, labels, metadata, obj, placeholder_secret,
                    pod_disruption_budget, resources, restricted_security, secret_env, selector, service,
@@ -23,6 +24,12 @@ PROVISIONING_KEYS = {PROVIDER_FILE: "dashboards.yaml", DATASOURCE_FILE: "datasou
 def dashboard_files(settings: DeploySettings) -> dict[str, str]:
     """`vigil dashboards build`'s files, the datasource URL being the in-cluster Prometheus Service."""
     return render(settings.service_url(PROMETHEUS_SERVICE, settings.ports.prometheus))
+
+
+def datasources(url: str) -> str:
+    """The provisioning file of the datasource (`vigil dashboards build`'s), pointing at `url`: the
+    large overlay's patch points it at VictoriaMetrics (a Prometheus shard sees a part of the fleet)."""
+    return dump_yaml(provisioning(url)[DATASOURCE_FILE])
 
 
 def config_map_name(json_path: str) -> str:

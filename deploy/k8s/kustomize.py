@@ -2,8 +2,9 @@
 
 `kubectl kustomize` (kustomize built into kubectl) is the real thing; Debian has no kustomize package
 and the PyPI bindings need Python 3.14, so where no kubectl is installed `render_overlay` applies the
-layout's own kustomizations in Python: `resources` (files or folders with a kustomization.yaml) and
-JSON 6902 `patches` with `op: replace`, the only operation the generator writes (`sizes.patches`). The
+layout's own kustomizations in Python: `resources` (files or folders with a kustomization.yaml), JSON
+6902 `patches` with `op: replace`, and strategic-merge patches that are only `$patch: delete` (an object
+the overlay removes), the two kinds the generator writes (`sharded.replace`, `sharded.delete`). The
 tests check that both give the same objects where kubectl is present. Anything else is refused.
 """
 
@@ -61,7 +62,13 @@ def _apply(objects: list[dict], patch: dict, folder: Path) -> None:
     hits = [obj for obj in objects if _matches(obj, patch["target"])]
     if len(hits) != 1:
         raise KustomizeError(f"{folder}: patch target {patch['target']} matches {len(hits)} objects")
-    for op in yaml.safe_load(patch["patch"]):
+    operations = yaml.safe_load(patch["patch"])
+    if isinstance(operations, dict):
+        if operations.get("$patch") != "delete":
+            raise KustomizeError(f"{folder}: a strategic-merge patch other than `$patch: delete` is not handled")
+        objects.remove(hits[0])
+        return
+    for op in operations:
         if op.get("op") != "replace":
             raise KustomizeError(f"{folder}: JSON patch op {op.get('op')!r} is not handled (only replace)")
         *parents, last = [part.replace("~1", "/").replace("~0", "~") for part in op["path"].split("/")[1:]]

@@ -3,7 +3,8 @@ checked-in files are a golden copy that `vigil deploy kubernetes build --check` 
 
     base/kustomization.yaml          the resources below, in apply order
     base/<part>.yaml                 one multi-document file per component
-    overlays/<size>/kustomization.yaml   `resources: [../../base]` and JSON 6902 patches for the size
+    overlays/<size>/kustomization.yaml   `resources: [../../base, ...]` and the patches of the size
+    overlays/<size>/<part>.yaml      what a sharded size adds (vmalert, AIOps per shard, NetworkPolicies)
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from vigil.rules.alertmanager_routing import ROUTING_FILE, Routing, load_routing
 from vigil.rules.dump import dump_yaml
 from vigil.rules.kubernetes import dump_yaml_documents
 
-from . import alertmanager, exporters, grafana, network, prometheus, services
+from . import alertmanager, exporters, grafana, network, prometheus, services, victoria
 from .meta import KUBERNETES_VERSION, PROMETHEUS_OPERATOR_VERSION, DeploySettings, obj
-from .sizes import SIZES, overlay_kustomization
+from .sizes import SIZES, overlay
 
 OWNED = "**/*.yaml"  # every YAML file under deploy/kubernetes is generated
 DEFAULT_OUTPUT = Path(__file__).parents[1] / "kubernetes"  # the checked-in copy: deploy/kubernetes
@@ -61,6 +62,7 @@ def base_parts(settings: DeploySettings, inputs: Inputs) -> dict[str, list[dict]
         "alertmanager.yaml": alertmanager.alertmanager(settings, inputs.ruleset, inputs.routing),
         "prometheus.yaml": prometheus.prometheus(settings),
         "prometheus-rules.yaml": prometheus.rules(settings, inputs.ruleset),
+        "victoria-metrics.yaml": victoria.victoria_metrics(settings),
         "grafana.yaml": grafana.grafana(settings),
         "network-policies.yaml": network.network_policies(settings),
     }
@@ -75,5 +77,7 @@ def render(settings: DeploySettings | None = None, inputs: Inputs | None = None)
     files["base/kustomization.yaml"] = HEADER + dump_yaml(
         {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization", "resources": list(parts)})
     for size in SIZES:
-        files[f"overlays/{size}/kustomization.yaml"] = HEADER + dump_yaml(overlay_kustomization(size))
+        kustomization, extra = overlay(settings, inputs.ruleset, size)
+        files[f"overlays/{size}/kustomization.yaml"] = HEADER + dump_yaml(kustomization)
+        files.update({f"overlays/{size}/{name}": HEADER + dump_yaml_documents(objects) for name, objects in extra.items()})
     return files

@@ -32,6 +32,8 @@ class Ports:
     alertmanager_cluster: int = 9094
     prometheus: int = 9090
     grafana: int = 3000
+    victoria_metrics: int = 8428
+    vmalert: int = 8880
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,8 @@ class DeploySettings:
     prometheus_version: str = "v2.42.0"
     node_exporter_image: str = "quay.io/prometheus/node-exporter:v1.8.2"
     grafana_image: str = "docker.io/grafana/grafana:11.6.0"
+    # VictoriaMetrics single-node and vmalert: one release for both images (docs/deploy.md, Long-term store)
+    victoria_metrics_version: str = "v1.153.0"
     ports: Ports = field(default_factory=Ports)
 
     def image(self, name: str) -> str:

@@ -10,11 +10,12 @@ from .exporters import GPU_EXPORTER, NODE_HEALTH
 from .grafana import GRAFANA
 from .meta import DeploySettings, metadata, obj, selector
 from .services import AIOPS, NOTIFIER
+from .victoria import VICTORIA_METRICS
 
 ANYWHERE = None  # any pod of any namespace (users: the web console, Grafana, through your ingress)
 
 
-def _policy(settings: DeploySettings, name: str, pods: dict[str, str],
+def policy(settings: DeploySettings, name: str, pods: dict[str, str],
             rules: list[tuple[list[dict[str, str]] | None, list[tuple[str, int]]]]) -> dict:
     """Ingress to `pods` only from the pods of each rule (None: any pod) on the rule's (protocol, port)s."""
     ingress = []
@@ -38,15 +39,19 @@ def network_policies(settings: DeploySettings) -> list[dict]:
                spec={"podSelector": {}, "policyTypes": ["Ingress"]})
     return [
         deny,
-        _policy(settings, f"{GPU_EXPORTER}-ingress", selector(GPU_EXPORTER), [([scraper], [("TCP", p.gpu_exporter)])]),
-        _policy(settings, f"{NODE_HEALTH}-ingress", selector(NODE_HEALTH), [([scraper], [("TCP", p.node_health)])]),
-        _policy(settings, f"{AIOPS}-ingress", selector(AIOPS), [([scraper], [("TCP", p.aiops)])]),
+        policy(settings, f"{GPU_EXPORTER}-ingress", selector(GPU_EXPORTER), [([scraper], [("TCP", p.gpu_exporter)])]),
+        policy(settings, f"{NODE_HEALTH}-ingress", selector(NODE_HEALTH), [([scraper], [("TCP", p.node_health)])]),
+        policy(settings, f"{AIOPS}-ingress", selector(AIOPS), [([scraper], [("TCP", p.aiops)])]),
         # Alertmanager's webhooks, Prometheus' scrapes, and people (console, signed links in pages)
-        _policy(settings, f"{NOTIFIER}-ingress", selector(NOTIFIER), [(ANYWHERE, [("TCP", p.notifier)])]),
-        _policy(settings, f"{alertmanager.COMPONENT}-ingress", peers, [
+        policy(settings, f"{NOTIFIER}-ingress", selector(NOTIFIER), [(ANYWHERE, [("TCP", p.notifier)])]),
+        policy(settings, f"{alertmanager.COMPONENT}-ingress", peers, [
             ([scraper, selector(NOTIFIER)], [("TCP", p.alertmanager)]),  # alerts; the notifier's reconciliation
             ([peers], [("TCP", p.alertmanager_cluster), ("UDP", p.alertmanager_cluster)])]),  # gossip
-        _policy(settings, f"{prometheus.COMPONENT}-ingress", scraper, [
+        policy(settings, f"{prometheus.COMPONENT}-ingress", scraper, [
             ([scraper, selector(GRAFANA), selector(NOTIFIER), selector(AIOPS)], [("TCP", p.prometheus)])]),
-        _policy(settings, f"{GRAFANA}-ingress", selector(GRAFANA), [(ANYWHERE, [("TCP", p.grafana)])]),
+        policy(settings, f"{GRAFANA}-ingress", selector(GRAFANA), [(ANYWHERE, [("TCP", p.grafana)])]),
+        # Prometheus' remote writes and scrapes; Grafana (a long-range datasource of your own). The large
+        # overlay adds vmalert and the notifier (network-policies.yaml there)
+        policy(settings, f"{VICTORIA_METRICS}-ingress", selector(VICTORIA_METRICS),
+               [([scraper, selector(GRAFANA)], [("TCP", p.victoria_metrics)])]),
     ]

@@ -10,10 +10,12 @@ from vigil.rules.kubernetes import prometheus_rules
 from .meta import (SELECTOR_LABEL, DeploySettings, metadata, obj, operator_pod_labels, operator_pods,
                    pod_disruption_budget, resources, service)
 from .services import ALERTMANAGER_SERVICE, PROMETHEUS_SERVICE, service_monitor
+from .victoria import REPLICA_LABEL, SCRAPE_INTERVAL, remote_write
 
 PROMETHEUS = "vigil"  # the CR; the operator names its StatefulSets prometheus-vigil[-shard-N]
 COMPONENT = "vigil-prometheus"
 POD_LABELS = operator_pod_labels("prometheus", PROMETHEUS)
+SHARD_LABEL = "operator.prometheus.io/shard"  # the operator's label on the pods of shard N ("0", "1", ...)
 RBAC = "rbac.authorization.k8s.io/v1"
 
 
@@ -36,6 +38,11 @@ def _rbac(settings: DeploySettings) -> list[dict]:
     return [account, role, binding]
 
 
+def shard_pod_labels(shard: int) -> dict[str, str]:
+    """The labels of the pods (both replicas) of shard `shard`."""
+    return {**POD_LABELS, SHARD_LABEL: str(shard)}
+
+
 def prometheus(settings: DeploySettings) -> list[dict]:
     port = settings.ports.prometheus
     spec = {
@@ -45,8 +52,10 @@ def prometheus(settings: DeploySettings) -> list[dict]:
         "version": settings.prometheus_version,
         "serviceAccountName": COMPONENT,
         "podMetadata": {"labels": dict(SELECTOR_LABEL)},
-        "scrapeInterval": "15s", "evaluationInterval": "15s",
+        "scrapeInterval": SCRAPE_INTERVAL, "evaluationInterval": SCRAPE_INTERVAL,
         "externalLabels": {"cluster": "vigil"},
+        "replicaExternalLabelName": REPLICA_LABEL,  # dropped from alerts by the operator, from remote writes by us
+        "remoteWrite": remote_write(settings),
         # only this namespace's monitors and rules, those labelled as vigil's
         "serviceMonitorSelector": {"matchLabels": dict(SELECTOR_LABEL)},
         "podMonitorSelector": {"matchLabels": dict(SELECTOR_LABEL)},

@@ -50,24 +50,36 @@ def secrets(settings: DeploySettings) -> list[dict]:
     return [token, database, oncall]
 
 
-def _deployment(settings: DeploySettings, name: str, replicas: int, container: dict, volumes: list[dict]) -> dict:
-    pod = {"serviceAccountName": name, "automountServiceAccountToken": False,
-           "securityContext": {"fsGroup": IMAGE_USER}, "topologySpreadConstraints": spread(selector(name)),
+def _deployment(settings: DeploySettings, name: str, replicas: int, container: dict, volumes: list[dict],
+                component: str | None = None, extra_labels: dict[str, str] | None = None) -> dict:
+    """`name`'s Deployment; `component` (default: `name`) gives its labels and ServiceAccount, and
+    `extra_labels` tell apart several Deployments of one component (the AIOps shards)."""
+    component = component or name
+    pod_selector = {**selector(component), **(extra_labels or {})}
+    pod = {"serviceAccountName": component, "automountServiceAccountToken": False,
+           "securityContext": {"fsGroup": IMAGE_USER}, "topologySpreadConstraints": spread(dict(pod_selector)),
            "containers": [container], "volumes": volumes}
-    spec = {"replicas": replicas, "selector": {"matchLabels": selector(name)},
-            "template": {"metadata": {"labels": labels(name)}, "spec": pod}}
-    return obj("apps/v1", "Deployment", metadata(settings, name, name), spec=spec)
+    spec = {"replicas": replicas, "selector": {"matchLabels": pod_selector},
+            "template": {"metadata": {"labels": {**labels(component), **(extra_labels or {})}}, "spec": pod}}
+    meta = metadata(settings, name, component)
+    meta["labels"].update(extra_labels or {})
+    return obj("apps/v1", "Deployment", meta, spec=spec)
+
+
+def notifier_args(settings: DeploySettings, prometheus_url: str) -> list[str]:
+    """The notifier's command line; `prometheus_url` is where it queries (postmortem charts)."""
+    return ["notifier", "serve", "--listen", f"0.0.0.0:{settings.ports.notifier}", "--db", "$(VIGIL_NOTIFIER_DB)",
+            "--token-file", f"/etc/vigil/token/{TOKEN_KEY}", "--oncall-config", f"/etc/vigil/oncall/{ONCALL_KEY}",
+            "--alertmanager-url", settings.service_url(ALERTMANAGER_SERVICE, settings.ports.alertmanager),
+            "--prometheus-url", prometheus_url,
+            "--public-url", "$(VIGIL_PUBLIC_URL)", "--heartbeat", "watchdog=5m,team=platform"]
 
 
 def notifier(settings: DeploySettings) -> list[dict]:
     port = settings.ports.notifier
     container = {
         "name": "notifier", "image": settings.image(settings.services_image),
-        "args": ["notifier", "serve", "--listen", f"0.0.0.0:{port}", "--db", "$(VIGIL_NOTIFIER_DB)",
-                 "--token-file", f"/etc/vigil/token/{TOKEN_KEY}", "--oncall-config", f"/etc/vigil/oncall/{ONCALL_KEY}",
-                 "--alertmanager-url", settings.service_url(ALERTMANAGER_SERVICE, settings.ports.alertmanager),
-                 "--prometheus-url", settings.service_url(PROMETHEUS_SERVICE, settings.ports.prometheus),
-                 "--public-url", "$(VIGIL_PUBLIC_URL)", "--heartbeat", "watchdog=5m,team=platform"],
+        "args": notifier_args(settings, settings.service_url(PROMETHEUS_SERVICE, settings.ports.prometheus)),
         "env": [secret_env("VIGIL_NOTIFIER_DB", DB_SECRET, "url"),
                 {"name": "VIGIL_PUBLIC_URL", "valueFrom": {"configMapKeyRef": {"name": NOTIFIER_CONFIG,
                                                                                "key": "public-url"}}},
@@ -92,32 +104,41 @@ def notifier(settings: DeploySettings) -> list[dict]:
             service_monitor(settings, NOTIFIER, "http"), pod_disruption_budget(settings, NOTIFIER, NOTIFIER)]
 
 
-def aiops(settings: DeploySettings) -> list[dict]:
+def aiops_deployment(settings: DeploySettings, name: str, prometheus_url: str,
+                     extra_labels: dict[str, str] | None = None, size: dict | None = None) -> dict:
+    """An AIOps Deployment learning from (and computing risk on) the Prometheus at `prometheus_url`."""
     port = settings.ports.aiops
     container = {
         "name": "aiops", "image": settings.image(settings.services_image),
         "args": ["aiops", "serve", "--listen", f"0.0.0.0:{port}", "--model-dir", "/var/lib/vigil/aiops",
-                 "--prometheus-url", settings.service_url(PROMETHEUS_SERVICE, settings.ports.prometheus),
-                 "--match", AIOPS_MATCH],
+                 "--prometheus-url", prometheus_url, "--match", AIOPS_MATCH],
         "ports": [container_port("http", port)],
         # /healthz answers 503 until a model is loaded: not ready (no traffic) but alive while it trains
         "readinessProbe": http_probe("/healthz", "http"),
         "livenessProbe": http_probe("/metrics", "http", period=30, timeout=10, initial=30),
-        "resources": resources("500m", "1Gi", memory_limit="2Gi"),
+        "resources": size or resources("500m", "1Gi", memory_limit="2Gi"),
         "securityContext": restricted_security(),
         "volumeMounts": [{"name": "models", "mountPath": "/var/lib/vigil/aiops"}, {"name": "tmp", "mountPath": "/tmp"}],
     }
     volumes = [{"name": "models", "emptyDir": {"sizeLimit": "2Gi"}}, {"name": "tmp", "emptyDir": {"sizeLimit": "256Mi"}}]
-    return [service_account(settings, AIOPS, AIOPS), _deployment(settings, AIOPS, 1, container, volumes),
+    return _deployment(settings, name, 1, container, volumes, component=AIOPS, extra_labels=extra_labels)
+
+
+def aiops(settings: DeploySettings) -> list[dict]:
+    port = settings.ports.aiops
+    deployment = aiops_deployment(settings, AIOPS, settings.service_url(PROMETHEUS_SERVICE, settings.ports.prometheus))
+    return [service_account(settings, AIOPS, AIOPS), deployment,
             service(settings, AIOPS, AIOPS, [("http", port)]), service_monitor(settings, AIOPS, "http"),
             pod_disruption_budget(settings, AIOPS, AIOPS)]
 
 
 def service_monitor(settings: DeploySettings, component: str, port: str, job: str | None = None,
-                    interval: str = "15s") -> dict:
-    """Scrape the endpoints of `component`'s Service on `port`, under the job name the rules expect."""
+                    interval: str = "15s", name: str | None = None, extra_labels: dict[str, str] | None = None) -> dict:
+    """Scrape the endpoints of `component`'s Service on `port`, under the job name the rules expect
+    (`name` and `extra_labels`: one of several Services of a component, the Service labelled with them)."""
     endpoint = {"port": port, "path": "/metrics", "interval": interval, "scrapeTimeout": "10s",
                 "honorLabels": True,
                 "relabelings": [{"targetLabel": "job", "replacement": job or SERVICE_JOBS[component]}]}
-    return obj("monitoring.coreos.com/v1", "ServiceMonitor", metadata(settings, component, component),
-               spec={"selector": {"matchLabels": selector(component)}, "endpoints": [endpoint]})
+    return obj("monitoring.coreos.com/v1", "ServiceMonitor", metadata(settings, name or component, component),
+               spec={"selector": {"matchLabels": {**selector(component), **(extra_labels or {})}},
+                     "endpoints": [endpoint]})

@@ -1,27 +1,32 @@
 """The overlays: what changes between a small fleet and a large one, as data, written as kustomize
-JSON 6902 patches (`op: replace` on the base's fields; `kustomize.render_overlay` applies the same
-patches when no kustomize binary is at hand)."""
+patches (JSON 6902 `op: replace` on the base's fields; with several Prometheus shards also the objects and
+patches of `sharded`); `kustomize.render_overlay` applies the same patches when no kustomize binary is
+at hand."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vigil.rules.dump import dump_yaml
+from vigil.rules import RuleSet
 
-from . import alertmanager, prometheus
-from .meta import resources
+from . import alertmanager, prometheus, sharded, victoria
+from .meta import DeploySettings, resources
 from .services import AIOPS, NOTIFIER
+from .sharded import MONITORING, replace, target
 
 
 @dataclass(frozen=True)
 class Size:
     notifier_replicas: int
     notifier: dict
-    aiops: dict
+    aiops: dict  # of each AIOps Deployment (one per shard)
     prometheus_shards: int
     prometheus: dict
     prometheus_storage: str
     alertmanager: dict
+    victoria_metrics: dict
+    victoria_metrics_storage: str
+    vmalert: dict  # with several shards only
 
 
 SIZES = {
@@ -29,41 +34,46 @@ SIZES = {
     "small": Size(notifier_replicas=2, notifier=resources("250m", "256Mi", memory_limit="512Mi"),
                   aiops=resources("500m", "1Gi", memory_limit="2Gi"), prometheus_shards=1,
                   prometheus=resources("500m", "2Gi"), prometheus_storage="50Gi",
-                  alertmanager=resources("100m", "128Mi", memory_limit="256Mi")),
-    # thousands of GPUs: scraping split over 4 shards (each an HA pair), more notifier replicas
+                  alertmanager=resources("100m", "128Mi", memory_limit="256Mi"),
+                  victoria_metrics=resources("500m", "2Gi"), victoria_metrics_storage="100Gi",
+                  vmalert=resources("100m", "128Mi", memory_limit="256Mi")),
+    # thousands of GPUs: scraping split over 4 shards (each an HA pair), an AIOps service per shard, the
+    # global rules in vmalert, more notifier replicas
     "large": Size(notifier_replicas=4, notifier=resources("500m", "512Mi", memory_limit="1Gi"),
-                  aiops=resources("2000m", "8Gi"), prometheus_shards=4,
+                  aiops=resources("1000m", "4Gi"), prometheus_shards=4,
                   prometheus=resources("4000m", "32Gi", cpu_limit="8000m"), prometheus_storage="500Gi",
-                  alertmanager=resources("250m", "512Mi", memory_limit="1Gi")),
+                  alertmanager=resources("250m", "512Mi", memory_limit="1Gi"),
+                  victoria_metrics=resources("4000m", "16Gi", cpu_limit="8000m"), victoria_metrics_storage="2Ti",
+                  vmalert=resources("500m", "512Mi", memory_limit="1Gi")),
 }
 
 
-def _target(group: str, version: str, kind: str, name: str) -> dict:
-    return {"group": group, "version": version, "kind": kind, "name": name} if group else \
-        {"version": version, "kind": kind, "name": name}
-
-
-def _patch(target: dict, ops: list[tuple[str, object]]) -> dict:
-    return {"target": target, "patch": dump_yaml([{"op": "replace", "path": path, "value": value}
-                                                   for path, value in ops])}
-
-
 def patches(size: Size) -> list[dict]:
-    """The overlay's patches; each path exists in the base (a `replace` of a missing path fails)."""
+    """The size's `replace` patches; each path exists in the base (a `replace` of a missing path fails)."""
     container = "/spec/template/spec/containers/0/resources"
-    monitoring = ("monitoring.coreos.com", "v1")
-    return [
-        _patch(_target("apps", "v1", "Deployment", NOTIFIER),
-               [("/spec/replicas", size.notifier_replicas), (container, size.notifier)]),
-        _patch(_target("apps", "v1", "Deployment", AIOPS), [(container, size.aiops)]),
-        _patch(_target(*monitoring, "Prometheus", prometheus.PROMETHEUS),
-               [("/spec/shards", size.prometheus_shards), ("/spec/resources", size.prometheus),
-                ("/spec/storage/volumeClaimTemplate/spec/resources/requests/storage", size.prometheus_storage)]),
-        _patch(_target(*monitoring, "Alertmanager", alertmanager.ALERTMANAGER),
-               [("/spec/resources", size.alertmanager)]),
+    found = [
+        replace(target("apps", "v1", "Deployment", NOTIFIER),
+                [("/spec/replicas", size.notifier_replicas), (container, size.notifier)]),
+        replace(target(*MONITORING, "Prometheus", prometheus.PROMETHEUS),
+                [("/spec/shards", size.prometheus_shards), ("/spec/resources", size.prometheus),
+                 ("/spec/storage/volumeClaimTemplate/spec/resources/requests/storage", size.prometheus_storage)]),
+        replace(target(*MONITORING, "Alertmanager", alertmanager.ALERTMANAGER), [("/spec/resources", size.alertmanager)]),
+        replace(target("apps", "v1", "StatefulSet", victoria.VICTORIA_METRICS),
+                [(container, size.victoria_metrics),
+                 ("/spec/volumeClaimTemplates/0/spec/resources/requests/storage", size.victoria_metrics_storage)]),
     ]
+    if size.prometheus_shards == 1:  # sharded, the base's AIOps Deployment is replaced by one per shard
+        found.insert(1, replace(target("apps", "v1", "Deployment", AIOPS), [(container, size.aiops)]))
+    return found
 
 
-def overlay_kustomization(size_name: str) -> dict:
-    return {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-            "resources": ["../../base"], "patches": patches(SIZES[size_name])}
+def overlay(settings: DeploySettings, ruleset: RuleSet, size_name: str) -> tuple[dict, dict[str, list[dict]]]:
+    """The overlay's kustomization and {file name beside it: objects}."""
+    size = SIZES[size_name]
+    files, extra = {}, []
+    if size.prometheus_shards > 1:
+        files = sharded.files(settings, ruleset, size.prometheus_shards, size.aiops, size.vmalert)
+        extra = sharded.patches(settings, ruleset)
+    kustomization = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+                     "resources": ["../../base", *files], "patches": patches(size) + extra}
+    return kustomization, files
