@@ -4,8 +4,9 @@ in under deploy/kubernetes/ → golden test (`vigil deploy kubernetes build --ch
 
 One module per component: `exporters` (GPU exporter, node health, node_exporter DaemonSets),
 `services` (notifier, AIOps, the Secrets), `alertmanager`, `prometheus` (+ PrometheusRules),
-`grafana` (dashboards as ConfigMaps), `network` (NetworkPolicies); `sizes` the overlays; `layout` the
-files; `kustomize` renders an overlay.
+`victoria` (VictoriaMetrics, the remote write), `vmalert` (the global rules), `grafana` (dashboards as
+ConfigMaps), `network` (NetworkPolicies); `sizes` the overlays, `sharded` what a sharded overlay adds
+and changes; `layout` the files; `kustomize` renders an overlay; `checks` and `reach` check one.
 """
 
 from .layout import DEFAULT_OUTPUT, OWNED, Inputs, default_inputs, render
