@@ -13,6 +13,7 @@ processes (each Alertmanager peer a small HTTP receiver), and the evaluation int
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -100,6 +101,104 @@ def _probe(port: int, container: dict, proc: subprocess.Popen) -> None:
         poll(lambda: requests.get(url, timeout=5).status_code == 200, proc, f"{url} answering 200")
 
 
+def _start_victoria_metrics(objects: list[dict], tmp_path: Path) -> tuple[subprocess.Popen, int]:
+    """VictoriaMetrics with the StatefulSet's command line, probed as the kubelet would."""
+    _, vm = _container(objects, "StatefulSet", "vigil-victoria-metrics")
+    port = free_port()
+    [data] = vm["volumeMounts"]
+    proc = _start(["victoria-metrics", *vm["args"]], {
+        data["mountPath"]: str(tmp_path / "data"), f"-httpListenAddr=:{vm['ports'][0]['containerPort']}":
+        f"-httpListenAddr=127.0.0.1:{port}"}, tmp_path / "vm.log")
+    proc.stdout = (tmp_path / "vm.log").open()  # read by poll() when the process dies
+    try:
+        _probe(port, vm, proc)
+    except BaseException:
+        proc.kill()
+        raise
+    return proc, port
+
+
+def _stop(started: list[subprocess.Popen]) -> None:
+    """Last started first: a writer stops while its store still answers (Prometheus otherwise retries
+    its last batch for up to its flush deadline)."""
+    for proc in reversed(started):
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _snake(node):
+    """A CR's camelCase fields as prometheus.yml's snake_case keys (what the operator writes)."""
+    if isinstance(node, dict):
+        return {re.sub(r"(?<!^)([A-Z])", r"_\1", key).lower(): _snake(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_snake(value) for value in node]
+    return node
+
+
+def _counter(url: str, prefix: str) -> float:
+    """The sum of the samples in the exposition at `url` whose line starts with `prefix`."""
+    text = requests.get(url, timeout=5).text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(prefix))
+
+
+def _series(address: str, selector: str) -> list[dict]:
+    return requests.get(f"http://{address}/api/v1/series", params={"match[]": selector}, timeout=5).json()["data"]
+
+
+def _samples_sent(port: int) -> float:
+    return _counter(f"http://127.0.0.1:{port}/metrics", "prometheus_remote_storage_samples_total{")
+
+
+def test_the_two_replicas_of_a_shard_write_one_series_to_victoria_metrics(tmp_path):
+    """The operator's prometheus.yml for each replica of the Prometheus CR (its external labels, the
+    replica label it adds, the CR's remoteWrite) on the real Prometheus 2.42: both replicas scrape the
+    same target, and VictoriaMetrics holds one series of it, without the replica label. (Swapped: the
+    scrape interval and batch deadline, 1 s, so the test takes seconds.)"""
+    objects = render_overlay(DEFAULT_OUTPUT / "overlays" / "large")
+    [spec] = [o["spec"] for o in objects if o["kind"] == "Prometheus"]
+    started: list[subprocess.Popen] = []
+    replicas: list[tuple[subprocess.Popen, int]] = []
+    try:
+        vm_proc, vm_port = _start_victoria_metrics(objects, tmp_path)
+        started.append(vm_proc)
+        target = f"127.0.0.1:{vm_port}"  # VictoriaMetrics' own /metrics: a target both replicas scrape
+        for replica in range(2):
+            folder = tmp_path / f"prometheus-{replica}"
+            folder.mkdir()
+            external = {**spec["externalLabels"], "prometheus": "vigil/vigil",
+                        spec["replicaExternalLabelName"]: f"prometheus-vigil-{replica}"}
+            writes = _snake(spec["remoteWrite"])
+            for write in writes:
+                write["url"] = write["url"].replace(VM_URL, f"http://{target}")
+                write["queue_config"]["batch_send_deadline"] = "1s"  # the test's pace, not the CR's 5 s
+            port = free_port()
+            # beside the shared target, each replica's own: one series per replica whatever the labels,
+            # which shows when VictoriaMetrics' index holds what both replicas wrote
+            config = {"global": {"scrape_interval": "1s", "external_labels": external},
+                      "scrape_configs": [{"job_name": "victoria-metrics", "static_configs": [{"targets": [target]}]},
+                                         {"job_name": "self", "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}],
+                      "remote_write": writes}
+            (folder / "prometheus.yml").write_text(yaml.safe_dump(config))
+            proc = _start(["prometheus", f"--config.file={folder / 'prometheus.yml'}",
+                           f"--storage.tsdb.path={folder / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
+                          {}, folder / "prometheus.log")
+            proc.stdout = (folder / "prometheus.log").open()
+            started.append(proc)
+            replicas.append((proc, port))
+        for proc, port in replicas:  # each replica has sent a few batches (its own count of sent samples)
+            poll(lambda: _samples_sent(port) >= 200, proc, f"the replica on port {port} writing 200 samples")
+        poll(lambda: len(_series(target, 'up{job="self"}')) == 2, vm_proc, "both replicas' series searchable")
+        series = _series(target, 'up{job="victoria-metrics"}')
+        assert len(series) == 1, series
+        assert spec["replicaExternalLabelName"] not in series[0] and series[0]["cluster"] == "vigil"
+    finally:
+        _stop(started)
+
+
 def test_vmalert_runs_the_global_rules_on_victoria_metrics_and_alerts_every_peer(tmp_path):
     assert shutil.which("victoria-metrics") and shutil.which("vmalert"), \
         "victoria-metrics and vmalert (Debian's victoria-metrics) are dependencies (Makefile DEB_PACKAGES)"
@@ -107,15 +206,8 @@ def test_vmalert_runs_the_global_rules_on_victoria_metrics_and_alerts_every_peer
     started: list[subprocess.Popen] = []
     peers = [Peer() for _ in range(3)]
     try:
-        _, vm = _container(objects, "StatefulSet", "vigil-victoria-metrics")
-        vm_port = free_port()
-        [data] = vm["volumeMounts"]
-        vm_proc = _start(["victoria-metrics", *vm["args"]], {
-            data["mountPath"]: str(tmp_path / "data"), f"-httpListenAddr=:{vm['ports'][0]['containerPort']}":
-            f"-httpListenAddr=127.0.0.1:{vm_port}"}, tmp_path / "vm.log")
+        vm_proc, vm_port = _start_victoria_metrics(objects, tmp_path)
         started.append(vm_proc)
-        vm_proc.stdout = (tmp_path / "vm.log").open()
-        _probe(vm_port, vm, vm_proc)
 
         pod, vmalert = _container(objects, "Deployment", "vigil-vmalert")
         [mount] = vmalert["volumeMounts"]
@@ -153,11 +245,4 @@ def test_vmalert_runs_the_global_rules_on_victoria_metrics_and_alerts_every_peer
     finally:
         for peer in peers:
             peer.shutdown()
-        for proc in started:
-            proc.terminate()
-        for proc in started:
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        _stop(started)
