@@ -70,8 +70,8 @@ def test_every_reference_selector_and_probe_port_of_an_overlay_resolves(rendered
     objects = rendered[size]
     assert problems(objects) == []
     kinds = {o["kind"] for o in objects}
-    assert {"DaemonSet", "Deployment", "Service", "ServiceMonitor", "PodMonitor", "PrometheusRule", "Alertmanager",
-            "Prometheus", "Secret", "ConfigMap", "NetworkPolicy", "PodDisruptionBudget"} <= kinds
+    assert {"DaemonSet", "Deployment", "StatefulSet", "Service", "ServiceMonitor", "PodMonitor", "PrometheusRule",
+            "Alertmanager", "Prometheus", "Secret", "ConfigMap", "NetworkPolicy", "PodDisruptionBudget"} <= kinds
 
 
 def test_the_checks_find_each_broken_reference(rendered):
@@ -199,8 +199,8 @@ def test_the_gpu_exporter_has_the_least_privileges_that_work(rendered):
 
 def test_only_the_node_health_exporter_is_privileged_and_only_node_exporter_is_on_the_host_network(rendered):
     privileged, host_network = [], []
-    for obj in rendered["small"]:
-        if obj["kind"] in ("Deployment", "DaemonSet"):
+    for obj in rendered["small"] + rendered["large"]:
+        if obj["kind"] in ("Deployment", "DaemonSet", "StatefulSet"):
             pod = obj["spec"]["template"]["spec"]
             assert not pod.get("hostPID")
             if pod.get("hostNetwork"):
@@ -212,7 +212,7 @@ def test_only_the_node_health_exporter_is_privileged_and_only_node_exporter_is_o
                 else:
                     assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
                 assert container["securityContext"]["readOnlyRootFilesystem"]
-    assert privileged == ["vigil-node-health"] and host_network == ["node-exporter"]
+    assert set(privileged) == {"vigil-node-health"} and set(host_network) == {"node-exporter"}
     pod, [node_exporter] = _containers(rendered["small"], "DaemonSet", "node-exporter")
     assert {(m["mountPath"], m["readOnly"]) for m in node_exporter["volumeMounts"]} == \
         {("/host/proc", True), ("/host/sys", True), ("/host/root", True)}
