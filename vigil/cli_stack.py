@@ -21,7 +21,7 @@ from .components import MissingBinaries
 from .detach import DETACHED_CHILD_FLAG, start_detached
 from .runstate import NoStack, pid_alive, read_state
 from .stack_client import StackClient
-from .settings import SettingsError, load_settings
+from .settings import MAX_SHARDS, SettingsError, load_settings
 from .stack import StackError, run_stack
 from .supervisor import is_healthy
 
@@ -39,9 +39,13 @@ run_dir_option = click.option("--run-dir", type=click.Path(path_type=Path), defa
 @click.option("--scrape-interval", type=Duration(positive=True),
               help="Time between scrapes (and rule evaluations): 2, 2s, 500ms …  [default: 2s]")
 @click.option("--no-aiops", is_flag=True, help="Do not run the AIOps service (skips history backfill).")
-@click.option("--profile", type=click.Choice(["single", "ha"]),
+@click.option("--profile", type=click.Choice(["single", "ha", "sharded"]),
               help="single: one of each component; ha: two Prometheus replicas, a 3-peer Alertmanager cluster, "
-                   "two notifiers on one PostgreSQL and VictoriaMetrics (docs/scaling.md).  [default: single]")
+                   "two notifiers on one PostgreSQL and VictoriaMetrics; sharded: --shards Prometheus shards "
+                   "(hashmod of the node targets, the shard-local rules), one AIOps service per shard, "
+                   "VictoriaMetrics and vmalert for the global rules (docs/scaling.md).  [default: single]")
+@click.option("--shards", type=click.IntRange(2, MAX_SHARDS),
+              help="sharded: how many Prometheus shards (and AIOps services).  [default: 2]")
 @click.option("--database-url", metavar="URL",
               help="ha: the notifiers' PostgreSQL, postgresql://USER@HOST:PORT/DB (default: a server in the run dir).")
 @click.option("--detach", is_flag=True, help="Return once every component is healthy; stop later with `vigil down`.")
@@ -49,17 +53,19 @@ run_dir_option = click.option("--run-dir", type=click.Path(path_type=Path), defa
               help="How long to wait for health (120, 2m …).")
 @grafana_options(required=False)
 @click.option(DETACHED_CHILD_FLAG, "detached_child", is_flag=True, hidden=True)  # set by --detach on its child
-def up(run_dir, config_file, port_base, sim_nodes, sim_gpus, gpu_backend, scrape_interval, no_aiops, profile, database_url,
-       detach, timeout, grafana_url, grafana_token_file, grafana_insecure, detached_child):
+def up(run_dir, config_file, port_base, sim_nodes, sim_gpus, gpu_backend, scrape_interval, no_aiops, profile, shards,
+       database_url, detach, timeout, grafana_url, grafana_token_file, grafana_insecure, detached_child):
     """Start Prometheus, Alertmanager, node_exporter, the GPU fleet, the notifier and AIOps on loopback;
     with --grafana-url, provision the dashboards into that Grafana once they are up (docs/dashboards.md)."""
     overrides = {"run_dir": run_dir, "port_base": port_base, "sim_nodes": sim_nodes, "sim_gpus": sim_gpus,
                  "scrape_interval": scrape_interval, "evaluation_interval": scrape_interval,
-                 "aiops": False if no_aiops else None, "profile": profile, "database_url": database_url}
+                 "aiops": False if no_aiops else None, "profile": profile, "shards": shards, "database_url": database_url}
     try:
         settings = load_settings(config_file, overrides)
     except SettingsError as exc:
         raise click.ClickException(str(exc)) from None
+    if shards is not None and settings.profile != "sharded":
+        raise click.UsageError(f"--shards needs --profile sharded (the profile is {settings.profile})")
     grafana = grafana_target(grafana_url, grafana_token_file, grafana_insecure) if grafana_url else None
     if detach:
         try:

@@ -23,6 +23,9 @@ SYSTEM_BINARIES = {
     "node-exporter": ("prometheus-node-exporter", "prometheus-node-exporter"),
 }
 HA_BINARIES = {"victoria-metrics": ("victoria-metrics", "victoria-metrics")}  # the ha profile's long-term store
+# the sharded profile's global store and the evaluator of its global rules (one Debian package)
+SHARDED_BINARIES = {**HA_BINARIES, "vmalert": ("vmalert", "victoria-metrics")}
+PROFILE_BINARIES = {"ha": HA_BINARIES, "sharded": SHARDED_BINARIES}
 
 
 class MissingBinaries(Exception):
@@ -31,7 +34,7 @@ class MissingBinaries(Exception):
 
 def find_binaries(profile: str = "single") -> dict[str, str]:
     found, missing = {}, set()
-    wanted = {**SYSTEM_BINARIES, **(HA_BINARIES if profile == "ha" else {})}
+    wanted = {**SYSTEM_BINARIES, **PROFILE_BINARIES.get(profile, {})}
     for key, (binary, package) in wanted.items():
         path = shutil.which(binary)
         if path:
@@ -90,15 +93,16 @@ def node_exporter_flags(systemd_dir: Path = Path("/run/systemd/system")) -> list
 
 
 def notifier_spec(settings: StackSettings, layout: RunLayout, name: str, port: int, db_url: str,
-                  alertmanager_port: int, env: dict[str, str] | None = None, after: str | None = None) -> ComponentSpec:
+                  alertmanager_port: int, env: dict[str, str] | None = None, after: str | None = None,
+                  prometheus_url: str | None = None) -> ComponentSpec:
     """A `vigil notifier serve` on `port` storing into `db_url`, reconciling with the Alertmanager on
-    `alertmanager_port` at start."""
+    `alertmanager_port` at start; `prometheus_url`: where postmortems read charts (default: the Prometheus)."""
     host, p = settings.host, settings.ports
     argv = vigil_argv("notifier", "serve", "--listen", format_host_port(host, port), "--db", db_url,
                       "--token-file", str(layout.token_file),
                       "--oncall-config", str(settings.oncall_config or layout.oncall_config),
                       "--alertmanager-url", http_url(host, alertmanager_port),
-                      "--prometheus-url", http_url(host, p.prometheus),  # postmortems' charts
+                      "--prometheus-url", prometheus_url or http_url(host, p.prometheus),  # postmortems' charts
                       # the Watchdog's heartbeat (alertmanager.yml): page when it stops
                       "--heartbeat", f"watchdog={format_duration(settings.heartbeat_timeout)},team=platform")
     return ComponentSpec(name, argv, http_url(host, port), http_url(host, port, "/healthz"), ports=[port],
@@ -123,6 +127,16 @@ def prometheus_spec(settings: StackSettings, binaries: dict[str, str], name: str
             f"--rules.alert.resend-delay={format_duration(settings.resend_delay)}",
             "--storage.tsdb.retention.time=30d", "--web.enable-lifecycle", f"--web.external-url={url}", *extra]
     return ComponentSpec(name, argv, url, http_url(settings.host, port, "/-/ready"), ports=[port])
+
+
+def aiops_spec(settings: StackSettings, name: str, port: int, model_dir: Path, metrics_url: str) -> ComponentSpec:
+    """An AIOps service on `port` keeping its models in `model_dir`, learning from and scoring the series
+    of the Prometheus-compatible API at `metrics_url`."""
+    listen, url = format_host_port(settings.host, port), http_url(settings.host, port)
+    return ComponentSpec(name, vigil_argv("aiops", "serve", "--listen", listen, "--model-dir", str(model_dir),
+                                          "--prometheus-url", metrics_url, "--match", "vigil_gpu_utilization_ratio",
+                                          "--risk-interval", format_duration(max(5.0, 5 * settings.scrape_interval))),
+                         f"{url}/metrics", f"{url}/healthz", ports=[port])
 
 
 def component_specs(settings: StackSettings, layout: RunLayout, binaries: dict[str, str], backend: GpuBackend,
@@ -173,8 +187,5 @@ def component_specs(settings: StackSettings, layout: RunLayout, binaries: dict[s
                                                                "--model-dir", str(layout.aiops_dir)),
                                    "", "", oneshot=True))
     if settings.aiops:
-        specs.append(ComponentSpec("aiops", vigil_argv("aiops", "serve", "--listen", listen(p.aiops), "--model-dir", str(layout.aiops_dir),
-                                                   "--prometheus-url", metrics_url or url(p.prometheus), "--match", "vigil_gpu_utilization_ratio",
-                                                   "--risk-interval", format_duration(max(5.0, 5 * settings.scrape_interval))),
-                                   url(p.aiops, "/metrics"), url(p.aiops, "/healthz"), ports=[p.aiops]))
+        specs.append(aiops_spec(settings, "aiops", p.aiops, layout.aiops_dir, metrics_url or url(p.prometheus)))
     return specs

@@ -18,6 +18,10 @@ from vigil.notifier.heartbeat_spec import MAX_TIMEOUT_S
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
 MAX_SIM_NODES = 89  # node targets use port_base+10 … port_base+99
 HA_PORTS = 9  # the ha profile's extra components take port_base+91 … port_base+99 (stack_config.ha)
+# the sharded profile's extra components take port_base+90 … port_base+99 (stack_config.sharded), which
+# holds up to MAX_SHARDS Prometheus shards and as many AIOps services
+SHARDED_PORTS = 10
+MAX_SHARDS = 5
 
 
 class Ports(BaseModel):
@@ -95,8 +99,11 @@ class StackSettings(BaseModel):
     node_health: bool = True
     oncall_config: Path | None = None
     # "ha": two Prometheus replicas, a 3-peer Alertmanager cluster, two notifiers on one PostgreSQL and
-    # VictoriaMetrics (docs/scaling.md, "HA topology"); "single": one of each (the default)
-    profile: Literal["single", "ha"] = "single"
+    # VictoriaMetrics (docs/scaling.md, "HA topology"); "sharded": `shards` hashmod Prometheus shards, one
+    # AIOps service each, VictoriaMetrics and vmalert for the global rules (docs/scaling.md, "Sharded
+    # topology"); "single": one of each (the default)
+    profile: Literal["single", "ha", "sharded"] = "single"
+    shards: int = Field(2, ge=2, le=MAX_SHARDS)  # sharded: how many Prometheus shards
     database_url: str | None = None  # ha: the notifiers' PostgreSQL (None: a throwaway server in the run dir)
 
     @field_validator("host")
@@ -112,6 +119,9 @@ class StackSettings(BaseModel):
         if self.profile == "ha" and self.sim_nodes > MAX_SIM_NODES - HA_PORTS:
             problems.append(f"the ha profile runs at most {MAX_SIM_NODES - HA_PORTS} simulated nodes "
                             f"(its extra components use the top {HA_PORTS} ports of the range)")
+        if self.profile == "sharded" and self.sim_nodes > MAX_SIM_NODES - SHARDED_PORTS:
+            problems.append(f"the sharded profile runs at most {MAX_SIM_NODES - SHARDED_PORTS} simulated nodes "
+                            f"(its extra components use the top {SHARDED_PORTS} ports of the range)")
         if self.database_url is not None and self.profile != "ha":
             problems.append("database_url is the ha profile's (the single profile's notifier keeps SQLite in the run dir)")
         if self.database_url is not None and not self.database_url.startswith("postgresql://"):

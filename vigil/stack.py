@@ -14,6 +14,7 @@ from vigil.oncall.loader import OncallConfigError, load_oncall
 
 from .components import GpuBackend, component_specs, detect_gpu_backend, find_binaries
 from .components_ha import ha_component_specs
+from .components_sharded import backfill_shards, sharded_component_specs
 from .history import backfill_simulated_history
 from .runstate import ComponentState, StackState
 from .settings import StackSettings
@@ -24,6 +25,8 @@ from .stack_config.postgres import PostgresUnavailable
 from .supervisor import Supervisor, taken_ports
 
 log = logging.getLogger("vigil.stack")
+
+PROFILE_SPECS = {"single": component_specs, "ha": ha_component_specs, "sharded": sharded_component_specs}
 
 
 def sim_banner(nodes: int, gpus: int) -> str:
@@ -95,7 +98,7 @@ def run_stack(settings: StackSettings, gpu_backend: str, say: Callable[[str], No
     lock = _lock_run_dir(layout)
     backend: GpuBackend = detect_gpu_backend(settings, gpu_backend)
     try:
-        specs = (ha_component_specs if settings.profile == "ha" else component_specs)(settings, layout, binaries, backend)
+        specs = PROFILE_SPECS[settings.profile](settings, layout, binaries, backend)
     except PostgresUnavailable as exc:
         raise StackError(str(exc)) from None
     conflicts = taken_ports(specs)
@@ -112,7 +115,8 @@ def run_stack(settings: StackSettings, gpu_backend: str, say: Callable[[str], No
     if settings.aiops and backend.kind == "sim":
         if settings.backfill_days > 0:
             say(f"history backfill: {settings.backfill_days:g} day(s) of simulated GPU load into Prometheus …")
-        say(backfill_simulated_history(settings, layout, binaries, backend.node_names))
+        backfill = backfill_shards if settings.profile == "sharded" else backfill_simulated_history
+        say(backfill(settings, layout, binaries, backend.node_names))
 
     stop_requested = False
 
@@ -125,7 +129,7 @@ def run_stack(settings: StackSettings, gpu_backend: str, say: Callable[[str], No
 
     supervisor = Supervisor(specs, layout.logs_dir)
     urls = {"gpu_control": http_url(settings.host, settings.ports.gpu_control)} if backend.kind == "sim" else {}
-    if settings.profile == "ha":  # the global query view: both replicas' series, deduplicated
+    if settings.profile in ("ha", "sharded"):  # the global query view: every replica's or shard's series
         urls["metrics_query"] = HaTopology(settings).victoria_metrics_url
     state = StackState(supervisor_pid=os.getpid(), port_base=settings.port_base, gpu_backend=backend.kind, urls=urls)
     try:

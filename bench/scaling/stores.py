@@ -12,6 +12,7 @@ import requests
 
 from reuse import rules_run, stack
 from vigil.rules.dump import dump_yaml
+from vigil.stack_config.vmalert import vmalert_argv
 
 VICTORIA_METRICS = "/usr/bin/victoria-metrics"
 VMALERT = "/usr/bin/vmalert"
@@ -45,9 +46,8 @@ def vmalert(rules: dict, vm_url: str, workdir: Path, scrape_s: int) -> Iterator[
     port nobody listens on (their delivery is not what is measured)."""
     (workdir / "global-rules.yml").write_text(dump_yaml(rules))
     url = f"http://127.0.0.1:{stack.free_port()}"
-    argv = [VMALERT, f"-rule={workdir / 'global-rules.yml'}", f"-datasource.url={vm_url}",
-            f"-remoteWrite.url={vm_url}", f"-notifier.url=http://127.0.0.1:{stack.free_port()}",
-            f"-evaluationInterval={scrape_s}s", f"-httpListenAddr={url[7:]}"]
+    argv = vmalert_argv(VMALERT, workdir / "global-rules.yml", vm_url, f"http://127.0.0.1:{stack.free_port()}",
+                        url[7:], scrape_s)
     with _process(argv, workdir / "vmalert.log", f"{url}/health", "vmalert") as process:
         yield process, url
 

@@ -5,7 +5,9 @@
 - `prometheus` and `alertmanager`: their configs, built as data (golden files in tests/golden/stack);
 - `demo_oncall`: the on-call file of the demo (its first DRI has a console login);
 - the ha profile's: `ha` (topology, ports, paths), `ha_prometheus`, `ha_alertmanager`, `postgres`
-  (the notifiers' throwaway server) and `sharding` (hashmod scrape shards).
+  (the notifiers' throwaway server) and `sharding` (hashmod scrape shards);
+- the sharded profile's: `sharded` (topology, ports, each shard's `prometheus.yml`) and `vmalert` (the
+  global rules' evaluator); the generated rule file is split (`vigil.rules.shard_split`) between them.
 
 `write_stack_files` writes them all, dumped with PyYAML (never text templates).
 """
@@ -19,6 +21,7 @@ import yaml
 import vigil.rules as rulegen
 from vigil.notifier.console.passwords import hash_password
 from vigil.rules.alertmanager_routing import ROUTING_FILE, load_routing
+from vigil.rules.shard_split import split_rule_file
 
 from ..settings import StackSettings
 from .alertmanager import alertmanager_config
@@ -30,6 +33,7 @@ from . import postgres
 from .layout import RunLayout
 from .prometheus import GPU_JOB, prometheus_config
 from .secret_files import ensure_demo_password, ensure_private_database, ensure_token
+from .sharded import ShardedLayout, shard_prometheus_config
 
 __all__ = ["GPU_JOB", "RunLayout", "alertmanager_config", "demo_oncall_config", "dump_config", "ensure_demo_password",
            "ensure_token",
@@ -55,6 +59,10 @@ def write_stack_files(settings: StackSettings, layout: RunLayout, node_names: li
     for stale in layout.rules_dir.glob("*.yml"):
         stale.unlink()
     rule_doc = rulegen.prometheus_rule_file(ruleset, max_for_seconds=settings.max_for)
+    if settings.profile == "sharded":  # the shards evaluate the local rules, vmalert the global ones
+        rule_doc, global_doc, _ = split_rule_file(rule_doc)
+        ShardedLayout(layout).global_rules.parent.mkdir(parents=True, exist_ok=True)
+        ShardedLayout(layout).global_rules.write_text(rulegen.dump_yaml(global_doc), encoding="utf-8")
     (layout.rules_dir / "vigil-rules.yml").write_text(rulegen.dump_yaml(rule_doc), encoding="utf-8")
     routing = load_routing(ROUTING_FILE, ruleset)
     am_config = alertmanager_config(settings, layout, ruleset, routing)
@@ -67,6 +75,12 @@ def write_stack_files(settings: StackSettings, layout: RunLayout, node_names: li
             path.mkdir(parents=True, exist_ok=True)
         if settings.database_url is None:
             postgres.ensure_cluster(layout, settings.host, HaTopology(settings).postgres_port)
+    elif settings.profile == "sharded":
+        sharded = ShardedLayout(layout)
+        for shard in range(settings.shards):
+            _write(sharded.prometheus_config(shard), shard_prometheus_config(settings, layout, node_names, shard))
+        for path in sharded.data_dirs(settings.shards):
+            path.mkdir(parents=True, exist_ok=True)
     else:
         _write(layout.prometheus_config, prometheus_config(settings, layout, node_names))
     _write(layout.alertmanager_config, am_config)
