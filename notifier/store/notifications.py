@@ -40,10 +40,13 @@ _ALERT_KEYS = Prepared(sa.select(incident_alerts.c.alert_key)
                        .where(incident_alerts.c.incident_id == sa.bindparam("incident_id")))
 # is any incident opened by reconciliation still firing? Keyed by "is SQLite": there the prefix is a range
 # on the firing incidents' unique index (exact: SQLite compares TEXT bytewise); PostgreSQL's collation
-# may not order it so, and LIKE stays exact
+# may not order it so, and LIKE stays exact. 'firing' is written into the SQL, not bound: SQLite plans a
+# query on a partial index (WHERE status = 'firing') anew on every run when the status is a parameter,
+# which made this the webhook's costliest statement
+_FIRING = sa.literal_column("'firing'")
 _ANY_RECONCILED = {
     sqlite: Prepared(sa.select(incidents.c.id).where(
-        incidents.c.status == "firing",
+        incidents.c.status == _FIRING,
         sa.and_(incidents.c.group_key >= RECONCILED_PREFIX,
                 incidents.c.group_key < RECONCILED_PREFIX[:-1] + chr(ord(RECONCILED_PREFIX[-1]) + 1))
         if sqlite else incidents.c.group_key.startswith(RECONCILED_PREFIX)).limit(1))
