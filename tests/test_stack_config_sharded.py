@@ -5,6 +5,8 @@ are distinct and the settings and the CLI refuse what the port range cannot hold
 
 from __future__ import annotations
 
+import fcntl
+import os
 import subprocess
 
 import pytest
@@ -124,3 +126,22 @@ def test_vigil_up_refuses_a_bad_shard_count_as_a_usage_error(tmp_path, args, mes
     result = vigil("up", "--run-dir", str(tmp_path / "run"), *args)
     assert result.returncode == 2 and message in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_vigil_ask_and_the_dashboards_read_the_global_view_of_a_sharded_stack(tmp_path):
+    from vigil.cli_ask import _prometheus_url
+    from vigil.cli_dashboards import stack_prometheus
+    from vigil.runstate import ComponentState, StackState, read_state
+
+    layout = RunLayout(tmp_path / "run")
+    layout.root.mkdir()
+    lock = open(layout.lock_file, "a+")  # as the running supervisor holds it
+    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    shard0 = ComponentState("http://127.0.0.1:9600", "http://127.0.0.1:9600/-/ready")
+    state = StackState(os.getpid(), 9600, "sim", components={"prometheus": shard0, "prometheus-1": shard0})
+    state.write(layout)
+    assert _prometheus_url(layout.root, None) == stack_prometheus(read_state(layout.root)) == shard0.url  # single
+    state.urls["metrics_query"] = "http://127.0.0.1:9691"
+    state.write(layout)
+    assert _prometheus_url(layout.root, None) == stack_prometheus(read_state(layout.root)) == "http://127.0.0.1:9691"
+    lock.close()

@@ -75,7 +75,7 @@ def stack(tmp_path_factory):
     running = RunningStack(run_dir, base, started=result)
     running.owner = owner
     yield running
-    assert running.cli("down", "--timeout", timeout=40, interval=0.5).returncode == 0
+    assert running.cli("down", "--timeout", "60").returncode == 0
 
 
 def shard(stack: RunningStack, index: int) -> PrometheusClient:

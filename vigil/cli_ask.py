@@ -18,7 +18,9 @@ def _prometheus_url(run_dir: Path | None, prometheus: str | None) -> str:
     if prometheus:
         return prometheus
     try:
-        return read_state(run_dir or Path(".vigil")).components["prometheus"].url
+        state = read_state(run_dir or Path(".vigil"))
+        # the global view where the stack has one (VictoriaMetrics: every shard's nodes), else the Prometheus
+        return state.urls.get("metrics_query") or state.components["prometheus"].url
     except NoStack as exc:
         raise click.ClickException(f"--run needs a Prometheus: {exc} (or give --prometheus URL)") from None
 

@@ -50,7 +50,10 @@ def grafana_target(url: str, token_file: Path | None, insecure: bool):
 
 
 def stack_prometheus(state) -> str:
-    """The stack's Prometheus (`prometheus`, or the first `prometheus…` of a topology with several)."""
+    """The stack's global query view (VictoriaMetrics in the ha and sharded profiles: a shard holds only
+    its part of the fleet), else its Prometheus (`prometheus`, or the first `prometheus…`)."""
+    if state.urls.get("metrics_query"):
+        return state.urls["metrics_query"]
     names = sorted(name for name in state.components if name.startswith("prometheus"))
     if not names:
         raise click.ClickException("the stack in the run directory has no Prometheus; give --prometheus-url")
