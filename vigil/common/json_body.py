@@ -49,6 +49,14 @@ def decode_json_body(raw: bytes, max_depth: int = MAX_DEPTH) -> Any:
 _SUSPECT_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
 
 
+def plain_json_text(text: str) -> bool:
+    """True when `text` (decoded UTF-8) has nothing `decode_json_body` refuses other than bad syntax and
+    depth: no `NaN`/`Infinity` (not even inside a string: the answer may be a cautious False) and no
+    `\\u` escape of a NUL or a surrogate. For a caller that parses such text with another JSON parser
+    (pydantic's) and bounds the depth itself."""
+    return "NaN" not in text and "Infinity" not in text and _SUSPECT_ESCAPE.search(text) is None
+
+
 def _shallow(text: str, value: Any, max_depth: int) -> bool:
     """No container of `value` (decoded from `text`) nested deeper than `max_depth`: at once when `text` has
     fewer brackets than that (each container opens with one), else by the cheap walk (containers only)."""
