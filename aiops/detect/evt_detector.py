@@ -18,7 +18,8 @@ of an anomalous stretch is flagged, not one alarm per episode.
    variance and shift signals label only points with |z| >= `variance_gate` (and the shift signal only
    points on its side of the prediction, `shift_gate`), so an EWMA's decaying tail after an anomaly does
    not label the calm points that follow (an unlabelled point is learned, which also lets the level
-   follow a normal drift that set off the flags).
+   follow a normal drift that set off the flags). The tail lasts about 15 points (a 4-sigma shift
+   leaves the variance EWMA at 16); a gate of 1 sigma keeps two thirds of those points unlabelled.
 4. **Thresholds**: one `Spot` per signal, calibrated on the warm-up's signals and updated while
    streaming, each at risk `q` (the chance that a normal point exceeds it). A point is flagged when a
    signal exceeds its threshold; a missing value (NaN) is flagged as `missing`.
@@ -85,7 +86,9 @@ class EvtParameters:
     scale_alpha: float = 0.005
     shift_alpha: float = 0.2
     variance_alpha: float = 0.1
-    variance_gate: float = 0.5  # the variance signal labels only points with |z| at least this
+    # the variance and shift signals label only points with |z| at least this: after an anomaly their
+    # EWMAs decay for ~15 points, and a gate of 0.5 let 62 % of those normal points be labelled, 1.0 lets 32 %
+    variance_gate: float = 1.0
     shift_gate: bool = True  # and the shift signal, too, only points on the shift's side of the prediction
     clip: float = 4.0  # z is clipped to ±clip before the shift and variance EWMAs: one spike is not a shift
     max_hold_s: float = 6 * 3600.0  # a change flagged this long becomes the new normal
@@ -181,7 +184,6 @@ class EvtDetector(Detector):
             spot.fit(signals[:, column])
             spots.append(spot)
         return spots
-        self._times, self._values = [], []
 
     # -- seasonal profile ----------------------------------------------------------------------------
     def _refit_profile(self) -> None:
