@@ -22,12 +22,14 @@ def run(*args):
 
 
 def test_kpi_synth_json_reports_the_setting_chosen_on_tune_scored_on_heldout():
-    result = run(*KPI, "--sensitivity", "0.25", "--sensitivity", "0.75", "--json")
+    result = run(*KPI, "--sensitivity", "0.25", "--sensitivity", "0.75", "--variance-gate", "1", "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["benchmark"] == "kpi-synth" and report["detector"] == "evt"
-    assert set(report["tune"]) == {"sensitivity 0.25", "sensitivity 0.75"}
-    best = max(report["tune"], key=lambda name: report["tune"][name]["point_adjusted"]["f1"])
+    assert set(report["tune"]) == {"sensitivity 0.25, variance gate 1", "sensitivity 0.75, variance gate 1"}
+    assert report["min_precision"] == 0.952  # the rule: the best F1 among the settings this precise
+    precise = [n for n, s in report["tune"].items() if s["point_adjusted"]["precision"] >= 0.952] or list(report["tune"])
+    best = max(precise, key=lambda name: report["tune"][name]["point_adjusted"]["f1"])
     assert report["chosen"] == best
     heldout = report["heldout"]
     assert set(heldout) >= {"point_adjusted", "strict", "point_adjusted_by_kind", "point_adjusted_by_curve"}
@@ -49,6 +51,14 @@ def test_kpi_synth_text_prints_both_scores_for_the_heldout_half():
     assert "held-out half, sensitivity 0.5" in result.stdout
     heldout = result.stdout.split("held-out half")[1]
     assert "point-adjusted P" in heldout and "strict P" in heldout and "level_shift" in heldout
+
+
+def test_kpi_synth_tune_only_chooses_without_scoring_the_heldout_half():
+    result = run(*KPI, "--sensitivity", "0.5", "--sensitivity", "0.75", "--variance-gate", "0.5",
+                 "--min-precision", "0", "--tune-only")
+    assert result.exit_code == 0, result.output
+    assert "chosen: sensitivity" in result.stdout and "held-out not scored" in result.stdout
+    assert "held-out half" not in result.stdout
 
 
 def test_kpi_synth_rejects_a_bad_sensitivity():
