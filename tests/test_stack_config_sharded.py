@@ -24,9 +24,9 @@ BINARIES = {"prometheus": "prometheus", "promtool": "promtool", "alertmanager": 
             "node-exporter": "node_exporter", "victoria-metrics": "victoria-metrics", "vmalert": "vmalert"}
 
 
-def generate(tmp_path, nodes: int = 6, shards: int = 3, **overrides):
+def generate(tmp_path, nodes: int = 6, shards: int | None = 3, **overrides):
     settings = load_settings(None, {"run_dir": tmp_path / "run", "sim_nodes": nodes, "profile": "sharded",
-                                    "shards": shards, **overrides})
+                                    "shards": shards, **overrides})  # load_settings drops a None
     layout = RunLayout(settings.run_path)
     write_stack_files(settings, layout, [f"node-{i}" for i in range(1, nodes + 1)])
     return settings, layout
@@ -95,7 +95,7 @@ def test_the_rules_are_split_between_the_shards_and_vmalert_without_loss(tmp_pat
     assert names(local).isdisjoint(names(global_))
     assert {"Watchdog", "GpuExporterAbsent", "NotifierAbsent"} <= names(global_)
     assert {"GpuFallenOffBus", "AiopsServiceDown", "GpuLoadOutsideBaseline"} <= names(local)
-    _, single = generate(tmp_path / "single", profile="single", shards=2)
+    _, single = generate(tmp_path / "single", profile="single", shards=None)
     assert names(yaml.safe_load((single.rules_dir / "vigil-rules.yml").read_text())) == names(local) | names(global_)
 
 
@@ -120,12 +120,20 @@ def test_the_settings_refuse_one_shard_too_many_shards_and_nodes_over_the_ports(
             load_settings(None, {"profile": "sharded", **overrides})
 
 
-@pytest.mark.parametrize("args, message", [(("--profile", "sharded", "--shards", "1"), "1 is not in the range 2<=x<=5"),
-                                           (("--shards", "3"), "--shards needs --profile sharded")])
-def test_vigil_up_refuses_a_bad_shard_count_as_a_usage_error(tmp_path, args, message):
+@pytest.mark.parametrize("args, code, message", [
+    (("--profile", "sharded", "--shards", "1"), 2, "Invalid value for '--shards': 1 is not in the range 2<=x<=5"),
+    (("--shards", "3"), 1, "shards is the sharded profile's (the profile is single; add profile: sharded)")])
+def test_vigil_up_refuses_a_bad_shard_count_and_shards_outside_the_sharded_profile(tmp_path, args, code, message):
     result = vigil("up", "--run-dir", str(tmp_path / "run"), *args)
-    assert result.returncode == 2 and message in result.stderr, result.stderr
+    assert result.returncode == code and message in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_config_file_with_shards_but_another_profile_is_refused_at_its_line(tmp_path):
+    config = tmp_path / "vigil.yaml"
+    config.write_text("stack:\n  profile: ha\n  shards: 3\n")
+    with pytest.raises(SettingsError, match=r"vigil.yaml:\d+: .*shards is the sharded profile's \(the profile is ha"):
+        load_settings(config, {})
 
 
 def test_vigil_ask_and_the_dashboards_read_the_global_view_of_a_sharded_stack(tmp_path):
@@ -145,3 +153,11 @@ def test_vigil_ask_and_the_dashboards_read_the_global_view_of_a_sharded_stack(tm
     state.write(layout)
     assert _prometheus_url(layout.root, None) == stack_prometheus(read_state(layout.root)) == "http://127.0.0.1:9691"
     lock.close()
+
+
+def test_every_aiops_service_sees_the_one_disk_model_once_it_is_trained(tmp_path):
+    settings, layout = generate(tmp_path)
+    (layout.aiops_dir / "disk_model.json").write_text("{}")  # as train-disk writes it into shard 0's directory
+    for shard in range(1, settings.shards):
+        assert (ShardedLayout(layout).aiops_dir(shard) / "disk_model.json").read_text() == "{}"
+    write_stack_files(settings, layout, [f"node-{i}" for i in range(1, 7)])  # a restart keeps the links

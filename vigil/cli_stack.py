@@ -64,8 +64,6 @@ def up(run_dir, config_file, port_base, sim_nodes, sim_gpus, gpu_backend, scrape
         settings = load_settings(config_file, overrides)
     except SettingsError as exc:
         raise click.ClickException(str(exc)) from None
-    if shards is not None and settings.profile != "sharded":
-        raise click.UsageError(f"--shards needs --profile sharded (the profile is {settings.profile})")
     grafana = grafana_target(grafana_url, grafana_token_file, grafana_insecure) if grafana_url else None
     if detach:
         try:

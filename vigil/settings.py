@@ -122,6 +122,8 @@ class StackSettings(BaseModel):
         if self.profile == "sharded" and self.sim_nodes > MAX_SIM_NODES - SHARDED_PORTS:
             problems.append(f"the sharded profile runs at most {MAX_SIM_NODES - SHARDED_PORTS} simulated nodes "
                             f"(its extra components use the top {SHARDED_PORTS} ports of the range)")
+        if "shards" in self.model_fields_set and self.profile != "sharded":
+            problems.append(f"shards is the sharded profile's (the profile is {self.profile}; add profile: sharded)")
         if self.database_url is not None and self.profile != "ha":
             problems.append("database_url is the ha profile's (the single profile's notifier keeps SQLite in the run dir)")
         if self.database_url is not None and not self.database_url.startswith("postgresql://"):

@@ -33,7 +33,7 @@ from . import postgres
 from .layout import RunLayout
 from .prometheus import GPU_JOB, prometheus_config
 from .secret_files import ensure_demo_password, ensure_private_database, ensure_token
-from .sharded import ShardedLayout, shard_prometheus_config
+from .sharded import ShardedLayout, link_disk_model, shard_prometheus_config
 
 __all__ = ["GPU_JOB", "RunLayout", "alertmanager_config", "demo_oncall_config", "dump_config", "ensure_demo_password",
            "ensure_token",
@@ -81,6 +81,7 @@ def write_stack_files(settings: StackSettings, layout: RunLayout, node_names: li
             _write(sharded.prometheus_config(shard), shard_prometheus_config(settings, layout, node_names, shard))
         for path in sharded.data_dirs(settings.shards):
             path.mkdir(parents=True, exist_ok=True)
+        link_disk_model(layout, settings.shards)
     else:
         _write(layout.prometheus_config, prometheus_config(settings, layout, node_names))
     _write(layout.alertmanager_config, am_config)

@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from vigil.aiops.disk import METADATA_FILE, MODEL_FILE
 from vigil.common.hostport import format_host_port, http_url
 
 from ..settings import StackSettings
@@ -118,6 +119,18 @@ class ShardedLayout:
     def data_dirs(self, shards: int) -> list[Path]:
         return [*(self.prometheus_data(i) for i in range(1, shards)), *(self.aiops_dir(i) for i in range(1, shards)),
                 self.global_rules.parent, HaLayout(self.layout).victoria_metrics_data]
+
+
+def link_disk_model(layout: RunLayout, shards: int) -> None:
+    """The disk failure model is trained once (the `train-disk-model` job), into shard 0's AIOps directory:
+    every other AIOps service sees it through links (dangling until it is trained), so whichever shard
+    holds the host node's SMART series scores its disks with it."""
+    sharded = ShardedLayout(layout)
+    for shard in range(1, shards):
+        for name in (MODEL_FILE, METADATA_FILE):
+            link = sharded.aiops_dir(shard) / name
+            if not link.is_symlink() and not link.exists():
+                link.symlink_to(layout.aiops_dir / name)
 
 
 def _job(name: str, addresses: list[str]) -> dict:
