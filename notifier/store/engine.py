@@ -6,6 +6,8 @@ import threading
 
 import sqlalchemy as sa
 
+from vigil.notifier.store.prepared import on_cursor
+
 READ_ONLY = "vigil_read_only"
 _GATE = "vigil_write_gate"
 GATE_WAIT_S = 30.0  # as long as SQLite's busy timeout; past it, the BEGIN waits in SQLite as without the gate
@@ -35,12 +37,14 @@ def engine_for(url: str) -> sa.Engine:
     def _on_begin(connection):
         # IMMEDIATE takes the write lock up front: two writers serialize instead of failing mid-way.
         # Reads (`reading`) begin deferred: in WAL they never wait for, nor hold up, a writer.
+        # On the driver's cursor: `exec_driver_sql` costs about 26 us more per transaction (events and
+        # result wrapping for a statement that returns nothing)
         if connection.get_execution_options().get(READ_ONLY, False):
-            connection.exec_driver_sql("BEGIN")
+            on_cursor(connection, "BEGIN")
             return
         connection.info[_GATE] = gate.acquire(timeout=GATE_WAIT_S)
         try:
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            on_cursor(connection, "BEGIN IMMEDIATE")
         except BaseException:
             _open_gate(connection)
             raise

@@ -56,16 +56,7 @@ class Prepared:
             params = [{**fixed, **p} for p in params] if many else {**fixed, **params}
         if names is not None:  # positional paramstyle (SQLite's qmark): `names` picks them in order
             params = [names(p) for p in params] if many else names(params)
-        cursor = conn.connection.dbapi_connection.cursor()
-        try:
-            if many:
-                cursor.executemany(sql, params)
-            else:
-                cursor.execute(sql, params)
-        except conn.dialect.loaded_dbapi.Error as exc:
-            raise sa.exc.DBAPIError.instance(sql, params, exc, conn.dialect.loaded_dbapi.Error,
-                                             dialect=conn.dialect) from exc
-        return cursor
+        return on_cursor(conn, sql, params, many)
 
     def _for(self, dialect: sa.Dialect) -> tuple[str, Callable[[Mapping], tuple] | None, dict]:
         found = self._compiled.get(dialect.name)
@@ -75,6 +66,21 @@ class Prepared:
             fixed = {name: bind.effective_value for bind, name in compiled.bind_names.items() if not bind.required}
             found = self._compiled[dialect.name] = (compiled.string, names, fixed)
         return found
+
+
+def on_cursor(conn: sa.Connection, sql: str, params=(), many: bool = False):
+    """Run `sql` (with `params`, or each of them when `many`) on `conn`'s DBAPI cursor, inside its
+    transaction; the cursor. A driver error comes back as SQLAlchemy's, as from `execute`."""
+    cursor = conn.connection.dbapi_connection.cursor()
+    try:
+        if many:
+            cursor.executemany(sql, params)
+        else:
+            cursor.execute(sql, params)
+    except conn.dialect.loaded_dbapi.Error as exc:
+        raise sa.exc.DBAPIError.instance(sql, params, exc, conn.dialect.loaded_dbapi.Error,
+                                         dialect=conn.dialect) from exc
+    return cursor
 
 
 def _picker(names: list[str]) -> Callable[[Mapping], tuple]:
