@@ -140,6 +140,12 @@ def test_each_aiops_service_learned_and_exports_its_own_shards_nodes_only(stack:
         assert {s.labels["node"] for s in bands} == nodes_of(stack, index)
     scraped = vm(stack).query('up{job="vigil-aiops"}')  # every AIOps service's health is in the global view
     assert sorted((s.labels["shard"], s.value) for s in scraped) == [(str(i), 1.0) for i in range(SHARDS)]
+    # it learns from its shard, but answers questions about the whole fleet from VictoriaMetrics
+    service = stack.url(shard_name("aiops", 1)).removesuffix("/metrics")
+    answer = requests.post(f"{service}/api/v1/ask", json={"question": "total GPU power draw per node", "run": True},
+                           timeout=60)
+    assert answer.status_code == 200, answer.text
+    assert sorted(row["labels"]["node"] for row in answer.json()["result"]) == sorted(stack.owner)
 
 
 def test_the_watchdog_arrives_once_and_nothing_fires_on_the_healthy_sharded_stack(stack: RunningStack):

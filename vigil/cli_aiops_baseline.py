@@ -83,14 +83,19 @@ def train(prometheus_url, selectors, lookback, step, max_gap, inputs, model_dir,
 @click.option("--max-gap", type=DURATION, default="15m", show_default=True, help="Longest gap bridged by interpolation.")
 @click.option("--sensitivity", type=float, default=None, callback=_sensitivity, help="Override the store's sensitivity.")
 @click.option("--risk-interval", type=DURATION, default="60s", show_default=True, help="How often failure risk is recomputed from Prometheus.")
+@click.option("--query-url", metavar="URL",
+              help="Prometheus-compatible API that POST /api/v1/ask runs its queries on (a global view such as "
+                   "VictoriaMetrics when --prometheus-url is one shard).  [default: --prometheus-url]")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True)
-def serve(listen, model_dir, prometheus_url, selectors, refit_interval, lookback, step, max_gap, sensitivity, risk_interval, log_level):
+def serve(listen, model_dir, prometheus_url, selectors, refit_interval, lookback, step, max_gap, sensitivity, risk_interval,
+          query_url, log_level):
     """Serve the baseline bands for now on /metrics, refitting on a schedule."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if prometheus_url and not selectors:
         raise click.UsageError("--prometheus-url needs at least one --match SELECTOR")
     settings = TrainSettings(step=step, max_gap=max_gap, sensitivity=sensitivity or 1.0, lookback=lookback)
-    config = ServiceConfig(model_dir, settings, refit_interval, prometheus_url, tuple(selectors), sensitivity, risk_interval)
+    config = ServiceConfig(model_dir, settings, refit_interval, prometheus_url, tuple(selectors), sensitivity, risk_interval,
+                           query_url)
     service = BaselineService(config)
     try:
         loaded = service.load()

@@ -129,13 +129,17 @@ def prometheus_spec(settings: StackSettings, binaries: dict[str, str], name: str
     return ComponentSpec(name, argv, url, http_url(settings.host, port, "/-/ready"), ports=[port])
 
 
-def aiops_spec(settings: StackSettings, name: str, port: int, model_dir: Path, metrics_url: str) -> ComponentSpec:
+def aiops_spec(settings: StackSettings, name: str, port: int, model_dir: Path, metrics_url: str,
+               query_url: str | None = None) -> ComponentSpec:
     """An AIOps service on `port` keeping its models in `model_dir`, learning from and scoring the series
-    of the Prometheus-compatible API at `metrics_url`."""
+    of the Prometheus-compatible API at `metrics_url`; `query_url`: where its questions are answered
+    (default: `metrics_url`)."""
     listen, url = format_host_port(settings.host, port), http_url(settings.host, port)
+    query = ("--query-url", query_url) if query_url else ()
     return ComponentSpec(name, vigil_argv("aiops", "serve", "--listen", listen, "--model-dir", str(model_dir),
                                           "--prometheus-url", metrics_url, "--match", "vigil_gpu_utilization_ratio",
-                                          "--risk-interval", format_duration(max(5.0, 5 * settings.scrape_interval))),
+                                          "--risk-interval", format_duration(max(5.0, 5 * settings.scrape_interval)),
+                                          *query),
                          f"{url}/metrics", f"{url}/healthz", ports=[port])
 
 

@@ -68,8 +68,9 @@ def sharded_component_specs(settings: StackSettings, layout: RunLayout, binaries
         "prometheus": [prometheus_spec(settings, binaries, shard_name("prometheus", i), port, sharded.prometheus_config(i),
                                        sharded.prometheus_data(i), REMOTE_WRITE_FLAGS)
                        for i, port in reversed(list(zip(shards, topology.prometheus_ports())))],
+        # learns and scores its shard's nodes; answers questions about the whole fleet from VictoriaMetrics
         "aiops": [aiops_spec(settings, shard_name("aiops", i), port, sharded.aiops_dir(i),
-                             topology.url(topology.prometheus_ports()[i]))
+                             topology.url(topology.prometheus_ports()[i]), query_url=topology.victoria_metrics_url)
                   for i, port in zip(shards, topology.aiops_ports())],
         "notifier": [notifier_spec(settings, layout, "notifier", settings.ports.notifier, f"sqlite:///{layout.notifier_db}",
                                    settings.ports.alertmanager, prometheus_url=topology.victoria_metrics_url)],

@@ -38,6 +38,9 @@ class ServiceConfig:
     selectors: tuple[str, ...] = ()
     sensitivity: float | None = None  # overrides the store's when set
     risk_interval: float = 60.0  # how often failure risk is recomputed from Prometheus
+    # where POST /api/v1/ask runs its queries (None: prometheus_url); a Prometheus shard's service answers
+    # questions about the whole fleet from the global view (VictoriaMetrics)
+    query_url: str | None = None
 
 
 class BaselineService:
@@ -138,7 +141,8 @@ def make_http_server(host: str, port: int, registry: CollectorRegistry, service:
             if not length.isdigit():
                 self._send(400, b'{"error": "a POST needs a numeric Content-Length"}', "application/json")
                 return
-            status, reply = handle_ask(self.rfile.read(min(int(length), MAX_BODY + 1)), service.config.prometheus_url)
+            status, reply = handle_ask(self.rfile.read(min(int(length), MAX_BODY + 1)),
+                                       service.config.query_url or service.config.prometheus_url)
             self._send(status, json.dumps(reply).encode(), "application/json")
 
         def _send(self, code: int, body: bytes, content_type: str = "text/plain; charset=utf-8"):
