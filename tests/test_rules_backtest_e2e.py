@@ -40,7 +40,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("prometheus") is 
                                                  reason="prometheus and promtool are not installed")]
 
 REPO = Path(__file__).parent.parent
-GPU_SPEC = REPO / "rules" / "specs" / "gpu.yaml"
+# the GPU health alerts the faults below drill: gpu.yaml (node down, ECC) and gpu_temperature.yaml (overheat)
+GPU_SPECS = [REPO / "rules" / "specs" / "gpu.yaml", REPO / "rules" / "specs" / "gpu_temperature.yaml"]
 STEP = 180.0
 NODES, GPUS = ("node-1", "node-2"), 2
 HOUR = 3600.0
@@ -122,10 +123,10 @@ def day(tmp_path_factory):
     work = tmp_path_factory.mktemp("backtest")
     noisy = work / "noisy.yaml"
     noisy.write_text(NOISY_SPEC)
-    ruleset = load_specs([GPU_SPEC, noisy])
+    ruleset = load_specs([*GPU_SPECS, noisy])
     end = math.floor(time.time() / STEP) * STEP - STEP
     start = end - 86_400
-    series, types = simulated_day(start, "\n".join(alert.expr for alert in ruleset.alerts))
+    series, types = simulated_day(start, "\n".join([a.expr for a in ruleset.alerts] + [r.expr for r in ruleset.records]))
     write_openmetrics(work / "day.om", series, types=types)
     subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=24h",
                     str(work / "day.om"), str(work / "tsdb")], check=True, capture_output=True)
@@ -147,7 +148,7 @@ def day(tmp_path_factory):
 def test_a_noisy_rule_ranks_first_and_each_fault_fires_its_rules_once(day):
     url, start, end, noisy = day
     started = time.monotonic()
-    done = subprocess.run([VIGIL, "rules", "backtest", str(GPU_SPEC), str(noisy), "--prometheus", url,
+    done = subprocess.run([VIGIL, "rules", "backtest", *map(str, GPU_SPECS), str(noisy), "--prometheus", url,
                            "--from", stamp(start), "--to", stamp(end), "--json"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
@@ -161,7 +162,7 @@ def test_a_noisy_rule_ranks_first_and_each_fault_fires_its_rules_once(day):
     assert noisy_rule["firings"] > 10 and noisy_rule["flaps"] > 0 and noisy_rule["step_seconds"] == STEP
     assert report["incidents_compared"] is None and noisy_rule["incident_share"] is None
 
-    drilled = {alert.drill: alert.name for alert in load_specs([GPU_SPEC]).alerts if alert.drill}
+    drilled = {alert.drill: alert.name for alert in load_specs(GPU_SPECS).alerts if alert.drill}
     for fault, node, gpu, on, off in FAULTS:
         rule = rules[drilled[fault]]
         assert rule["firings"] == 1, (fault, rule)
@@ -182,7 +183,7 @@ def backtest_in_process(*args: str):
 
 def test_the_table_lists_the_same_ranking(day):
     url, start, end, noisy = day
-    done = backtest_in_process(str(GPU_SPEC), str(noisy), "--prometheus", url, "--from", stamp(start), "--to", stamp(end))
+    done = backtest_in_process(*map(str, GPU_SPECS), str(noisy), "--prometheus", url, "--from", stamp(start), "--to", stamp(end))
     assert done.exit_code == 0, done.stderr
     print(done.stdout)
     lines = done.stdout.splitlines()
@@ -204,7 +205,7 @@ def test_firings_that_overlap_a_notifier_incident_of_their_alert_are_counted(day
         stored = requests.post(f"{notifier.url}/api/v1/alerts/alertmanager", headers=AUTH, timeout=10,
                                json=payload(paged, group_key='{}:{alertname="GpuOverheating"}'))
         assert stored.status_code == 200, stored.text
-        done = backtest_in_process(str(GPU_SPEC), str(noisy), "--prometheus", url, "--from", stamp(start),
+        done = backtest_in_process(*map(str, GPU_SPECS), str(noisy), "--prometheus", url, "--from", stamp(start),
                                    "--to", stamp(end), "--notifier", notifier.url, "--token-file", str(token_file), "--json")
     assert done.exit_code == 0, done.stderr
     report = json.loads(done.stdout)
@@ -241,7 +242,7 @@ def test_a_range_too_long_for_the_interval_is_evaluated_coarser_and_says_so(day)
 
 def test_max_for_caps_every_for_like_the_demo_stack_rules(day):
     url, start, end, noisy = day
-    done = backtest_in_process(str(GPU_SPEC), "--prometheus", url, "--from", stamp(start), "--to", stamp(end),
+    done = backtest_in_process(*map(str, GPU_SPECS), "--prometheus", url, "--from", stamp(start), "--to", stamp(end),
                                "--max-for", "1s", "--json")
     assert done.exit_code == 0, done.stderr
     rules = {r["alert"]: r for r in json.loads(done.stdout)["rules"]}

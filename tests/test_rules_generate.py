@@ -72,7 +72,8 @@ def test_first_rule_set_contract():
     }.items()
     assert [p.name for p in rules.default_spec_paths()] == [
         "aiops.yaml", "baselines.yaml", "gpu.yaml", "gpu_errors.yaml", "gpu_links.yaml", "gpu_load.yaml", "gpu_memory.yaml",
-        "gpu_nvlink.yaml", "gpu_records.yaml", "jobs.yaml", "node.yaml", "service.yaml", "slo.yaml"]
+        "gpu_nvlink.yaml", "gpu_power.yaml", "gpu_records.yaml", "gpu_temperature.yaml", "jobs.yaml", "node.yaml",
+        "service.yaml", "slo.yaml"]
     for alert in ruleset.alerts:
         anchor = alert.runbook_url.split("#")[1]
         assert alert.runbook_url == f"docs/runbooks.md#{alert.name.lower()}" == f"docs/runbooks.md#{anchor}"
