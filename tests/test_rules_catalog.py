@@ -192,7 +192,7 @@ MUTATIONS = [  # (spec, text, changed text, the alert whose promtool case must t
     ("node.yaml", "    value: 0.15\n", "    value: 0.08\n", "NodeFilesystemSpaceLow"),
     ("node.yaml", "    window: 1h\n    keep_firing_for: 1d\n", "    window: 1h\n", "DiskSmartAttributeGrowing"),
     ("service.yaml", "    value: 50\n", "    value: 150\n", "NotifierOutboxBacklog"),
-    ("gpu_temperature.yaml", " gt85 >= 90\n", " gt85 >= 95\n", "GpuOverheating"),
+    ("gpu_temperature.yaml", ":gt85 >= 90\n", ":gt85 >= 95\n", "GpuOverheating"),
 ]
 
 
