@@ -10,8 +10,11 @@ evaluations of every rule group and reports, per group, the last and the largest
 `/api/v1/rules` evaluationTime over the evaluations seen);
 targets up; Prometheus CPU (rate of `process_cpu_seconds_total` over the window), RSS and head series;
 the fleet's threads, CPU and RSS; and the load average. Then the growth between sizes: linear when the
-time ratio is close to the node ratio. `--json F` also writes every figure, each rule's evaluation times
-included, to F (to compare two runs rule by rule).
+time ratio is close to the node ratio. Last, the rule work: the sum of the rules' medians a minute and
+each group's an evaluation, in units of a plain one-series-a-GPU selector measured in the same run (the
+seconds swing with the load of shared cores; the units much less, so runs before and after a rule change
+compare in units). `--json F` also writes every figure, each rule's evaluation times and each group's
+interval included, to F (to compare two runs rule by rule).
 
 The first minutes of a Prometheus are measured: `offset 10m` and long ranges read less history than in
 steady state. The machine's cores may be shared with other work: the load average is printed. Writes
@@ -41,6 +44,9 @@ from vigil.aiops.benchmark_record import add_record_option, machine_summary, utc
 SECTION = "rules"
 SCRAPE_S = 15
 TOP_RULES = 10
+# plain selectors of one series a GPU (`metric > 0`), the unit of rule work on shared cores
+UNIT_RULES = ("vigil-gpu-errors/GpuRowRemapFailure", "vigil-gpu-errors/GpuRemapPending",
+              "vigil-gpu-errors/GpuRecoveryActionRequired", "vigil-gpu/GpuUncorrectableEccErrors")
 
 
 def prom_metrics(url: str) -> dict[str, dict[tuple, float]]:
@@ -112,6 +118,7 @@ def observe(url: str, prom_pid: int, fleet_pid: int, nodes: int, evaluations: in
     return {
         "nodes": nodes, "groups": groups, "targets_up_min": up_min, "targets_up_end": targets_up(url),
         "rules_ms": {f"{g}/{r}": sorted(1000 * v for v in by.values()) for (g, r), by in sorted(samples.items())},
+        "intervals_s": {g["name"]: g["interval"] for g in listed},
         "prom_cpu": (one(m1, "process_cpu_seconds_total") - one(m0, "process_cpu_seconds_total")) / window,
         "prom_rss_mib": one(m1, "process_resident_memory_bytes") / 2**20,
         "head_series": one(m1, "prometheus_tsdb_head_series"),
@@ -148,7 +155,7 @@ def report(results: list[dict], args: argparse.Namespace) -> str:
                     ratio = b["groups"][g]["max_ms"] / a["groups"][g]["max_ms"]
                     lines.append(f"- {g}: {a['nodes']} -> {b['nodes']} nodes (x{b['nodes'] / a['nodes']:.1f}): "
                                  f"time x{ratio:.1f}")
-    return "\n".join(lines + rules_table(results))
+    return "\n".join(lines + rules_table(results) + work_summary(results))
 
 
 def rules_table(results: list[dict]) -> list[str]:
@@ -164,6 +171,25 @@ def rules_table(results: list[dict]) -> list[str]:
         for rank, (median, largest, count, rule) in enumerate(ranked, 1):
             share = median / ranked[0][0] if ranked[0][0] else 0.0
             lines.append(f"| {r['nodes']} | {rank} | {rule} | {median:.0f} | {largest:.0f} | {count} | {share:.2f} |")
+    return lines
+
+
+def work_summary(results: list[dict]) -> list[str]:
+    """Each size's rule work a minute and each group's work an evaluation, in units of a plain selector of
+    one series a GPU (the median of the `UNIT_RULES` present): on shared cores the seconds swing with the
+    load, the ratios much less, so two runs (before and after a rule change) compare in units."""
+    lines = ["", "Rule work (the sum of the rules' median evaluationTime; unit: the median of the plain per-GPU "
+             f"selectors {', '.join(UNIT_RULES)}):", ""]
+    for r in results:
+        medians = {rule: statistics.median(ms) for rule, ms in r["rules_ms"].items() if ms}
+        unit = statistics.median([medians[u] for u in UNIT_RULES if u in medians] or [float("nan")])
+        intervals = r.get("intervals_s", {})
+        groups: dict[str, float] = {}
+        for rule, median in medians.items():
+            groups[rule.split("/", 1)[0]] = groups.get(rule.split("/", 1)[0], 0.0) + median
+        per_minute = sum(ms * 60 / intervals.get(g, SCRAPE_S) for g, ms in groups.items())
+        lines.append(f"- {r['nodes']} nodes: unit {unit:.0f} ms; {per_minute / unit:.1f} units a minute; an evaluation: "
+                     + ", ".join(f"{g} {ms / unit:.1f}" for g, ms in sorted(groups.items())))
     return lines
 
 
