@@ -11,6 +11,7 @@ Prometheus, reading what the shards remote-write, local recording rules' results
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from copy import deepcopy
 from dataclasses import dataclass, field
 
@@ -61,10 +62,10 @@ def _walk(node, uses: _Uses) -> None:
         _walk(node.rhs, uses)
 
 
-def global_reasons(rules: list[dict], global_prefixes: tuple[str, ...] = ()) -> dict[str, str]:
+def global_reasons(rules: list[dict], global_metrics: Collection[str] = ()) -> dict[str, str]:
     """{rule name: why it needs the global view} for the rules (`record`/`alert` + `expr` dicts) that do;
     the others are local. A rule reading a global rule's record is global too (to a fixed point).
-    `global_prefixes` name metrics no shard is sure to hold beside the nodes they describe (in
+    `global_metrics` are metric names (exact) no shard is sure to hold beside the nodes they describe (in
     Kubernetes the operator hashes the AIOps service's own target like any other): a rule reading one
     is global too."""
     read: dict[str, _Uses] = {}
@@ -75,7 +76,7 @@ def global_reasons(rules: list[dict], global_prefixes: tuple[str, ...] = ()) -> 
         _walk(parse(rule["expr"]), uses)
         if not uses.selectors:
             uses.reasons.append("no series read (one result per shard)")
-        elsewhere = sorted(s for s in uses.selectors if global_prefixes and s.startswith(global_prefixes))
+        elsewhere = sorted(uses.selectors & set(global_metrics))
         if elsewhere:
             uses.reasons.append(f"reads {elsewhere[0]}, which may be scraped by another shard")
         if uses.reasons:
@@ -90,11 +91,11 @@ def global_reasons(rules: list[dict], global_prefixes: tuple[str, ...] = ()) -> 
     return found
 
 
-def split_rule_file(doc: dict, global_prefixes: tuple[str, ...] = ()) -> tuple[dict, dict, dict[str, str]]:
+def split_rule_file(doc: dict, global_metrics: Collection[str] = ()) -> tuple[dict, dict, dict[str, str]]:
     """A rule file (`{"groups": [...]}`) as (shard rules, global rules, {global rule: reason}); each keeps
     the group names and intervals, and a group left empty on one side is dropped from it."""
     rules = [rule for group in doc["groups"] for rule in group["rules"]]
-    reasons = global_reasons(rules, global_prefixes)
+    reasons = global_reasons(rules, global_metrics)
     shard, glob = {"groups": []}, {"groups": []}
     for group in doc["groups"]:
         for side, keep in ((shard, False), (glob, True)):

@@ -72,12 +72,14 @@ def test_a_rule_reading_a_global_record_is_global():
 
 
 def test_a_rule_reading_a_metric_named_global_is_global_and_so_are_its_readers():
-    rules = [{"record": "node:band:max", "expr": "max by (node) (vigil_aiops_upper_band)"},
+    rules = [{"record": "node:band:max", "expr": "max by (node) (vigil_baseline_upper)"},
              {"alert": "Above", "expr": "vigil_gpu_temperature_celsius > on (node) node:band:max"},
              {"alert": "Hot", "expr": "vigil_gpu_temperature_celsius > 90"}]
     assert split.global_reasons(rules) == {}
-    found = split.global_reasons(rules, ("vigil_aiops_",))
-    assert sorted(found) == ["Above", "node:band:max"] and "vigil_aiops_upper_band" in found["node:band:max"]
+    # exact names, not prefixes: naming another metric of the same stem changes nothing
+    assert split.global_reasons(rules, ("vigil_baseline_upper_bound", "vigil_baseline")) == {}
+    found = split.global_reasons(rules, ("vigil_baseline_upper",))
+    assert sorted(found) == ["Above", "node:band:max"] and "vigil_baseline_upper" in found["node:band:max"]
 
 
 def test_the_catalog_splits_into_shard_and_global_files():

@@ -53,7 +53,7 @@ def _vmalert_rule_file(objects: list[dict]) -> tuple[str, dict]:
 def test_vmalert_runs_the_global_half_and_the_shards_the_local_half_of_the_catalog(rendered):
     golden = yaml.safe_load(GOLDEN_RULES.read_text())
     aiops_series = tuple(read_catalog_file(CATALOG_PATH)["vigil AIOps"])
-    local, global_, reasons = split_rule_file(golden, global_prefixes=aiops_series)
+    local, global_, reasons = split_rule_file(golden, global_metrics=aiops_series)
     large = rendered["large"]
     _, vmalert_rules = _vmalert_rule_file(large)
     shard_groups = [g for o in large if o["kind"] == "PrometheusRule" for g in o["spec"]["groups"]]

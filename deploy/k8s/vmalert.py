@@ -48,7 +48,7 @@ def aiops_metrics() -> tuple[str, ...]:
 
 def split_rules(ruleset: RuleSet) -> tuple[dict, dict, dict[str, str]]:
     """(rules each shard runs, rules vmalert runs, {global rule: why}) of the generated rule file."""
-    return split_rule_file(prometheus_rule_file(ruleset), global_prefixes=aiops_metrics())
+    return split_rule_file(prometheus_rule_file(ruleset), global_metrics=aiops_metrics())
 
 
 def alertmanager_urls(settings: DeploySettings, replicas: int) -> list[str]:
