@@ -43,6 +43,8 @@ default_policy: rota
 """
 FAULT, FAULT_ALERT = "xid79", "GpuFallenOffBus"
 STARTUP_RACE = "AiopsServiceDown"
+# node_exporter's own target health: where the split placed it (the host shard), never set aside
+NODE_EXPORTER_TARGET_ALERTS = frozenset({"NodeDown", "NodeExporterAbsent"})
 SETTLE_S = 6.0  # evaluation every second, `for` capped at 2 s, Alertmanager flushes every second
 
 
@@ -98,10 +100,12 @@ def alertmanager_alerts(stack: RunningStack) -> list[dict]:
 
 def unrelated_to_the_split(labels: dict) -> bool:
     """An alert the split cannot cause, which may fire on a healthy stack in every profile: one on the test
-    machine itself (node_exporter reads its real disks and memory: a filling disk pages), or a GPU's load
+    machine itself (node_exporter reads its real disks and memory: a filling disk pages; not NodeDown or
+    the absent() guard, which say whether the right shard scrapes node_exporter), or a GPU's load
     outside the band its AIOps service learned from a day of history (`for: 10m` capped at 2 s here, so a
     stray sample can fire it; that each band sits beside its node on the right shard is proven above)."""
-    return labels.get("job") == "node-exporter" or labels.get("alertname") == "GpuLoadOutsideBaseline"
+    return (labels.get("job") == "node-exporter" and labels.get("alertname") not in NODE_EXPORTER_TARGET_ALERTS) \
+        or labels.get("alertname") == "GpuLoadOutsideBaseline"
 
 
 def vmalert_iterations(stack: RunningStack) -> dict[str, float]:
