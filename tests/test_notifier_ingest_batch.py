@@ -108,6 +108,26 @@ def test_a_failing_member_is_refused_alone_and_the_others_are_stored(store):
     assert store.outbox.states() == {"pending": 4}  # the bad member's rows were rolled back with it
 
 
+def test_a_batch_whose_commit_fails_is_refused_whole_and_the_next_batch_of_the_burst_is_stored(store):
+    # the committer holds one connection for a burst: a failed COMMIT must not leave it in a transaction
+    group, planner = GroupCommit(store.engine, store.notifications, linger_s=10.0), HeldPlanner()
+    failing = [True]
+
+    def commit_fails_once(_conn):
+        if failing[0]:
+            failing[0] = False
+            raise RuntimeError("commit broke")
+
+    sa.event.listen(store.engine, "commit", commit_fails_once)
+    planner.release.set()
+    with pytest.raises(RuntimeError, match="commit broke"):
+        group.submit(body("first"), 1000.0, planner).result(10)
+    later = [group.submit(body(f"l{i}"), 1000.0, planner) for i in range(3)]  # the same committer, still lingering
+    results = [f.result(10) for f in later]
+    assert {r.notification_id for r in results} == stored_ids(store) and len(results) == 3
+    assert store.outbox.states() == {"pending": 3}  # nothing of the failed batch was stored
+
+
 def test_posts_awaited_on_the_event_loop_share_a_transaction_and_each_gets_its_own_answer(store):
     # the webhook's path: `store` on the event loop, answers handed back to the loop per batch
     group, planner = GroupCommit(store.engine, store.notifications), HeldPlanner(fail_node="node-bad")
