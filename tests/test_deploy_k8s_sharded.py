@@ -101,6 +101,7 @@ def test_each_aiops_service_reads_its_own_shard(rendered):
         [container] = deployment["spec"]["template"]["spec"]["containers"]
         host = _arg(container, "--prometheus-url").removeprefix("http://").split(".")[0]
         assert one(large, "Service", host)["spec"]["selector"][SHARD_POD_LABEL] == shard
+        assert _arg(container, "--query-url") == VM_URL  # its answers to questions: the whole fleet
         read.append(shard)
         # its own Service and ServiceMonitor, selecting its pods only
         own = deployment["spec"]["template"]["metadata"]["labels"]
@@ -120,6 +121,7 @@ def test_each_aiops_service_reads_its_own_shard(rendered):
     [single] = [o for o in rendered["small"] if o["kind"] == "Deployment" and "aiops" in o["metadata"]["name"]]
     assert _arg(single["spec"]["template"]["spec"]["containers"][0], "--prometheus-url") == \
         "http://vigil-prometheus.vigil.svc:9090"
+    assert "--query-url" not in single["spec"]["template"]["spec"]["containers"][0]["args"]
 
 
 def test_a_shard_service_with_no_such_shard_and_a_missing_governing_service_are_caught(rendered):
@@ -167,7 +169,8 @@ def test_every_in_cluster_url_reaches_a_pod_the_network_policies_let_it_into(ren
             ("Deployment/vigil-vmalert", "Alertmanager/vigil"),
             ("Prometheus/vigil", "StatefulSet/vigil-victoria-metrics"),
             ("Deployment/vigil-grafana", "StatefulSet/vigil-victoria-metrics"),
-            ("Deployment/vigil-aiops-shard-2", "Prometheus/vigil")} <= large
+            ("Deployment/vigil-aiops-shard-2", "Prometheus/vigil"),
+            ("Deployment/vigil-aiops-shard-2", "StatefulSet/vigil-victoria-metrics")} <= large
     assert ("Prometheus/vigil", "StatefulSet/vigil-victoria-metrics") in _reached(rendered["small"])
 
 

@@ -105,13 +105,16 @@ def notifier(settings: DeploySettings) -> list[dict]:
 
 
 def aiops_deployment(settings: DeploySettings, name: str, prometheus_url: str,
-                     extra_labels: dict[str, str] | None = None, size: dict | None = None) -> dict:
-    """An AIOps Deployment learning from (and computing risk on) the Prometheus at `prometheus_url`."""
+                     extra_labels: dict[str, str] | None = None, size: dict | None = None,
+                     query_url: str | None = None) -> dict:
+    """An AIOps Deployment learning from (and computing risk on) the Prometheus at `prometheus_url`;
+    `query_url`: where it answers questions (`POST /api/v1/ask`; default: `prometheus_url`)."""
     port = settings.ports.aiops
     container = {
         "name": "aiops", "image": settings.image(settings.services_image),
         "args": ["aiops", "serve", "--listen", f"0.0.0.0:{port}", "--model-dir", "/var/lib/vigil/aiops",
-                 "--prometheus-url", prometheus_url, "--match", AIOPS_MATCH],
+                 "--prometheus-url", prometheus_url, "--match", AIOPS_MATCH,
+                 *(("--query-url", query_url) if query_url else ())],
         "ports": [container_port("http", port)],
         # /healthz answers 503 until a model is loaded: not ready (no traffic) but alive while it trains
         "readinessProbe": http_probe("/healthz", "http"),

@@ -4,12 +4,14 @@ Sharded layout): the objects as extra files of the overlay, the changes as kusto
 - rules: each shard's `PrometheusRule`s keep the shard-local half of the rules (a group left with none is
   deleted); vmalert runs the global half over VictoriaMetrics (`vmalert.py`);
 - AIOps: one Deployment per shard, AIOps i learning from shard i through a Service that selects the
-  pods of that shard by the operator's `operator.prometheus.io/shard` label, with its own Service and
-  ServiceMonitor; the base's single AIOps Deployment, Service and ServiceMonitor are deleted (its
-  ServiceAccount, budget and NetworkPolicy select every shard's pods and stay);
+  pods of that shard by the operator's `operator.prometheus.io/shard` label (and answering questions
+  from VictoriaMetrics, `--query-url`), with its own Service and ServiceMonitor; the base's single AIOps
+  Deployment, Service and ServiceMonitor are deleted (its ServiceAccount, budget and NetworkPolicy select
+  every shard's pods and stay);
 - global views: Grafana's datasource and the notifier's queries go to VictoriaMetrics, since the
   `vigil-prometheus` Service reaches a random shard;
-- NetworkPolicies: vmalert scraped, vmalert to Alertmanager, vmalert and the notifier to VictoriaMetrics.
+- NetworkPolicies: vmalert scraped, vmalert to Alertmanager, vmalert, the notifier and the AIOps shards
+  (their answers to `POST /api/v1/ask`) to VictoriaMetrics.
 """
 
 from __future__ import annotations
@@ -66,7 +68,9 @@ def aiops_shards(settings: DeploySettings, shards: int, size: dict) -> list[dict
         aiops_service = service(settings, name, AIOPS, [("http", settings.ports.aiops)], {**selector(AIOPS), **extra})
         aiops_service["metadata"]["labels"].update(extra)
         prometheus_url = settings.service_url(shard_service_name(shard), settings.ports.prometheus)
-        objects += [shard_service, aiops_deployment(settings, name, prometheus_url, extra, size), aiops_service,
+        # learns from its shard; answers questions about the whole fleet from VictoriaMetrics
+        deployment = aiops_deployment(settings, name, prometheus_url, extra, size, query_url=victoria.url(settings))
+        objects += [shard_service, deployment, aiops_service,
                     service_monitor(settings, AIOPS, "http", name=name, extra_labels=extra)]
     return objects
 
@@ -79,9 +83,9 @@ def network_policies(settings: DeploySettings) -> list[dict]:
         # added to the base's policies (NetworkPolicies add up): the global rules' alerts
         policy(settings, f"{alertmanager.COMPONENT}-vmalert-ingress", alertmanager.POD_LABELS,
                [([vmalert_pods], [("TCP", p.alertmanager)])]),
-        # the global rules' queries, records and alert state; the notifier's queries
+        # the global rules' queries, records and alert state; the notifier's and the AIOps shards' queries
         policy(settings, f"{victoria.VICTORIA_METRICS}-readers-ingress", selector(victoria.VICTORIA_METRICS),
-               [([vmalert_pods, selector(NOTIFIER)], [("TCP", p.victoria_metrics)])]),
+               [([vmalert_pods, selector(NOTIFIER), selector(AIOPS)], [("TCP", p.victoria_metrics)])]),
     ]
 
 
