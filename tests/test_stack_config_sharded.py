@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import subprocess
 
 import pytest
@@ -14,7 +15,7 @@ import yaml
 
 from stack_support import vigil
 from vigil.components import GpuBackend
-from vigil.components_sharded import sharded_component_specs
+from vigil.components_sharded import scraped_jobs, sharded_component_specs
 from vigil.settings import SettingsError, load_settings
 from vigil.stack_config import RunLayout, write_stack_files
 from vigil.stack_config.sharded import AIOPS_JOB, ShardedLayout, ShardedTopology
@@ -161,3 +162,15 @@ def test_every_aiops_service_sees_the_one_disk_model_once_it_is_trained(tmp_path
     for shard in range(1, settings.shards):
         assert (ShardedLayout(layout).aiops_dir(shard) / "disk_model.json").read_text() == "{}"
     write_stack_files(settings, layout, [f"node-{i}" for i in range(1, 7)])  # a restart keeps the links
+
+
+def test_vmalert_waits_for_every_job_an_absent_guard_reads(tmp_path):
+    """vmalert starts once VictoriaMetrics has an `up` sample of every scrape job the shards keep targets
+    of: a global `absent(up{job=...})` guard evaluated before a job's first scrape arrived fired
+    NodeExporterAbsent on a healthy stack (the e2e test caught it)."""
+    settings, layout = generate(tmp_path)
+    jobs = scraped_jobs([ShardedLayout(layout).prometheus_config(i) for i in range(settings.shards)])
+    rules = yaml.safe_load(ShardedLayout(layout).global_rules.read_text())
+    guarded = {match for group in rules["groups"] for rule in group["rules"]
+               for match in re.findall(r'absent\(up\{job="([^"]+)"', rule["expr"])}
+    assert guarded and {"node-exporter", "vigil-node-health"} <= guarded <= jobs

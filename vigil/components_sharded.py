@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
+
+import yaml
 
 from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
 
@@ -30,19 +33,33 @@ log = logging.getLogger("vigil.stack")
 FIRST_SAMPLES_WAIT_S = 30.0  # how long vmalert waits for every shard's first samples in VictoriaMetrics
 
 
-def await_every_shard(url: str, shards: int, timeout_s: float = FIRST_SAMPLES_WAIT_S):
+def scraped_jobs(configs: list[Path]) -> set[str]:
+    """The scrape jobs with at least one target in the shards' `prometheus.yml` files."""
+    jobs = set()
+    for config in configs:
+        for job in yaml.safe_load(config.read_text()).get("scrape_configs") or []:
+            if any(group.get("targets") for group in job.get("static_configs") or []):
+                jobs.add(job["job_name"])
+    return jobs
+
+
+def await_every_shard(url: str, shards: int, configs: list[Path], timeout_s: float = FIRST_SAMPLES_WAIT_S):
     """vmalert's `prepare` hook: wait (boundedly) until VictoriaMetrics holds an `up` sample of every
-    shard, so that the global absent() guards do not judge an empty store at start."""
+    shard and of every scrape job, so that the global absent() guards (one per job) do not judge a store
+    that a job's first scrape has not reached yet."""
     def prepare() -> None:
         client, deadline = PrometheusClient(url, timeout=2), time.monotonic() + timeout_s
+        jobs = scraped_jobs(configs)
         while time.monotonic() < deadline:
             try:
-                if len(client.query(f"count by ({SHARD_LABEL}) (up)")) >= shards:
+                seen = {sample.labels.get("job") for sample in client.query("count by (job) (up)")}
+                if len(client.query(f"count by ({SHARD_LABEL}) (up)")) >= shards and jobs <= seen:
                     return
             except PrometheusUnavailable:
                 pass
             time.sleep(0.3)
-        log.warning("not every shard's samples reached VictoriaMetrics within %.0fs; starting vmalert anyway", timeout_s)
+        log.warning("not every shard's and job's samples reached VictoriaMetrics within %.0fs; starting vmalert anyway",
+                    timeout_s)
     return prepare
 
 
@@ -53,7 +70,9 @@ def vmalert_spec(settings: StackSettings, layout: RunLayout, binary: str) -> Com
                         topology.url(settings.ports.alertmanager), topology.address(port), settings.evaluation_interval,
                         labels={"stack": "vigil-local"})  # as the shards' alerts carry it (their external label)
     return ComponentSpec("vmalert", argv, topology.url(port), topology.url(port, "/health"), ports=[port],
-                         after="victoria-metrics", prepare=await_every_shard(topology.victoria_metrics_url, topology.shards))
+                         after="victoria-metrics",
+                         prepare=await_every_shard(topology.victoria_metrics_url, topology.shards,
+                                                   [ShardedLayout(layout).prometheus_config(i) for i in range(topology.shards)]))
 
 
 def sharded_component_specs(settings: StackSettings, layout: RunLayout, binaries: dict[str, str],
