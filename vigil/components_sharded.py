@@ -9,6 +9,7 @@ samples arrive there; the notifier's postmortem charts read VictoriaMetrics (the
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from pathlib import Path
@@ -19,7 +20,7 @@ from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
 
 from .components import GpuBackend, aiops_spec, component_specs, notifier_spec, prometheus_spec
 from .components_ha import REMOTE_WRITE_FLAGS, victoria_metrics_spec
-from .history import backfill_simulated_history
+from .history import backfill_series, history_end, simulated_series
 from .settings import StackSettings
 from .stack_config import RunLayout
 from .stack_config.ha import HaLayout
@@ -106,13 +107,16 @@ def sharded_component_specs(settings: StackSettings, layout: RunLayout, binaries
 
 
 def backfill_shards(settings: StackSettings, layout: RunLayout, binaries: dict[str, str], node_names: list[str]) -> str:
-    """Each shard's TSDB gets the simulated history of its own nodes only (its AIOps service learns them)."""
+    """Each shard's TSDB gets the simulated history of its own nodes only (its AIOps service learns them);
+    the fleet's history is simulated once, when the first shard needs it, and split by target."""
     topology, sharded = ShardedTopology(settings), ShardedLayout(layout)
     owner = topology.node_shards(node_names)
+    end = history_end()
+    fleet = functools.cache(lambda: simulated_series(settings, node_names, end))
     said = []
     for shard in range(topology.shards):
         instances = {topology.gpu_address(i) for i, node in enumerate(node_names, start=1) if owner[node] == shard}
-        said.append(f"shard {shard}: " + (backfill_simulated_history(settings, layout, binaries, node_names,
-                                                                     sharded.prometheus_data(shard), instances)
+        part = (lambda keep=instances: [s for s in fleet() if s[1]["instance"] in keep])
+        said.append(f"shard {shard}: " + (backfill_series(settings, layout, binaries, sharded.prometheus_data(shard), end, part)
                                           if instances else "no node hashes to it, nothing to backfill"))
     return "\n".join(said)

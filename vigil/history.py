@@ -13,7 +13,7 @@ import json
 import math
 import subprocess
 import time
-from collections.abc import Collection
+from collections.abc import Callable
 from pathlib import Path
 
 from vigil.aiops.history.openmetrics import write_openmetrics
@@ -41,24 +41,31 @@ def simulated_series(settings: StackSettings, node_names: list[str], end: float)
     return series
 
 
-def backfill_simulated_history(settings: StackSettings, layout: RunLayout, binaries: dict[str, str], node_names: list[str],
-                               data_dir: Path | None = None, instances: Collection[str] | None = None) -> str:
-    """Write `backfill_days` of simulated history into the TSDB once per run directory; say what happened.
+def history_end() -> float:
+    """Where the backfilled history ends: a few minutes back, so the live head block starts after it."""
+    return math.floor(time.time() / STEP_S) * STEP_S - STEP_S
 
-    `data_dir`: another Prometheus' TSDB than the stack's; `instances`: only these targets' series (a
-    Prometheus shard holds its own nodes' history only)."""
+
+def backfill_simulated_history(settings: StackSettings, layout: RunLayout, binaries: dict[str, str],
+                               node_names: list[str]) -> str:
+    """Write `backfill_days` of simulated history into the TSDB once per run directory; say what happened."""
+    end = history_end()
+    return backfill_series(settings, layout, binaries, layout.prometheus_data, end,
+                           lambda: simulated_series(settings, node_names, end))
+
+
+def backfill_series(settings: StackSettings, layout: RunLayout, binaries: dict[str, str], data_dir: Path, end: float,
+                    series: Callable[[], list[tuple]]) -> str:
+    """Write `series()` (history ending at `end`) into the TSDB at `data_dir` once (a marker file there says
+    it is done); `series` is called only when the TSDB still needs it."""
     if settings.backfill_days <= 0:
         return "history backfill: off (backfill_days is 0)"
-    data_dir = data_dir or layout.prometheus_data
     marker = data_dir / "vigil-backfill.json"
     if marker.exists():
         return f"history backfill: already done ({json.loads(marker.read_text())['samples']} samples)"
     started = time.monotonic()
-    # End a few minutes back so the live head block starts after the backfilled blocks.
-    end = math.floor(time.time() / STEP_S) * STEP_S - STEP_S
     source = layout.root / "backfill.om"
-    series = [s for s in simulated_series(settings, node_names, end) if instances is None or s[1]["instance"] in instances]
-    samples = write_openmetrics(source, series,
+    samples = write_openmetrics(source, series(),
                                 helps={BACKFILLED_METRIC: "Simulated GPU utilization history (backfilled by vigil up)"})
     result = subprocess.run([binaries["promtool"], "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=24h",
                              str(source), str(data_dir)], capture_output=True, text=True)

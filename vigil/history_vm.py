@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import json
 import logging
-import math
-import time
 
 import requests
 
-from .history import BACKFILLED_METRIC, STEP_S, simulated_series
+from .history import BACKFILLED_METRIC, history_end, simulated_series
 from .settings import StackSettings
 from .stack_config import RunLayout, prometheus_config
 from .stack_config.ha import HaLayout
@@ -38,7 +36,7 @@ def backfill_victoria_metrics(settings: StackSettings, layout: RunLayout, node_n
     marker = HaLayout(layout).victoria_metrics_data / "vigil-backfill.json"
     if marker.exists():
         return "VictoriaMetrics backfill: already done"
-    end = math.floor(time.time() / STEP_S) * STEP_S - STEP_S
+    end = history_end()
     lines = import_lines(settings, layout, node_names, end)
     try:
         requests.post(f"{url}/api/v1/import", data="\n".join(lines).encode(), timeout=120).raise_for_status()
