@@ -35,30 +35,15 @@ def replica_name(kind: str, index: int) -> str:
 
 
 @dataclass(frozen=True)
-class HaTopology:
-    """Ports and URLs of every replica, derived from the settings' port base (see the module's table)."""
+class TopPorts:
+    """Ports counted down from the top of the settings' port range (the profiles' extra components live
+    there, clear of the single profile's ports), VictoriaMetrics' among them, and their URLs."""
 
     settings: StackSettings
 
     @property
     def _top(self) -> int:
         return self.settings.port_base + 99
-
-    def prometheus_ports(self) -> list[int]:
-        return [self.settings.ports.prometheus, self._top]
-
-    def alertmanager_ports(self) -> list[int]:
-        return [self.settings.ports.alertmanager, self._top - 1, self._top - 2]
-
-    def gossip_ports(self) -> list[int]:
-        return [self._top - 3, self._top - 4, self._top - 5]
-
-    def notifier_ports(self) -> list[int]:
-        return [self.settings.ports.notifier, self._top - 6]
-
-    @property
-    def postgres_port(self) -> int:
-        return self._top - 7
 
     @property
     def victoria_metrics_port(self) -> int:
@@ -78,6 +63,27 @@ class HaTopology:
     @property
     def remote_write_url(self) -> str:
         return self.url(self.victoria_metrics_port, "/api/v1/write")
+
+
+@dataclass(frozen=True)
+class HaTopology(TopPorts):
+    """Ports and URLs of every replica, derived from the settings' port base (see the module's table)."""
+
+    def prometheus_ports(self) -> list[int]:
+        return [self.settings.ports.prometheus, self._top]
+
+    def alertmanager_ports(self) -> list[int]:
+        return [self.settings.ports.alertmanager, self._top - 1, self._top - 2]
+
+    def gossip_ports(self) -> list[int]:
+        return [self._top - 3, self._top - 4, self._top - 5]
+
+    def notifier_ports(self) -> list[int]:
+        return [self.settings.ports.notifier, self._top - 6]
+
+    @property
+    def postgres_port(self) -> int:
+        return self._top - 7
 
 
 @dataclass(frozen=True)

@@ -30,10 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vigil.aiops.disk import METADATA_FILE, MODEL_FILE
-from vigil.common.hostport import format_host_port, http_url
 
 from ..settings import StackSettings
-from .ha import HaLayout, HaTopology
+from .ha import HaLayout, TopPorts
 from .ha_prometheus import REMOTE_WRITE_DEADLINE
 from .layout import RunLayout
 from .prometheus import GPU_JOB, NODE_EXPORTER_JOB, NODE_HEALTH_JOB, prometheus_config
@@ -49,18 +48,12 @@ def shard_name(kind: str, shard: int) -> str:
 
 
 @dataclass(frozen=True)
-class ShardedTopology:
+class ShardedTopology(TopPorts):
     """Ports and URLs of every shard's components (see the module's table)."""
-
-    settings: StackSettings
 
     @property
     def shards(self) -> int:
         return self.settings.shards
-
-    @property
-    def _top(self) -> int:
-        return self.settings.port_base + 99
 
     def prometheus_ports(self) -> list[int]:
         return [self.settings.ports.prometheus, *(self._top - i for i in range(self.shards - 1))]
@@ -69,18 +62,8 @@ class ShardedTopology:
         return [self.settings.ports.aiops, *(self._top - 4 - i for i in range(self.shards - 1))]
 
     @property
-    def victoria_metrics_url(self) -> str:
-        return HaTopology(self.settings).victoria_metrics_url
-
-    @property
     def vmalert_port(self) -> int:
         return self._top - 9
-
-    def address(self, port: int) -> str:
-        return format_host_port(self.settings.host, port)
-
-    def url(self, port: int, path: str = "") -> str:
-        return http_url(self.settings.host, port, path)
 
     def gpu_address(self, index: int) -> str:
         """The scrape address of GPU node `index` (1-based), the value `hashmod` hashes."""
@@ -146,13 +129,13 @@ def shard_prometheus_config(settings: StackSettings, layout: RunLayout, node_nam
     aiops = jobs.pop(AIOPS_JOB, None)
     jobs["prometheus"]["static_configs"][0]["targets"] = [topology.address(p) for p in topology.prometheus_ports()]
     doc["scrape_configs"] = [*jobs.values(),
-                             _job("victoria-metrics", [topology.address(HaTopology(settings).victoria_metrics_port)])]
+                             _job("victoria-metrics", [topology.address(topology.victoria_metrics_port)])]
     doc = sharded_config(doc, topology.shards, shard, {GPU_JOB})
     if shard == topology.host_shard:
         doc["scrape_configs"].extend(host_jobs)
     if aiops is not None:  # this shard's own AIOps service, node labels kept (honor_labels)
         aiops["static_configs"][0]["targets"] = [topology.address(topology.aiops_ports()[shard])]
         doc["scrape_configs"].append(aiops)
-    doc["remote_write"] = [{"url": HaTopology(settings).remote_write_url, "name": "victoria-metrics",
+    doc["remote_write"] = [{"url": topology.remote_write_url, "name": "victoria-metrics",
                             "queue_config": {"batch_send_deadline": REMOTE_WRITE_DEADLINE}}]
     return doc
