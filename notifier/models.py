@@ -91,7 +91,7 @@ class WebhookPayload(BaseModel):
                 [a.fingerprint, a.startsAt, a.endsAt, a.status] for a in self.alerts
             ),
         }
-        canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"))
+        canonical = _CANONICAL.encode(identity)
         return hashlib.sha256(canonical.encode()).hexdigest()
 
     def firing_keys(self) -> set[str]:
@@ -114,6 +114,10 @@ class WebhookPayload(BaseModel):
         summary = self.commonAnnotations.get("summary", "")
         parts = (_listed(names, ", ") or "alert group", *where, f"— {summary}" if summary else "")
         return shorten(" ".join(part for part in parts if part), MAX_TITLE_CHARS)
+
+
+# the dedup key's canonical JSON: one encoder for every post (`json.dumps` with options builds one per call)
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 
 
 def _distinct(values) -> list[str]:

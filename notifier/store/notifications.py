@@ -129,7 +129,7 @@ class Notifications:
             incident_id = _NEW_INCIDENT.first(conn, dict(
                 group_key=payload.groupKey, status=decision.page_status, opened_at=_opened_at(payload, now),
                 resolved_at=now if resolved else None, resolved_by="alertmanager" if resolved else None,
-                labels=json.dumps(payload.commonLabels, sort_keys=True), title=title))[0]
+                labels=_LABELS.encode(payload.commonLabels), title=title))[0]
         else:
             incident_id = latest.id
             if decision.action == "resolve":
@@ -151,7 +151,7 @@ class Notifications:
 
     def _latest_incident(self, conn, payload: WebhookPayload) -> IncidentState | None:
         row = _LATEST.first(conn, {"group_key": payload.groupKey})
-        if (row is None or row[1] == "resolved") and _ANY_RECONCILED[conn.dialect.name == "sqlite"].first(conn):
+        if (row is None or row[1] == "resolved") and _reconciled_firing(conn):
             # an incident opened by reconciliation (no groupKey known then) is adopted by the first
             # notification that shares one of its alerts (the join only runs while such an incident is firing)
             adopted = self._reconciled_sharing(conn, payload)
@@ -231,6 +231,21 @@ def latest_payload(conn: sa.Connection, incident_id: int) -> WebhookPayload | No
     """The newest notification of the incident (what its pages say), read on `conn`."""
     found = _LATEST_PAYLOAD.first(conn, {"incident_id": incident_id})  # each page reads it: made once
     return None if found is None else WebhookPayload.model_validate_json(found[0])
+
+
+def _reconciled_firing(conn: sa.Connection) -> bool:
+    """Whether an incident opened by reconciliation is firing; asked once a transaction (a group commit's
+    members share one), since no ingest opens such an incident."""
+    transaction, cached = conn.get_transaction(), conn.info.get(_RECONCILED_FIRING)
+    if cached is not None and cached[0] is transaction:
+        return cached[1]
+    found = _ANY_RECONCILED[conn.dialect.name == "sqlite"].first(conn) is not None
+    conn.info[_RECONCILED_FIRING] = (transaction, found)
+    return found
+
+
+_RECONCILED_FIRING = "vigil_reconciled_firing"
+_LABELS = json.JSONEncoder(sort_keys=True)  # what `json.dumps(labels, sort_keys=True)` writes, one encoder for all
 
 
 def _engine_of(plan: PagePlanner) -> IncidentPlanner | None:

@@ -16,6 +16,9 @@ from vigil.notifier.store.engine import reading
 from vigil.notifier.store.prepared import Prepared
 from vigil.notifier.timefmt import rfc3339
 
+# one encoder for every event's detail (`json.dumps` with options builds a new one per call)
+_DETAIL = json.JSONEncoder(sort_keys=True, default=str)
+
 KINDS = frozenset({
     "opened", "alert_added", "reopened", "routed", "tier_paged", "tier_empty", "page_queued", "page_attempt",
     "page_fallback", "page_held", "page_digested", "acknowledged", "ack_expired", "escalated", "sla_breach",
@@ -60,4 +63,4 @@ def event(incident_id: int, at: float, kind: str, /, actor: str | None = None, *
     if kind not in KINDS:
         raise ValueError(f"unknown timeline event kind {kind!r}")
     return dict(incident_id=incident_id, at=at, kind=kind, actor=actor,
-                detail=json.dumps(detail, sort_keys=True, default=str))
+                detail=_DETAIL.encode(detail))
