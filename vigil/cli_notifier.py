@@ -140,9 +140,12 @@ def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmana
         uvicorn.run(FACTORY, factory=True, workers=workers, host=host, port=port, log_level=log_level,
                     access_log=False, log_config=None)
         return
+    from vigil.notifier.serve_workers import freeze_startup_heap
+
+    app = create_app(settings, oncall)
+    freeze_startup_heap()
     # log_config=None: uvicorn logs through the root handlers above, and so through the secret mask
-    uvicorn.run(create_app(settings, oncall), host=host, port=port, log_level=log_level, access_log=False,
-                log_config=None)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False, log_config=None)
 
 
 @notifier.command()
