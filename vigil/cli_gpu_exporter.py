@@ -11,8 +11,7 @@ import click
 
 from vigil.common.click_types import Duration, HostPort
 from vigil.common.hostport import http_url
-
-from .supervisor import port_is_free
+from vigil.common.ports import port_is_free
 
 WARNING_SIMULATED = "no NVIDIA GPU/driver found: running the SIMULATED fleet"
 

@@ -26,6 +26,8 @@ from typing import Callable
 
 import requests
 
+from vigil.common.ports import port_is_free
+
 log = logging.getLogger("vigil.supervisor")
 
 PR_SET_PDEATHSIG = 1
@@ -67,17 +69,6 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     except OSError:
         pass
-
-
-def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
-    """True if a server could listen on the port now (servers set SO_REUSEADDR, so TIME_WAIT is fine)."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
 
 
 def taken_ports(specs: list[ComponentSpec]) -> list[tuple[str, int]]:
