@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import random
 import subprocess
 import sys
 from pathlib import Path
 
-from vigil.supervisor import port_is_free
+from vigil.common.ports import free_port_base  # the stack tests' port ranges come from here
 
 FAST_STACK = """\
 stack:
@@ -48,23 +47,6 @@ def shadowing_workdir(root: Path) -> Path:
         (root / name / "__init__.py").write_text(
             f"raise ImportError('the user folder {name}/ in the current directory was imported instead of vigil')\n")
     return root
-
-
-def free_port_base(span: int = 100) -> int:
-    """A base port with `span` free ports after it (random, so parallel runs rarely collide), below the
-    kernel's ephemeral range: a stack's components open dozens of connections among themselves, and a
-    port range inside the ephemeral one has been seen to find its chaos port taken as a source port."""
-    rng = random.Random()
-    try:
-        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        low = 32768
-    top = max(low - span, 12000)
-    for _ in range(200):
-        base = rng.randrange(10000, top, 100)
-        if all(port_is_free(base + i) for i in range(span)):
-            return base
-    raise RuntimeError("no free port range found")
 
 
 class RunningStack:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from click.testing import CliRunner
 
 from vigil.aiops.baseline import synthetic
 from vigil.aiops.baseline.store import load_store
+from vigil.common.ports import free_port
 from vigil.cli import main as vigil_main
 
 VIGIL = str(Path(sys.executable).with_name("vigil"))
@@ -90,12 +90,6 @@ def test_corrupt_store_is_a_clear_error(tmp_path):
     (tmp_path / "baselines.json").write_text('{"format": "something-else"}')
     result = run("serve", "--model-dir", str(tmp_path))
     assert result.exit_code == 1 and "not a vigil baseline store" in result.output
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for_health(proc: subprocess.Popen, port: int) -> requests.Response:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -22,6 +21,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from vigil.aiops.risk import gpu_score
 from vigil.aiops.risk.collector import FailureRiskCollector
+from vigil.common.ports import free_port
 from vigil.common.prometheus_api import PrometheusClient
 from vigil.cli_aiops_risk import suggest_inhibitions
 
@@ -80,18 +80,12 @@ class _SickGpuExporter:
         yield from (up, temp, pending, ecc, xid, down, lost, smart, disk_temp, media, *nvme.values())
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("prom")
     registry = CollectorRegistry()
     registry.register(_SickGpuExporter())
-    exporter_port, prom_port = _free_port(), _free_port()
+    exporter_port, prom_port = free_port(), free_port()
     server, thread = start_http_server(exporter_port, addr="127.0.0.1", registry=registry)
     rules = {"groups": [{"name": "e2e", "interval": "1s", "rules": [
         {"alert": "NodeDown", "expr": "e2e_node_down == 1"},

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from vigil.aiops.baseline.store import load_store
 from vigil.aiops.history.openmetrics import write_openmetrics
 from vigil.aiops.history.prometheus import PrometheusReader
 from vigil.aiops.history.series import HistoryError
+from vigil.common.ports import free_port
 from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
 from vigil.exporters.sim.load import gpu_load
 from vigil.cli import main as vigil_main
@@ -34,12 +34,6 @@ STEP = 300.0
 POINTS = 14 * 288  # 14 days at 5 minutes
 NODES, GPUS = ("n1", "n2"), (0, 1)
 VIGIL = str(Path(sys.executable).with_name("vigil"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_http(url: str, timeout: float = 60.0, ok=(200,)) -> requests.Response:

@@ -4,7 +4,6 @@ prompt the optional language-model backend sends."""
 from __future__ import annotations
 
 import json
-import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -14,6 +13,7 @@ from stack_support import vigil
 from vigil.aiops.ask.http import handle_ask
 from vigil.aiops.ask.knowledge import load_knowledge
 from vigil.aiops.ask.llm import build_messages, extract_query
+from vigil.common.ports import free_port
 
 
 def test_json_answer_has_the_contract_shape():
@@ -73,9 +73,7 @@ def test_the_query_is_read_from_the_models_reply(reply, query):
 
 
 def test_an_unreachable_language_model_is_a_clear_error():
-    with socket.socket() as sock:  # a port nothing listens on
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()  # a port nothing listens on
     result = vigil("ask", "GPU power draw on node-1", "--llm-url", f"http://127.0.0.1:{port}")
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert f"127.0.0.1:{port}" in result.stderr

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 
 import yaml
 from click.testing import CliRunner
 
 from vigil.cli import main
+from vigil.common.ports import free_port
 from vigil.dashboards.build import DATASOURCE_FILE, DEFAULT_OUTPUT, PROVIDER_FILE, render
 from vigil.dashboards.check import panels
 
@@ -174,9 +174,7 @@ def test_aiops_dashboard_shows_baseline_bands_anomalies_risk_and_its_own_health(
 
 
 def test_preview_of_an_unreachable_prometheus_is_one_clean_error_and_no_png(tmp_path):
-    with socket.socket() as closed:  # a loopback port nobody listens on once the socket is closed
-        closed.bind(("127.0.0.1", 0))
-        port = closed.getsockname()[1]
+    port = free_port()  # a loopback port nobody listens on
     result = vigil("dashboards", "preview", "--prometheus-url", f"http://127.0.0.1:{port}", "-o", str(tmp_path / "png"))
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert f"cannot reach Prometheus at http://127.0.0.1:{port}" in result.output

@@ -6,7 +6,6 @@ loopback port (tests/grafana_standin.py) that answers like Grafana's and records
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from click.testing import CliRunner
 from grafana_standin import GrafanaStandIn
 from stack_support import VIGIL
 from vigil.cli import main
+from vigil.common.ports import free_port
 from vigil.dashboards.grafana_provision import GrafanaTarget, ProvisionError, grafana_target, provision
 from vigil.runstate import ComponentState, StackState
 
@@ -28,12 +28,6 @@ CHECKED_IN = {path.name: json.loads(path.read_text()) for path in sorted(JSON_DI
 def provision_cli(url: str, *args: str, token: str | None = TOKEN):
     env = {"VIGIL_GRAFANA_TOKEN": token} if token is not None else {"VIGIL_GRAFANA_TOKEN": ""}
     return CliRunner().invoke(main, ["dashboards", "provision", "--grafana-url", url, *args], env=env)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -26,17 +25,12 @@ import pytest
 import requests
 import yaml
 
+from vigil.common.ports import free_port
 from vigil.deploy.k8s import DEFAULT_OUTPUT
 from vigil.deploy.k8s.kustomize import render_overlay
 
 pytestmark = pytest.mark.e2e
 VM_URL = "http://vigil-victoria-metrics.vigil.svc:8428"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Peer(ThreadingHTTPServer):

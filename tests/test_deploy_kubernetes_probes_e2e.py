@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import secrets
-import socket
 import subprocess
 import sys
 import time
@@ -20,17 +19,12 @@ from pathlib import Path
 import pytest
 import requests
 
+from vigil.common.ports import free_port
 from vigil.deploy.k8s import DEFAULT_OUTPUT
 from vigil.deploy.k8s.kustomize import render_overlay
 
 pytestmark = pytest.mark.e2e
 LOCAL_SWAPS = {"--backend nvml": "--backend sim", "--sysfs-root /host/sys": "--sysfs-root /sys --simulate"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _env(container: dict, named: dict, tmp_path: Path) -> dict[str, str]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from click.testing import CliRunner
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from vigil.common.ports import free_port
 from vigil.exporters.node_health import SPECS, NodeHealthCollector
 from vigil.exporters.sim.smart import DAY_S, DiskFault, SimDisk, SimulatedSmartctl, smart_document
 from vigil.exporters.smart import SmartReader
@@ -176,9 +176,7 @@ def test_simulate_is_loud_and_published_names_match_specs(tmp_path):
 
 
 def test_serves_metrics_over_http(tmp_path):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen([str(REPO / ".venv/bin/vigil"), "exporter", "node", "--listen", f"127.0.0.1:{port}",
                              "--simulate", "--sim-disks", "2", "--node", "n-http", "--sysfs-root", str(tmp_path)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

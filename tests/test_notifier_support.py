@@ -7,7 +7,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import socket
 import threading
 import time
 from contextlib import contextmanager
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import uvicorn
 
+from vigil.common.ports import free_port  # noqa: F401  (the notifier tests import it from here)
 from vigil.notifier.app import create_app
 from vigil.notifier.settings import NotifierSettings
 from vigil.oncall.loader import parse_oncall
@@ -35,12 +35,6 @@ routes:
     notify: demo-dri
 default: demo-dri
 """
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def alert(fingerprint="fp-1", status="firing", starts="2026-11-21T20:00:00.123456789Z", **labels) -> dict:

@@ -7,7 +7,6 @@ Alert labels are the ones the generated rules produce (checked by the promtool u
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import time
 
@@ -15,6 +14,7 @@ import pytest
 import requests
 
 from vigil import rules
+from vigil.common.ports import free_port
 from vigil.rules.alertmanager import alertmanager_config, webhook_receiver
 from vigil.rules.alertmanager_routing import ROUTING_FILE, load_routing
 
@@ -28,12 +28,6 @@ def gpu_alert(name: str, node: str, gpu: str | None = None, severity: str = "cri
     if gpu is not None:
         labels.update(gpu=gpu, uuid=f"GPU-{node}-{gpu}")
     return {"labels": labels, "annotations": {"summary": name}}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture

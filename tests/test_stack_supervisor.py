@@ -10,13 +10,8 @@ import time
 
 import pytest
 
-from vigil.supervisor import ComponentSpec, Supervisor, port_is_free, taken_ports
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from vigil.common.ports import free_port, port_is_free
+from vigil.supervisor import ComponentSpec, Supervisor, taken_ports
 
 
 def http_server(port: int) -> ComponentSpec:

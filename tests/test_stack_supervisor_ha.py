@@ -8,7 +8,8 @@ import socket
 import sys
 import time
 
-from test_stack_supervisor import free_port, http_server
+from test_stack_supervisor import http_server
+from vigil.common.ports import free_port
 from vigil.supervisor import ComponentSpec, Supervisor, is_healthy
 
 # records when it got SIGTERM, then exits
