@@ -1,27 +1,16 @@
 """The scaling bench's pure parts: the capacity arithmetic on figures worked out by hand, and which rules a
 hashmod shard can evaluate alone (on the shipped catalog and on small expressions)."""
 
-import importlib.util
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "scaling"
+from bench_support import load_bench
+from vigil.rules import shard_split as split
 
-
-def _load(name: str):
-    """A module of the bench by its file (bench/ is scripts, not a package)."""
-    spec = importlib.util.spec_from_file_location(f"bench_scaling_{name}", BENCH / f"{name}.py")
-    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # dataclasses look it up
-    spec.loader.exec_module(module)
-    return module
-
-
-capacity = _load("capacity")
-from vigil.rules import shard_split as split  # noqa: E402
+capacity = load_bench("scaling/capacity.py")
 
 
 MEASURED = capacity.Measured(gpus_per_shard=8_000, series_per_gpu=50.0, rss_mib_per_series=0.01,
@@ -96,11 +85,7 @@ def test_the_catalog_splits_into_shard_and_global_files():
 
 
 def test_each_shard_config_passes_promtool_and_hashes_the_node(tmp_path):
-    sys.path.insert(0, str(BENCH))  # measure.py imports its siblings
-    try:
-        measure = _load("measure")
-    finally:
-        sys.path.remove(str(BENCH))
+    measure = load_bench("scaling/measure.py")  # it imports its siblings
     (tmp_path / "rules.yml").write_text("groups: []\n")
     base = measure.stack.prometheus_config(9999, 6, tmp_path / "rules.yml", 9000, 15)
     for shard in range(2):

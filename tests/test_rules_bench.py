@@ -1,21 +1,8 @@
 """The rule benchmark's (bench/rules/run.py) summary of rule work, on figures worked out by hand."""
 
-import importlib.util
-import sys
-from pathlib import Path
+from bench_support import load_bench
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "rules"
-
-
-def _load_run():
-    """bench/rules/run.py by its file (bench/ is scripts, not a package)."""
-    spec = importlib.util.spec_from_file_location("bench_rules_run", BENCH / "run.py")
-    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-run = _load_run()
+run = load_bench("rules/run.py")
 
 
 def test_rule_work_is_counted_a_minute_at_each_groups_interval_in_units_of_a_plain_selector():
