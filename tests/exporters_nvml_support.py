@@ -4,36 +4,24 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 
 import requests
 
+from vigil.common.ports import free_port, port_is_free
+
 VIGIL_GPU = [sys.executable, "-m", "vigil.cli", "exporter", "gpu"]
 
 
 def free_ports(count: int) -> int:
-    """A base port with `count` consecutive free ports on 127.0.0.1."""
+    """A base port with `count` consecutive free ports on 127.0.0.1, starting at the kernel's pick: in the
+    ephemeral range, so clear of the 100-port spans below it that the stack tests take (free_port_base)."""
     for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = probe.getsockname()[1]
-        if base + count >= 65535:
-            continue
-        held = []
-        try:
-            for port in range(base, base + count):
-                s = socket.socket()
-                held.append(s)
-                s.bind(("127.0.0.1", port))
+        base = free_port()
+        if base + count < 65535 and all(port_is_free(port) for port in range(base + 1, base + count)):
             return base
-        except OSError:
-            continue
-        finally:
-            for s in held:
-                s.close()
     raise RuntimeError("no free port range")
 
 

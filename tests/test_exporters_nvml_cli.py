@@ -9,6 +9,7 @@ import pytest
 import requests
 from exporters_nvml_support import VIGIL_GPU, free_ports, run_until_ready, stop, wait_until
 
+from vigil.common.ports import free_port
 from vigil.exporters.sim.dcgm_page import PageServer, render_page
 
 
@@ -65,7 +66,7 @@ def test_without_a_driver_the_default_is_the_simulated_fleet_with_a_loud_warning
 
 @pytest.mark.skipif(nvml_available(), reason="this machine has an NVIDIA driver")
 def test_explicit_nvml_backend_without_a_driver_fails_clearly() -> None:
-    result = subprocess.run(VIGIL_GPU + ["--backend", "nvml", "--listen", f"127.0.0.1:{free_ports(1)}"],
+    result = subprocess.run(VIGIL_GPU + ["--backend", "nvml", "--listen", f"127.0.0.1:{free_port()}"],
                             capture_output=True, timeout=30)
     assert result.returncode == 1
     assert b"NVML is not usable on this machine" in result.stderr and b"Traceback" not in result.stderr
@@ -73,7 +74,7 @@ def test_explicit_nvml_backend_without_a_driver_fails_clearly() -> None:
 
 def test_dcgm_backend_bridges_a_dcgm_exporter_page_and_outlives_a_hung_one() -> None:
     page = PageServer(lambda: render_page("gpu-host-7", gpus=2))
-    port = free_ports(1)
+    port = free_port()
     metrics = f"http://127.0.0.1:{port}/metrics"
     try:
         proc = run_until_ready(["--backend", "dcgm", "--dcgm-url", page.url, "--node", "gpu-host-7",
@@ -107,7 +108,7 @@ def test_dcgm_backend_bridges_a_dcgm_exporter_page_and_outlives_a_hung_one() -> 
 
 def test_dcgm_backend_rejects_a_bad_url() -> None:
     result = subprocess.run(VIGIL_GPU + ["--backend", "dcgm", "--dcgm-url", "localhost:9400",
-                                         "--listen", f"127.0.0.1:{free_ports(1)}"], capture_output=True, timeout=30)
+                                         "--listen", f"127.0.0.1:{free_port()}"], capture_output=True, timeout=30)
     assert result.returncode == 2 and b"--dcgm-url" in result.stderr and b"Traceback" not in result.stderr
 
 

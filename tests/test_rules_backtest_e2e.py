@@ -24,7 +24,7 @@ import pytest
 import requests
 from click.testing import CliRunner
 
-from exporters_nvml_support import answers, free_ports, wait_until
+from exporters_nvml_support import answers, wait_until
 from stack_support import VIGIL
 from test_notifier_support import AUTH, TOKEN, NotifierServer, alert, make_settings, payload
 from vigil.aiops.history.openmetrics import write_openmetrics
@@ -32,6 +32,7 @@ from vigil.cli import main as vigil_main
 from vigil.exporters.nvml_collector import NvmlCollector
 from vigil.exporters.sim.faults import Fault
 from vigil.exporters.sim.nvml import SimulatedNvml
+from vigil.common.ports import free_port
 from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
 from vigil.rules import Alert, Group, load_specs
 from vigil.rules.backtest_run import Settings, backtest, parse_rfc3339, query_times
@@ -131,7 +132,7 @@ def day(tmp_path_factory):
     subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=24h",
                     str(work / "day.om"), str(work / "tsdb")], check=True, capture_output=True)
     (work / "prometheus.yml").write_text(json.dumps({"global": {"evaluation_interval": "3m"}}))
-    port = free_ports(1)
+    port = free_port()
     prom = subprocess.Popen(["prometheus", f"--config.file={work / 'prometheus.yml'}", f"--storage.tsdb.path={work / 'tsdb'}",
                              f"--web.listen-address=127.0.0.1:{port}", f"--query.max-samples={MAX_SAMPLES}"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -201,7 +202,7 @@ def test_firings_that_overlap_a_notifier_incident_of_their_alert_are_counted(day
     paged = alert("fp-overheat", starts=stamp(start + on * HOUR + 60), alertname="GpuOverheating", node=node, gpu=str(gpu))
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
-    with NotifierServer(make_settings(tmp_path, port=free_ports(1))) as notifier:
+    with NotifierServer(make_settings(tmp_path, port=free_port())) as notifier:
         stored = requests.post(f"{notifier.url}/api/v1/alerts/alertmanager", headers=AUTH, timeout=10,
                                json=payload(paged, group_key='{}:{alertname="GpuOverheating"}'))
         assert stored.status_code == 200, stored.text
@@ -221,7 +222,7 @@ def test_a_wrong_notifier_token_is_one_clear_line(day, tmp_path):
     url, start, end, noisy = day
     token_file = tmp_path / "token"
     token_file.write_text("not-the-token\n")
-    with NotifierServer(make_settings(tmp_path, port=free_ports(1))) as notifier:
+    with NotifierServer(make_settings(tmp_path, port=free_port())) as notifier:
         done = backtest_in_process(str(noisy), "--prometheus", url, "--from", stamp(start), "--to", stamp(end),
                                    "--notifier", notifier.url, "--token-file", str(token_file))
     assert done.exit_code == 1 and "cannot read the incidents of the notifier" in done.stderr

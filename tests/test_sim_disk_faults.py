@@ -10,6 +10,7 @@ from exporters_nvml_support import free_ports, wait_until
 from test_exporters_node import scrape, value
 
 from vigil.cli_node_exporter import node
+from vigil.common.ports import free_port
 from vigil.exporters.fleet_server import FleetServer
 from vigil.exporters.node_health import NodeHealthCollector
 from vigil.exporters.sim.faults import FaultError, parse_fault, per_gpu
@@ -96,7 +97,7 @@ def test_the_exporter_keeps_the_last_known_faults_while_the_chaos_api_is_unreach
     faults = ChaosDiskFaults(chaos_api, "node-1", timeout=1)
     assert requests.post(f"{chaos_api}/chaos/inject", json={"fault": "disk-failing", "node": "node-1"}, timeout=5).ok
     assert list(faults()) == [0]
-    faults.url = f"http://127.0.0.1:{free_ports(1)}/chaos"  # nothing listens there
+    faults.url = f"http://127.0.0.1:{free_port()}/chaos"  # nothing listens there
     assert list(faults()) == [0]
 
 
