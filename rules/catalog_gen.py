@@ -17,12 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-from contextlib import ExitStack, closing
+from contextlib import ExitStack
 from pathlib import Path
 
 import requests
@@ -31,6 +30,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.parser import text_string_to_metric_families
 
+from vigil.common.ports import free_port
 from .catalog import CATALOG_PATH
 
 _SAMPLE_TYPES = {"counter": "counter", "gauge": "gauge", "info": "info", "stateset": "gauge",
@@ -63,12 +63,6 @@ def _empty_family_names(name: str, family_type: str) -> list[tuple[str, str]]:
         parts = ("_bucket", "_count", "_sum") if family_type == "histogram" else ("_count", "_sum")
         return [(name, "summary")] * (family_type == "summary") + [(name + p, "counter") for p in parts]
     return [(name, _SAMPLE_TYPES.get(family_type, "unknown"))]
-
-
-def _free_port() -> int:
-    with closing(socket.socket()) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _binary(name: str) -> str:
@@ -119,7 +113,7 @@ def scrape_binaries(tmp: Path) -> dict[str, dict]:
     """{source: series} of the real node_exporter, Prometheus and Alertmanager."""
     node_exporter, prometheus, alertmanager = (_binary("prometheus-node-exporter"), _binary("prometheus"),
                                                _binary("prometheus-alertmanager"))
-    ne_port, prom_port, am_port, am_cluster = _free_port(), _free_port(), _free_port(), _free_port()
+    ne_port, prom_port, am_port, am_cluster = free_port(), free_port(), free_port(), free_port()
     (tmp / "rules.yml").write_text(yaml.safe_dump({"groups": [{"name": "catalog", "rules": [
         {"alert": "CatalogProbe", "expr": "vector(1)"}]}]}))
     (tmp / "prometheus.yml").write_text(yaml.safe_dump({

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import random
 import subprocess
 import sys
 import tempfile
@@ -27,9 +26,9 @@ sys.path.insert(0, str(REPO))
 from vigil.aiops.ask.judge import judge_one, load_questions  # noqa: E402
 from vigil.aiops.ask.knowledge import load_knowledge  # noqa: E402
 from vigil.aiops.benchmark_record import add_record_option, machine_summary, utc_now, write_section  # noqa: E402
+from vigil.common.ports import free_port_base  # noqa: E402
 from vigil.common.prometheus_api import PrometheusClient  # noqa: E402
 from vigil.runstate import read_state  # noqa: E402
-from vigil.supervisor import port_is_free  # noqa: E402
 
 QUESTIONS = Path(__file__).with_name("eval_questions.yaml")
 VIGIL = str(Path(sys.executable).with_name("vigil"))
@@ -38,21 +37,12 @@ DEMO_STACK = {"stack": {"scrape_interval": 1, "evaluation_interval": 1, "exporte
 GOAL = 0.77
 
 
-def free_base(span: int = 100) -> int:
-    """A random base port with `span` free ports above it (another stack may hold vigil's default ports)."""
-    rng = random.Random()
-    while True:
-        base = rng.randrange(20000, 40000, span)
-        if all(port_is_free(base + offset) for offset in range(span)):
-            return base
-
-
 def start_demo(tmp: Path) -> Path:
     config = tmp / "vigil.yaml"
     config.write_text(yaml.safe_dump(DEMO_STACK))
     run_dir = tmp / "run"
     subprocess.run([VIGIL, "up", "--detach", "--config", str(config), "--run-dir", str(run_dir), "--gpu-backend", "sim",
-                    "--port-base", str(free_base())], check=True, timeout=600, stdout=subprocess.DEVNULL)
+                    "--port-base", str(free_port_base())], check=True, timeout=600, stdout=subprocess.DEVNULL)
     return run_dir
 
 

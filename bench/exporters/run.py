@@ -20,7 +20,6 @@ import argparse
 import os
 import platform
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -33,16 +32,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from vigil.aiops.benchmark_record import add_record_option, write_section  # noqa: E402
+from vigil.common.ports import free_port  # noqa: E402
 VIGIL = [sys.executable, "-m", "vigil.cli", "exporter", "gpu", "--backend", "sim"]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 SECTION = "exporters"
 PUBLISHED_NVML_MS = 0.09  # field notes, section 3: published cost of one NVML sample
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def cpu_seconds(pid: int) -> float:

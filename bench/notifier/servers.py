@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import requests
+
+from vigil.common.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 ALERTMANAGER = "/usr/bin/prometheus-alertmanager"
@@ -31,12 +32,6 @@ ESCALATION_ONCALL = ("priorities:\n  P1: {ack_within: 2h, resolve_within: 8h}\n"
                      "      - {name: senior, notify: [{person: senior}], escalate_after: 1h}\n"
                      "routes:\n  - {match: {paged: \"yes\"}, policy: gpu, priority: P1}\n")
 AM_CONFIG = "route:\n  receiver: blackhole\n  group_wait: 1h\nreceivers:\n  - name: blackhole\n"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_ready(url: str, process: subprocess.Popen) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,16 +15,12 @@ from typing import Iterator
 import requests
 import yaml
 
+from vigil.common.ports import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 PROMETHEUS = "/usr/bin/prometheus"
 VIGIL = [sys.executable, "-m", "vigil.cli"]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def proc_figures(pid: int) -> dict[str, float]:
