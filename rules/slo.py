@@ -10,7 +10,8 @@ ratio over 5m, 30m, 1h, 2h, 6h, 1d and 3d (`slo:<name>_errors:ratio_rate<window>
 The short window of each pair makes the alert stop soon after the burn stops. The fast alert mutes
 the slow one of the same SLO. The SLI is one of `errors`/`total` (counters), `latency` (a histogram
 and the bucket bound `le` a good event stays under) or `up` (a 0/1 gauge: the share of samples at 1;
-its ratios read two records of the gauge's fleet-wide sum and count, `slo:<name>_up:sum|count`).
+its ratios read two records of the gauge's fleet-wide sum and count, `slo:<name>_up:sum|count`, both
+taken from one record of how many samples hold each value, `slo:<name>_up:by_value`).
 """
 
 from __future__ import annotations
@@ -92,8 +93,12 @@ def _load_slo(name: str, r: Reader, lint_ctx: LintContext, default_labels: dict[
         return
     slo_label = {"slo": name}
     ratio, helpers = sli
-    for suffix, expr in helpers.items():  # records the ratios read (`up`: the gauge's sum and count)
+    recorded: dict[str, str] = {}
+    for suffix, expr in helpers.items():  # records the ratios read (`up`: the gauge's sum and count), in order
         helper = f"slo:{snake(name)}_{suffix}"
+        for earlier, earlier_name in recorded.items():  # a helper may read the helpers before it
+            expr = expr.replace(f"${earlier}", earlier_name)
+        recorded[suffix] = helper
         out.records.append(linted_record(Recording(name=helper, expr=expr, labels=tuple(slo_label.items()),
                                                    file=r.file, line=r.start_line), lint_ctx, r.errors))
         ratio = ratio.replace(f"${suffix}", helper)
@@ -196,14 +201,18 @@ def _latency_ratio(s: Reader) -> tuple[str, dict[str, str]] | None:
 
 def _down_ratio(s: Reader) -> tuple[str, dict[str, str]] | None:
     """The share of samples of a 0/1 gauge (`vigil_gpu_up`) that were not 1 within the window, from two
-    fleet-wide records of the gauge's sum and count (one series each, recorded once per evaluation)
-    rather than from every GPU's samples: a 3d window over a 10,000-GPU fleet would read 170 million
-    samples at each evaluation."""
+    fleet-wide records of the gauge's sum (the samples at 1) and count (one series each, recorded once per
+    evaluation) rather than from every GPU's samples: a 3d window over a 10,000-GPU fleet would read 170
+    million samples at each evaluation. Both come from one read of the gauge, `count_values` (a series
+    per value seen, two for a 0/1 gauge), instead of a `sum()` and a `count()` that each read every GPU's
+    series; no sample at 1 is a sum of 0, as `sum()` gave, not no sum."""
     series = _series(s, "up")
     if series is None:
         return None
     return ("1 - sum_over_time($up:sum[$window]) / (sum_over_time($up:count[$window]) > 0)",
-            {"up:sum": f"sum({series})", "up:count": f"count({series})"})
+            {"up:by_value": f'count_values("value", {series})',
+             "up:sum": 'sum($up:by_value{value="1"}) or (0 * sum($up:by_value))',
+             "up:count": "sum($up:by_value)"})
 
 
 def _alert(name: str, suffix: str, severity: str, pairs, meaning: str, budget: Decimal, what: str, action: str,

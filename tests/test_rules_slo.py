@@ -27,7 +27,7 @@ def test_the_shipped_slos_expand_to_the_workbook_rules():
     group = rules.prometheus_rule_file(rules.load_specs([SLO_SPEC]))["groups"][0]
     recorded = [r["record"] for r in group["rules"] if "record" in r]
     assert recorded == [f"slo:notifier_page_delivery_errors:ratio_rate{w}" for w in WINDOWS] + [
-        "slo:gpu_availability_up:sum", "slo:gpu_availability_up:count"] + [
+        "slo:gpu_availability_up:by_value", "slo:gpu_availability_up:sum", "slo:gpu_availability_up:count"] + [
         f"slo:gpu_availability_errors:ratio_rate{w}" for w in WINDOWS]
     assert all("record" in r for r in group["rules"][:len(recorded)]), "records come before the alerts"
     alerts = {r["alert"]: r for r in group["rules"] if "alert" in r}
@@ -45,7 +45,11 @@ def test_the_shipped_slos_expand_to_the_workbook_rules():
         '(sum(rate(vigil_notifier_deliveries_total{result=~"sent|failed|retry"}[5m])) > 0)')
     assert group["rules"][0]["labels"] == {"slo": "NotifierPageDelivery"}
     by_name = {r.get("record"): r for r in group["rules"]}
-    assert by_name["slo:gpu_availability_up:count"]["expr"] == "count(vigil_gpu_up)"
+    # the gauge is read once (a count per value); its sum and count are taken from that record
+    assert by_name["slo:gpu_availability_up:by_value"]["expr"] == 'count_values("value", vigil_gpu_up)'
+    assert by_name["slo:gpu_availability_up:sum"]["expr"] == (
+        'sum(slo:gpu_availability_up:by_value{value="1"}) or (0 * sum(slo:gpu_availability_up:by_value))')
+    assert by_name["slo:gpu_availability_up:count"]["expr"] == "sum(slo:gpu_availability_up:by_value)"
     assert by_name[f"{ratio}3d"]["expr"] == ("1 - sum_over_time(slo:gpu_availability_up:sum[3d]) / "
                                              "(sum_over_time(slo:gpu_availability_up:count[3d]) > 0)")
     assert "GpuFallenOffBus" in fast["annotations"]["description"]  # says what to do
