@@ -67,7 +67,10 @@ def test_vmalert_runs_the_global_half_and_the_shards_the_local_half_of_the_catal
     # what cannot run on a shard is in vmalert: fleet-wide aggregations, absent() guards, the AIOps joins
     global_names = {name for _, name in _rule_names(vmalert_rules["groups"])}
     assert {"GpuExporterAbsent", "Watchdog", "GpuLoadOutsideBaseline", "GpuFailureRiskHigh"} <= global_names
-    assert "reads vigil_baseline" in reasons["GpuLoadOutsideBaseline"]
+    # the AIOps joins are the baseline records (baselines.yaml, baselines_upper.yaml); the alert reads them
+    assert {"gpu:vigil_gpu_utilization_ratio:below_baseline", "gpu:vigil_gpu_utilization_ratio:above_baseline"} <= global_names
+    assert "reads vigil_baseline" in reasons["gpu:vigil_gpu_utilization_ratio:below_baseline"]
+    assert "reads the global record gpu:vigil_gpu_utilization_ratio:" in reasons["GpuLoadOutsideBaseline"]
     # the small overlay (one shard) keeps every rule in Prometheus and runs no vmalert
     small_groups = [g for o in rendered["small"] if o["kind"] == "PrometheusRule" for g in o["spec"]["groups"]]
     assert small_groups == golden["groups"]

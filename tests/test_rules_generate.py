@@ -71,9 +71,10 @@ def test_first_rule_set_contract():
         "GpuExporterAbsent": "warning", "GpuLoadOutsideBaseline": "warning",
     }.items()
     assert [p.name for p in rules.default_spec_paths()] == [
-        "aiops.yaml", "baselines.yaml", "gpu.yaml", "gpu_errors.yaml", "gpu_links.yaml", "gpu_load.yaml", "gpu_memory.yaml",
-        "gpu_nvlink.yaml", "gpu_power.yaml", "gpu_records.yaml", "gpu_temperature.yaml", "jobs.yaml", "node.yaml",
-        "service.yaml", "slo.yaml"]
+        "aiops.yaml", "baselines.yaml", "baselines_upper.yaml", "gpu.yaml", "gpu_errors.yaml", "gpu_links.yaml",
+        "gpu_load.yaml", "gpu_lost.yaml", "gpu_memory.yaml", "gpu_nvlink.yaml", "gpu_nvlink_even.yaml", "gpu_pcie.yaml",
+        "gpu_power.yaml", "gpu_records.yaml", "gpu_records_memory.yaml", "gpu_records_node.yaml",
+        "gpu_temperature.yaml", "jobs.yaml", "node.yaml", "service.yaml", "slo.yaml"]
     for alert in ruleset.alerts:
         anchor = alert.runbook_url.split("#")[1]
         assert alert.runbook_url == f"docs/runbooks.md#{alert.name.lower()}" == f"docs/runbooks.md#{anchor}"
