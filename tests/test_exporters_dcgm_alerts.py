@@ -61,9 +61,12 @@ def test_gpu_missing_fires_when_a_gpu_vanishes_from_the_dcgm_exporter_page(prome
 
     def visible() -> float | None:
         try:
-            result = requests.get(f"{url}/api/v1/query", params={"query": "vigil_node_gpus_visible"}, timeout=5).json()
+            answer = requests.get(f"{url}/api/v1/query", params={"query": "vigil_node_gpus_visible"}, timeout=5)
         except requests.ConnectionError:
             return None
+        if answer.status_code != 200:  # a Prometheus still starting answers 503 before its first query
+            return None
+        result = answer.json()
         return float(result["data"]["result"][0]["value"][1]) if result["data"]["result"] else None
 
     wait_until(lambda: visible() == 4, timeout=30, step=0.3)
