@@ -46,7 +46,7 @@ SCRAPE_S = 15
 TOP_RULES = 10
 # plain selectors of one series a GPU (`metric > 0`), the unit of rule work on shared cores
 UNIT_RULES = ("vigil-gpu-errors/GpuRowRemapFailure", "vigil-gpu-errors/GpuRemapPending",
-              "vigil-gpu-errors/GpuRecoveryActionRequired", "vigil-gpu/GpuUncorrectableEccErrors")
+              "vigil-gpu/GpuRecoveryActionRequired", "vigil-gpu/GpuUncorrectableEccErrors")
 
 
 def prom_metrics(url: str) -> dict[str, dict[tuple, float]]:
