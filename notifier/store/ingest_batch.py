@@ -19,9 +19,16 @@ batch is still its own transaction on it): a checkout and check-in per batch cos
 the BEGIN and COMMIT themselves. A batch that fails gives its connection back, and the next batch
 takes a fresh one.
 
-The webhook awaits `store` (an asyncio future): once a batch is settled, its members' answers go back
-to the event loop in one `call_soon_threadsafe`, not one wake-up of the loop per post. Callers on a
-thread use `submit` (a `concurrent.futures.Future`) or `ingest`.
+The webhook awaits `store`. On SQLite its batches run on the event loop itself (`_drain_on_loop`):
+the BEGIN (which may wait for the write lock) and the COMMIT (the fsync) go to a worker thread, and the
+statements in between run where the posts were parsed. They never wait there: the batch holds the
+write lock from its BEGIN IMMEDIATE on. That saves every post's hand-off to the committer thread and
+the two threads' turns at the GIL around every statement. At 8 connections, with a Prometheus of
+1,250 simulated nodes on the same two cores, A/B runs gave 5-50 % more posts a second, in all six pairs;
+on quiet cores the two were level (about 1,000-1,100 posts/s each). On PostgreSQL a statement may wait for a peer's
+row lock, which must not stall the loop, so `store` queues to the committer thread as `submit` does,
+and a settled batch's answers go back to the loop in one `call_soon_threadsafe`. Callers on a thread
+use `submit` (a `concurrent.futures.Future`) or `ingest`.
 """
 
 from __future__ import annotations
@@ -68,6 +75,10 @@ class GroupCommit:
         self._pending: list[_Member] = []
         self._changed = threading.Condition()
         self._running = False
+        # the event loop's side (SQLite): its queue, the task draining it, and its connection for a burst
+        self._on_loop: list[_Member] = []
+        self._loop_drain: asyncio.Task | None = None
+        self._loop_conn: sa.Connection | None = None
 
     def submit(self, payload: WebhookPayload, now: float, plan: PagePlanner) -> "Future[IngestResult]":
         """Queue `payload`; the future resolves once it is committed (or fails with the reason)."""
@@ -77,9 +88,67 @@ class GroupCommit:
 
     async def store(self, payload: WebhookPayload, now: float, plan: PagePlanner) -> IngestResult:
         """`submit` for the event loop: returns once `payload` is committed (or raises the reason)."""
-        member = _Member(payload, now, plan, asyncio.get_running_loop().create_future())
-        self._queue(member)
+        loop = asyncio.get_running_loop()
+        member = _Member(payload, now, plan, loop.create_future())
+        if self.engine.dialect.name != "sqlite":
+            self._queue(member)
+        else:
+            self._on_loop.append(member)
+            if self._loop_drain is None:
+                self._loop_drain = loop.create_task(self._drain_on_loop())
         return await member.future
+
+    async def _drain_on_loop(self) -> None:
+        try:
+            while self._on_loop:
+                batch, self._on_loop = self._on_loop[:self._max_batch], self._on_loop[self._max_batch:]
+                await self._store_on_loop(batch)
+        finally:
+            self._loop_drain = None
+            asyncio.get_running_loop().call_later(self._linger_s, self._close_loop_conn_if_idle)
+
+    async def _store_on_loop(self, batch: list[_Member]) -> None:
+        """`_store` on the event loop (SQLite): BEGIN and COMMIT in a worker thread, the statements here."""
+        try:
+            transaction = await asyncio.to_thread(self._begin_on_loop_conn)
+        except Exception as exc:  # no connection or no write lock: this batch gets the reason
+            self._drop_loop_conn()
+            _answer_all([(member.future, exc) for member in batch])
+            return
+        conn = self._loop_conn
+        try:
+            results = [(member.future, self._one_unguarded(conn, member)) for member in batch]
+        except _MemberFailed:  # a member failed: the batch is rolled back and each member runs alone
+            try:
+                transaction.rollback()
+            except Exception:
+                self._drop_loop_conn()
+            for member in batch:
+                _answer_all([(member.future, await asyncio.to_thread(self._alone_outcome, member))])
+            return
+        try:
+            await asyncio.to_thread(transaction.commit)
+        except Exception as exc:  # the COMMIT failed: nothing of this batch is stored
+            self._drop_loop_conn()
+            _answer_all([(member.future, exc) for member in batch])
+            return
+        _answer_all(results)
+
+    def _begin_on_loop_conn(self) -> sa.RootTransaction:
+        if self._loop_conn is None:
+            self._loop_conn = self.engine.connect()
+        return self._loop_conn.begin()
+
+    def _drop_loop_conn(self) -> None:
+        conn, self._loop_conn = self._loop_conn, None
+        if conn is not None:
+            conn.invalidate()  # whatever state a failed BEGIN or COMMIT left it in, it is not reused
+            conn.close()
+
+    def _close_loop_conn_if_idle(self) -> None:
+        if self._loop_drain is None and self._loop_conn is not None:
+            conn, self._loop_conn = self._loop_conn, None
+            conn.close()
 
     def _queue(self, member: _Member) -> None:
         with self._changed:
@@ -161,11 +230,14 @@ class GroupCommit:
             raise _MemberFailed() from exc
 
     def _alone(self, member: _Member) -> None:
+        _settle([(member, self._alone_outcome(member))])
+
+    def _alone_outcome(self, member: _Member) -> IngestResult | BaseException:
+        """`member` stored in a transaction of its own (which retries an HA peer's IntegrityError)."""
         try:
-            outcome = self.notifications.ingest(member.payload, member.now, member.plan)
+            return self.notifications.ingest(member.payload, member.now, member.plan)
         except Exception as exc:
-            outcome = exc
-        _settle([(member, outcome)])
+            return exc
 
 
 def _settle(outcomes: list[tuple[_Member, IngestResult | BaseException]]) -> None:
