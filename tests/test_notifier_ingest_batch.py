@@ -51,6 +51,18 @@ def commits(engine: sa.Engine) -> list[int]:
     return counted
 
 
+def fail_the_next_commit(engine: sa.Engine) -> None:
+    """The engine's next COMMIT raises `RuntimeError("commit broke")`; the ones after it go through."""
+    failing = [True]
+
+    def commit_fails_once(_conn):
+        if failing[0]:
+            failing[0] = False
+            raise RuntimeError("commit broke")
+
+    sa.event.listen(engine, "commit", commit_fails_once)
+
+
 def stored_ids(store: Store) -> set[int]:
     return {n["id"] for n in store.notifications.list_notifications(100)}
 
@@ -111,14 +123,7 @@ def test_a_failing_member_is_refused_alone_and_the_others_are_stored(store):
 def test_a_batch_whose_commit_fails_is_refused_whole_and_the_next_batch_of_the_burst_is_stored(store):
     # the committer holds one connection for a burst: a failed COMMIT must not leave it in a transaction
     group, planner = GroupCommit(store.engine, store.notifications, linger_s=10.0), HeldPlanner()
-    failing = [True]
-
-    def commit_fails_once(_conn):
-        if failing[0]:
-            failing[0] = False
-            raise RuntimeError("commit broke")
-
-    sa.event.listen(store.engine, "commit", commit_fails_once)
+    fail_the_next_commit(store.engine)
     planner.release.set()
     with pytest.raises(RuntimeError, match="commit broke"):
         group.submit(body("first"), 1000.0, planner).result(10)
@@ -181,14 +186,7 @@ def test_on_the_event_loop_a_failing_member_is_refused_alone_and_the_others_are_
 def test_on_the_event_loop_a_batch_whose_commit_fails_is_refused_whole_and_the_next_one_is_stored(store):
     group, planner = GroupCommit(store.engine, store.notifications), HeldPlanner()
     planner.release.set()
-    failing = [True]
-
-    def commit_fails_once(_conn):
-        if failing[0]:
-            failing[0] = False
-            raise RuntimeError("commit broke")
-
-    sa.event.listen(store.engine, "commit", commit_fails_once)
+    fail_the_next_commit(store.engine)
 
     async def post_twice():
         first = await asyncio.gather(group.store(body("first"), 1000.0, planner), return_exceptions=True)
