@@ -41,8 +41,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("prometheus") is 
                                                  reason="prometheus and promtool are not installed")]
 
 REPO = Path(__file__).parent.parent
-# the GPU health alerts the faults below drill: gpu.yaml (node down, ECC) and gpu_temperature.yaml (overheat)
-GPU_SPECS = [REPO / "rules" / "specs" / "gpu.yaml", REPO / "rules" / "specs" / "gpu_temperature.yaml"]
+# the GPU health alerts the faults below drill: gpu.yaml (node down, ECC) and gpu_temperature.yaml (overheat),
+# with the groups whose alerts gpu.yaml's inhibitions name (gpu_lost.yaml, gpu_errors.yaml)
+GPU_SPECS = [REPO / "rules" / "specs" / name for name in ("gpu.yaml", "gpu_lost.yaml", "gpu_errors.yaml", "gpu_temperature.yaml")]
 STEP = 180.0
 NODES, GPUS = ("node-1", "node-2"), 2
 HOUR = 3600.0
