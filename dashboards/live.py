@@ -19,7 +19,7 @@ from .check import BUILTINS, expand, panels, variable_query
 # a demo stack scrapes every second and is minutes old: windows of 5 minutes at 1-second resolution
 LIVE_BUILTINS = {**BUILTINS, "__rate_interval": "1m", "__interval": "1s", "__range": "5m", "__range_s": "300"}
 _NO_ERRORS = "no GPU has had an XID in a healthy demo (the chaos test checks it after xid79)"
-_RECORDED = ("read from gpu_records.yaml's recording rules, evaluated once a minute: a demo younger than that may "
+_RECORDED = ("read from the gpu_records*.yaml recording rules, evaluated once a minute: a demo younger than that may "
              "not have them yet (tests/test_dashboards_jobs_promtool.py proves these queries)")
 _PLAIN_NODE = "the variables pick node-1, which the simulated fleet keeps free of jobs"
 _NO_PAGES = "nothing pages in a healthy demo (the chaos test checks it after xid79)"

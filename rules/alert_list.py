@@ -37,10 +37,15 @@ def _muted_by(alert: Alert, ruleset: RuleSet) -> str:
 
 
 def _group_table(group: Group, ruleset: RuleSet) -> list[str]:
+    source = f"`rules/specs/{group.file.rsplit('/', 1)[-1]}`"
+    records = (f" Recording rules: {', '.join(f'`{r.name}`' for r in group.records)}."
+               if group.records else "")
+    if not group.alerts:
+        return [f"### `{group.name}`", "", f"No alerts in {source}.{records}", ""]
     teams = sorted({dict(a.labels).get("team", "—") for a in group.alerts})
     lines = [f"### `{group.name}`", "",
-             f"{len(group.alerts)} alert{'' if len(group.alerts) == 1 else 's'} from `rules/specs/{group.file.rsplit('/', 1)[-1]}`, "
-             f"team {', '.join(teams)}.", "", *HEADER]
+             f"{len(group.alerts)} alert{'' if len(group.alerts) == 1 else 's'} from {source}, "
+             f"team {', '.join(teams)}.{records}", "", *HEADER]
     for alert in group.alerts:
         lines.append(f"| `{alert.name}` | {alert.severity} | `{_cell(alert.expr)}` | {_for(alert)} | "
                      f"{_muted_by(alert, ruleset)} |")
