@@ -6,9 +6,13 @@ from __future__ import annotations
 import pytest
 
 from vigil import rules
-from vigil.notifier.postmortem.evidence import AFTER_S, BASELINE, LOOKBACK_S, matches, split_threshold, window
+from vigil.notifier.postmortem.evidence import (AFTER_S, BASELINE, LOOKBACK_S, inlined, matches, split_threshold,
+                                                window)
 
-SHIPPED = {alert.name: alert.expr for alert in rules.load_specs(rules.default_spec_paths()).alerts}
+_RULESET = rules.load_specs(rules.default_spec_paths())
+_RECORDS = [record for group in _RULESET.groups for record in group.records]
+# each shipped alert as the postmortem looks at it: the recorded series it reads replaced by their expressions
+SHIPPED = {alert.name: inlined(alert.expr, _RECORDS) for alert in _RULESET.alerts}
 
 
 @pytest.mark.parametrize("expr, expected", [

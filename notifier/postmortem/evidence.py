@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import promql_parser
 
 from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable, RangeSeries
+from vigil.rules.backtest_records import inline_records
 from vigil.rules.promql import quote
 
 from .facts import parse_time
@@ -57,6 +58,20 @@ class Evidence:
     jobs: list[str] = field(default_factory=list)
     charts: list[Chart] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # what could not be gathered, said in the postmortem
+
+
+@dataclass(frozen=True)
+class _Record:
+    """A recording rule as Prometheus reports it (what `inline_records` reads)."""
+
+    name: str
+    expr: str
+    labels: tuple[tuple[str, str], ...]
+
+
+def inlined(expr: str, records) -> str:
+    """`expr` with each instant read of a recorded series of `records` replaced by its expression."""
+    return inline_records(expr, records)[0]
 
 
 def split_threshold(expr: str) -> tuple[str, str, float] | None:
@@ -106,6 +121,10 @@ def gather(prometheus: PrometheusClient, incident: dict, now: float) -> Evidence
     targets = [t for t in targets if t]
     try:
         rules = prometheus.alerting_rules()
+        # an alert that reads recorded series is looked at through their expressions (`inlined`): the
+        # raw series have the history, and the band or threshold to draw is in them
+        records = [_Record(r["name"], r["query"], tuple(sorted(r["labels"].items())))
+                   for r in prometheus.recording_rules()]
     except PrometheusUnavailable as exc:
         found.first_sign_how = f"unknown: {exc}"
         found.problems.append(str(exc))
@@ -117,8 +136,9 @@ def gather(prometheus: PrometheusClient, incident: dict, now: float) -> Evidence
         if name not in rules:
             continue
         try:
-            _first_sign(found, prometheus, name, rules[name], targets)
-            found.charts.append(_chart(prometheus, name, rules[name], targets, start, end, step))
+            expr = inlined(rules[name], records)
+            _first_sign(found, prometheus, name, expr, targets)
+            found.charts.append(_chart(prometheus, name, expr, targets, start, end, step))
         except PrometheusUnavailable as exc:
             found.problems.append(str(exc))
     try:

@@ -79,6 +79,13 @@ class PrometheusClient:
         return {rule["name"]: rule["query"] for group in data.get("groups", [])
                 for rule in group.get("rules", []) if rule.get("type") == "alerting"}
 
+    def recording_rules(self) -> list[dict]:
+        """Each recording rule Prometheus has loaded: {name, query, labels}."""
+        data = self._get("/api/v1/rules", {"type": "record"}, "/api/v1/rules")
+        return [{"name": rule["name"], "query": rule["query"], "labels": rule.get("labels") or {}}
+                for group in data.get("groups", []) for rule in group.get("rules", [])
+                if rule.get("type") == "recording"]
+
     def config(self) -> str:
         """The configuration Prometheus has loaded, as its YAML text (`/api/v1/status/config`)."""
         data = self._get("/api/v1/status/config", {}, "/api/v1/status/config")
