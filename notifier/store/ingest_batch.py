@@ -5,13 +5,14 @@ Every member keeps the single-post contract: its future is resolved only after t
 holds it has committed (the webhook answers 2xx only then); a duplicate inside one batch is stored
 once (members run one after the other on the same connection, so the second sees the first); and a
 member that fails (a bug, a bad row) is answered with its error (a 5xx, Alertmanager retries) while the
-others are stored. On PostgreSQL each member runs inside its own SAVEPOINT, so a failing one is rolled
-back alone; one that hits an IntegrityError (an HA peer on the same database stored it first) is run
-again on its own, after the batch, through `Notifications.ingest`, which retries and finds the peer's
-rows. On SQLite no peer can get in between (every writer takes the write lock at BEGIN), so members are
-rarely refused: the batch runs without SAVEPOINTs (two statements a post fewer), and if a member fails
-the whole batch is rolled back and every member is run again alone, in a transaction of its own. If
-the COMMIT itself fails, every member of the batch gets that error: none of them was stored.
+others are stored. On the committer thread (PostgreSQL's webhook, and `submit`) each member runs inside
+its own SAVEPOINT, so a failing one is rolled back alone; one that hits an IntegrityError (an HA peer on
+the same database stored it first) is run again on its own, after the batch, through
+`Notifications.ingest`, which retries and finds the peer's rows. The webhook's batches on SQLite run on
+the event loop (below), where no peer can get in between (every writer takes the write lock at BEGIN),
+so members are rarely refused: they run without SAVEPOINTs (two statements a post fewer), and if one
+fails the whole batch is rolled back and every member is run again alone, in a transaction of its own.
+If the COMMIT itself fails, every member of the batch gets that error: none of them was stored.
 
 No thread runs while nothing is posted: the first post of a burst starts the committer, which stays
 for `linger_s` after the last batch and then ends. It keeps one pooled connection for the burst (each
@@ -60,7 +61,7 @@ class _Member:
 
 
 class _MemberFailed(Exception):
-    """A member of an unguarded (SQLite) batch failed: roll the batch back and run its members alone."""
+    """A member of a batch on the loop (SQLite, no SAVEPOINTs) failed: roll the batch back, run each alone."""
 
 
 class GroupCommit:
@@ -190,15 +191,10 @@ class GroupCommit:
     def _store(self, conn: sa.Connection, batch: list[_Member]) -> bool:
         """Store `batch` in one transaction on `conn` and answer its members; False if it failed."""
         results: list[tuple[_Member, IngestResult | BaseException]] = []
-        one = self._one if conn.dialect.name != "sqlite" else self._one_unguarded
         try:
             with conn.begin():
                 for member in batch:
-                    results.append((member, one(conn, member)))
-        except _MemberFailed:  # SQLite, a member failed: the batch was rolled back, each member runs alone
-            for member in batch:
-                self._alone(member)
-            return True
+                    results.append((member, self._one(conn, member)))
         except BaseException as exc:  # the COMMIT (or BEGIN) failed: nothing of this batch is stored
             _settle([(member, exc) for member in batch])
             return False
@@ -223,7 +219,7 @@ class GroupCommit:
         return result
 
     def _one_unguarded(self, conn: sa.Connection, member: _Member) -> IngestResult:
-        """`_one` without the SAVEPOINT (SQLite): a failure rolls the whole batch back (`_MemberFailed`)."""
+        """`_one` without the SAVEPOINT (the loop's SQLite batches): a failure rolls the whole batch back."""
         try:
             return self.notifications.ingest_in(conn, member.payload, member.now, member.plan)
         except Exception as exc:
