@@ -60,15 +60,6 @@ class Evidence:
     problems: list[str] = field(default_factory=list)  # what could not be gathered, said in the postmortem
 
 
-@dataclass(frozen=True)
-class _Record:
-    """A recording rule as Prometheus reports it (what `inline_records` reads)."""
-
-    name: str
-    expr: str
-    labels: tuple[tuple[str, str], ...]
-
-
 def inlined(expr: str, records) -> str:
     """`expr` with each instant read of a recorded series of `records` replaced by its expression."""
     return inline_records(expr, records)[0]
@@ -120,11 +111,7 @@ def gather(prometheus: PrometheusClient, incident: dict, now: float) -> Evidence
                for a in incident.get("alerts") or []] or [incident.get("labels") or {}]
     targets = [t for t in targets if t]
     try:
-        rules = prometheus.alerting_rules()
-        # an alert that reads recorded series is looked at through their expressions (`inlined`): the
-        # raw series have the history, and the band or threshold to draw is in them
-        records = [_Record(r["name"], r["query"], tuple(sorted(r["labels"].items())))
-                   for r in prometheus.recording_rules()]
+        loaded = prometheus.loaded_rules()
     except PrometheusUnavailable as exc:
         found.first_sign_how = f"unknown: {exc}"
         found.problems.append(str(exc))
@@ -133,10 +120,12 @@ def gather(prometheus: PrometheusClient, incident: dict, now: float) -> Evidence
     found.first_sign_how = ("unknown: Prometheus has no rule for " + ", ".join(names) if names
                             else "unknown: the incident has no alerts to look up (a heartbeat's, say)")
     for name in names[:MAX_CHARTS]:
-        if name not in rules:
+        if name not in loaded.alerts:
             continue
         try:
-            expr = inlined(rules[name], records)
+            # an alert that reads recorded series is looked at through their expressions (`inlined`):
+            # the raw series have the history, and the band or threshold to draw is in them
+            expr = inlined(loaded.alerts[name], loaded.records)
             _first_sign(found, prometheus, name, expr, targets)
             found.charts.append(_chart(prometheus, name, expr, targets, start, end, step))
         except PrometheusUnavailable as exc:

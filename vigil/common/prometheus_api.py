@@ -7,6 +7,7 @@ says whether Prometheus could not be reached, did not answer like a Prometheus, 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import requests
@@ -33,6 +34,21 @@ class RangeSeries(NamedTuple):
 def format_time(seconds: float) -> str:
     """Unix seconds as Prometheus accepts them, to the millisecond and without float noise."""
     return f"{seconds:.3f}".rstrip("0").rstrip(".")
+
+
+@dataclass(frozen=True)
+class RecordedRule:
+    """A loaded recording rule: the series `name` is `expr` with `labels` set."""
+
+    name: str
+    expr: str
+    labels: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class LoadedRules:
+    alerts: dict[str, str]  # each alerting rule's expression, by alert name
+    records: list[RecordedRule]
 
 
 class PrometheusClient:
@@ -73,18 +89,14 @@ class PrometheusClient:
             params["end"] = format_time(end)
         return [dict(labels) for labels in self._get("/api/v1/series", params, " or ".join(selectors))]
 
-    def alerting_rules(self) -> dict[str, str]:
-        """The expression (`query`) of each alerting rule Prometheus has loaded, by alert name."""
-        data = self._get("/api/v1/rules", {"type": "alert"}, "/api/v1/rules")
-        return {rule["name"]: rule["query"] for group in data.get("groups", [])
-                for rule in group.get("rules", []) if rule.get("type") == "alerting"}
-
-    def recording_rules(self) -> list[dict]:
-        """Each recording rule Prometheus has loaded: {name, query, labels}."""
-        data = self._get("/api/v1/rules", {"type": "record"}, "/api/v1/rules")
-        return [{"name": rule["name"], "query": rule["query"], "labels": rule.get("labels") or {}}
-                for group in data.get("groups", []) for rule in group.get("rules", [])
-                if rule.get("type") == "recording"]
+    def loaded_rules(self) -> "LoadedRules":
+        """The alerting and recording rules Prometheus has loaded (one `/api/v1/rules`)."""
+        data = self._get("/api/v1/rules", {}, "/api/v1/rules")
+        rules = [rule for group in data.get("groups", []) for rule in group.get("rules", [])]
+        return LoadedRules(
+            alerts={rule["name"]: rule["query"] for rule in rules if rule.get("type") == "alerting"},
+            records=[RecordedRule(rule["name"], rule["query"], tuple(sorted((rule.get("labels") or {}).items())))
+                     for rule in rules if rule.get("type") == "recording"])
 
     def config(self) -> str:
         """The configuration Prometheus has loaded, as its YAML text (`/api/v1/status/config`)."""
