@@ -32,6 +32,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import stack  # noqa: E402  (bench/rules/stack.py)
+from vigil.common.durations import parse_prometheus_duration  # noqa: E402
 
 UNIT = ("GpuRowRemapFailure", "GpuRemapPending", "GpuRecoveryActionRequired", "GpuUncorrectableEccErrors")
 SCRAPE_S = 15
@@ -53,7 +54,7 @@ def query_seconds(url: str, expr: str) -> float:
     return body["data"]["stats"]["timings"]["execTotalTime"]
 
 
-def summary(times: dict, intervals: dict[str, int]) -> tuple[dict, str]:
+def summary(times: dict, intervals: dict[str, float]) -> tuple[dict, str]:
     """Per side: each group's units an evaluation and the work a minute, in one unit for both sides."""
     medians = {side: {key: statistics.median(v) for key, v in by.items()} for side, by in times.items()}
     unit = statistics.median([m for by in medians.values() for (_, rule), m in by.items() if rule in UNIT])
@@ -71,9 +72,9 @@ def summary(times: dict, intervals: dict[str, int]) -> tuple[dict, str]:
     return report, "\n".join(lines)
 
 
-def interval_s(group: dict) -> int:
-    text = group.get("interval")
-    return 60 if text == "1m" else SCRAPE_S if text is None else int(text.rstrip("s"))
+def interval_s(group: dict) -> float:
+    """A group's evaluation interval in seconds (the global one, the scrape interval here, when it has none)."""
+    return parse_prometheus_duration(group["interval"]) if "interval" in group else SCRAPE_S
 
 
 def main() -> None:
