@@ -53,8 +53,8 @@ def await_every_shard(url: str, shards: int, configs: list[Path], timeout_s: flo
         jobs = scraped_jobs(configs)
         while time.monotonic() < deadline:
             try:
-                seen = {sample.labels.get("job") for sample in client.query("count by (job) (up)")}
-                if len(client.query(f"count by ({SHARD_LABEL}) (up)")) >= shards and jobs <= seen:
+                seen = [sample.labels for sample in client.query(f"count by ({SHARD_LABEL}, job) (up)")]
+                if len({s.get(SHARD_LABEL) for s in seen}) >= shards and jobs <= {s.get("job") for s in seen}:
                     return
             except PrometheusUnavailable:
                 pass
