@@ -31,11 +31,12 @@ import requests
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import run  # noqa: E402  (bench/rules/run.py)
 import stack  # noqa: E402  (bench/rules/stack.py)
 from vigil.common.durations import parse_prometheus_duration  # noqa: E402
 
-UNIT = ("GpuRowRemapFailure", "GpuRemapPending", "GpuRecoveryActionRequired", "GpuUncorrectableEccErrors")
-SCRAPE_S = 15
+UNIT = tuple(rule.split("/", 1)[1] for rule in run.UNIT_RULES)  # by name: a rule may change groups
+SCRAPE_S = run.SCRAPE_S
 # a band edge for every GPU, as the AIOps service publishes once it has trained (labels: the source's + metric)
 BASELINES = {"name": "bench-baselines", "rules": [
     {"record": f"vigil_baseline_{edge}",
@@ -61,12 +62,9 @@ def summary(times: dict, intervals: dict[str, float]) -> tuple[dict, str]:
     report: dict = {"unit_ms": 1000 * unit}
     lines = [f"unit {1000 * unit:.0f} ms (median of the plain per-GPU selectors {', '.join(UNIT)} of both files)"]
     for side, by in medians.items():
-        groups: dict[str, float] = {}
-        for (group, _), m in by.items():
-            groups[group] = groups.get(group, 0.0) + m / unit
-        minute = sum(u * 60 / intervals.get(g, SCRAPE_S) for g, u in groups.items())
-        report[side] = {"groups": groups, "per_minute": minute,
-                        "rules": {f"{g}/{r}": m / unit for (g, r), m in by.items()}}
+        units = {f"{g}/{r}": m / unit for (g, r), m in by.items()}
+        groups, minute = run.group_work(units, intervals)
+        report[side] = {"groups": groups, "per_minute": minute, "rules": units}
         lines.append(f"{side}: {minute:.1f} units a minute; largest group {max(groups.values()):.2f}; an evaluation: "
                      + ", ".join(f"{g} {u:.1f}" for g, u in sorted(groups.items())))
     return report, "\n".join(lines)

@@ -174,6 +174,16 @@ def rules_table(results: list[dict]) -> list[str]:
     return lines
 
 
+def group_work(rules: dict[str, float], intervals: dict[str, float]) -> tuple[dict[str, float], float]:
+    """({group: the sum of its rules' figures, an evaluation}, that work a minute) of figures keyed
+    `group/rule`; a group not in `intervals` (seconds) is evaluated every scrape interval."""
+    groups: dict[str, float] = {}
+    for rule, figure in rules.items():
+        group = rule.split("/", 1)[0]
+        groups[group] = groups.get(group, 0.0) + figure
+    return groups, sum(work * 60 / intervals.get(g, SCRAPE_S) for g, work in groups.items())
+
+
 def work_summary(results: list[dict]) -> list[str]:
     """Each size's rule work a minute and each group's work an evaluation, in units of a plain selector of
     one series a GPU (the median of the `UNIT_RULES` present): on shared cores the seconds swing with the
@@ -183,11 +193,7 @@ def work_summary(results: list[dict]) -> list[str]:
     for r in results:
         medians = {rule: statistics.median(ms) for rule, ms in r["rules_ms"].items() if ms}
         unit = statistics.median([medians[u] for u in UNIT_RULES if u in medians] or [float("nan")])
-        intervals = r.get("intervals_s", {})
-        groups: dict[str, float] = {}
-        for rule, median in medians.items():
-            groups[rule.split("/", 1)[0]] = groups.get(rule.split("/", 1)[0], 0.0) + median
-        per_minute = sum(ms * 60 / intervals.get(g, SCRAPE_S) for g, ms in groups.items())
+        groups, per_minute = group_work(medians, r.get("intervals_s", {}))
         lines.append(f"- {r['nodes']} nodes: unit {unit:.0f} ms; {per_minute / unit:.1f} units a minute; an evaluation: "
                      + ", ".join(f"{g} {ms / unit:.1f}" for g, ms in sorted(groups.items())))
     return lines
