@@ -226,3 +226,30 @@ KINDS = MappingProxyType({
 def expand(kind: str, r: Reader) -> str | None:
     """The PromQL of one alert of `kind` (the caller has checked that the kind exists)."""
     return KINDS[kind](r)
+
+
+PROMQL_KEYS = ("expr", "numerator", "denominator")  # keys whose value is PromQL as the author wrote it
+
+
+def read_expression(r: Reader) -> tuple[str | None, str | None]:
+    """(kind, PromQL) of an alert's or a record's mapping: a compact `kind` and its keys, or `expr`.
+
+    Without a valid kind its keys cannot be checked: they are all marked seen, so the one error is not
+    followed by an "unknown key" for each of them."""
+    if r.has("kind"):
+        kind = r.choice("kind", tuple(KINDS))
+    elif r.has("expr"):
+        kind = "expr"
+    else:
+        kind = None
+        r.error(None, f"{r.what}: needs 'expr' or a 'kind' ({', '.join(KINDS)})")
+    expr = expand(kind, r) if kind else None
+    if kind is None:
+        r.seen.update(r.node.value)
+    return kind, expr
+
+
+def promql_pieces(r: Reader) -> tuple[tuple[int, str], ...]:
+    """(line, text) of each key whose value is PromQL as the author wrote it: where lint reports syntax."""
+    return tuple((r.line(key), r.node.value[key].value) for key in PROMQL_KEYS
+                 if r.has(key) and isinstance(r.node.value[key].value, str))

@@ -14,7 +14,7 @@ from vigil.exporters.sim.faults import FAULTS as SIMULATOR_FAULTS
 
 from vigil.common.durations import parse_prometheus_duration
 
-from .kinds import KINDS, expand
+from .kinds import promql_pieces, read_expression
 from .lint_alert import DEFAULT_SCRAPE_INTERVAL, AlertLint, LintContext, lint_alert, lint_inhibition
 from .loader_records import check_unique_records, lint_ignores, load_records, record_names, report_duplicates
 from .located import ErrorLog, Located, SpecError, load_located
@@ -25,7 +25,6 @@ from .reader import Reader
 
 DEFAULT_RUNBOOK_BASE = "docs/runbooks.md"
 _RESERVED_LABELS = ("alertname", "severity")
-_PROMQL_KEYS = ("expr", "numerator", "denominator")  # keys whose value is PromQL as the author wrote it
 
 
 @dataclass
@@ -195,16 +194,7 @@ def _load_alert(name: str, node: Located, line: int, file: str, defaults: _Defau
         errors.add(file, line, f"alert {name}: must be a mapping (kind, severity, summary, ...)")
         return None
     r = Reader(node, file, errors, f"alert {name}", line=line)
-    if r.has("kind"):
-        kind = r.choice("kind", tuple(KINDS))
-    elif r.has("expr"):
-        kind = "expr"
-    else:
-        kind = None
-        r.error(None, f"alert {name}: needs 'expr' or a 'kind' ({', '.join(KINDS)})")
-    expr = expand(kind, r) if kind else None
-    if kind is None:  # without a valid kind its keys cannot be checked: avoid a cascade of "unknown key"
-        r.seen.update(node.value)
+    kind, expr = read_expression(r)
     severity = r.choice("severity", SEVERITIES, required=True)
     summary, description = r.text("summary", required=True), r.text("description", required=True)
     for key, text in (("summary", summary), ("description", description)):
@@ -222,9 +212,7 @@ def _load_alert(name: str, node: Located, line: int, file: str, defaults: _Defau
     r.unknown_keys()
     if expr is not None:
         static = frozenset({"severity", *defaults.labels, *(labels or {})})
-        pieces = tuple((r.line(key), node.value[key].value) for key in _PROMQL_KEYS
-                       if r.has(key) and isinstance(node.value[key].value, str))
-        lint_alert(lint_ctx, AlertLint(name=name, expr=expr, pieces=pieces,
+        lint_alert(lint_ctx, AlertLint(name=name, expr=expr, pieces=promql_pieces(r),
                                        for_=for_, static_labels=static,
                                        templates=tuple(t for t in (summary, description) if t), runbook_url=runbook,
                                        ignored=tuple(ignored)), file, line, errors)

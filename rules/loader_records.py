@@ -1,6 +1,7 @@
 """The `records:` section of a spec file → validated `Recording`s, linted like alerts.
 
-A recording rule is `name: {expr, labels, lint_ignore}` (or `name: "expr"`). Its name is the series it
+A recording rule is `name: {expr, labels, lint_ignore}` (or `name: "expr"`), or a compact `kind` with
+its keys in place of `expr`, as an alert's. Its name is the series it
 records, which must follow Prometheus' `level:metric:operations` convention (lint `recording-name`);
 once linted, the name joins the metric catalog with the labels its expression keeps, so alerts and
 other records may read it (see `LintContext.recorded`).
@@ -15,6 +16,7 @@ from .lint_alert import ALL_LINT_IDS, AlertLint, LintContext, lint_record
 from .located import ErrorLog, Located
 from .model import Group, Recording
 from .promql import METRIC_NAME
+from .kinds import promql_pieces, read_expression
 from .reader import Reader
 
 _LINT_ID = re.compile(r"^[a-z-]+$")
@@ -57,33 +59,36 @@ def _load_record(name: str, item: Located, line: int, file: str, errors: ErrorLo
         errors.add(file, line, f"{what}: {name!r} is not a valid metric name")
         return None
     if isinstance(item.value, str):  # the short form `name: expr`
-        expr, labels, ignored, expr_line = item.value, {}, [], item.line
+        expr, labels, ignored, pieces = item.value, {}, [], ((item.line, item.value),)
     elif item.is_map():
         r = Reader(item, file, errors, what, line=line)
-        expr, labels, ignored = r.text("expr", required=True), r.string_map("labels"), lint_ignores(r, what)
-        expr_line = r.line("expr")
+        kind, expr = read_expression(r)
+        labels, ignored, pieces = r.string_map("labels"), lint_ignores(r, what), promql_pieces(r)
+        if kind is None or expr is None:
+            expr = None
         for reserved in _RESERVED_RECORD_LABELS:
             if labels and reserved in labels:
                 r.error("labels", f"{what}: label {reserved!r} is the record's name, not a label")
                 labels = None
         r.unknown_keys()
     else:
-        errors.add(file, line, f"{what}: must be a PromQL expression or a mapping with 'expr' (and 'labels')")
+        errors.add(file, line, f"{what}: must be a PromQL expression or a mapping with 'expr' or a 'kind'"
+                               " (and 'labels')")
         return None
     if expr is None or not expr.strip():
         if expr is not None:
             errors.add(file, line, f"{what}: 'expr' must be a non-empty PromQL expression")
         return None
     record = linted_record(Recording(name=name, expr=expr.strip(), labels=tuple(sorted((labels or {}).items())),
-                                     file=file, line=line), lint_ctx, errors, expr_line=expr_line, ignored=ignored)
+                                     file=file, line=line), lint_ctx, errors, pieces=pieces, ignored=ignored)
     return None if labels is None else record
 
 
-def linted_record(record: Recording, lint_ctx: LintContext, errors: ErrorLog, *, expr_line: int | None = None,
-                  ignored: list[str] | tuple[str, ...] = ()) -> Recording:
-    """`record` after linting it, which enters its series into the catalog."""
-    lint_record(lint_ctx, AlertLint(name=record.name, expr=record.expr, pieces=((expr_line or record.line,
-                                                                                 record.expr),),
+def linted_record(record: Recording, lint_ctx: LintContext, errors: ErrorLog, *,
+                  pieces: tuple[tuple[int, str], ...] = (), ignored: list[str] | tuple[str, ...] = ()) -> Recording:
+    """`record` after linting it, which enters its series into the catalog; `pieces`: (line, PromQL as
+    written) where syntax errors are reported (default: the whole expression at the record's line)."""
+    lint_record(lint_ctx, AlertLint(name=record.name, expr=record.expr, pieces=pieces or ((record.line, record.expr),),
                                     for_=None, static_labels=frozenset(dict(record.labels)), templates=(),
                                     runbook_url="", ignored=tuple(ignored)), record.file, record.line, errors)
     keeps = lint_ctx.recorded.get(record.name)

@@ -125,6 +125,55 @@ records:
     assert len(errors) == len(expected), errors
 
 
+def test_a_record_may_use_a_compact_kind_and_its_mistakes_are_reported_at_their_lines(tmp_path):
+    """`kind: baseline, side: below` records what the alert kind would expand to; a bad kind, a kind's
+    bad key and neither `expr` nor `kind` are each reported at their line, with the others."""
+    spec = write(tmp_path, "kinds.yaml", """\
+records:
+  gpu:vigil_gpu_utilization_ratio:below_baseline:
+    kind: baseline
+    metric: vigil_gpu_utilization_ratio
+    side: below
+  gpu:vigil_gpu_temperature_celsius:gt85:
+    kind: threshold
+    metric: vigil_gpu_temperature_celsius
+    op: ">"
+    value: 85
+""")
+    ruleset = rules.load_specs([spec])
+    assert {r.name: r.expr for r in ruleset.records} == {
+        "gpu:vigil_gpu_utilization_ratio:below_baseline":
+            'vigil_gpu_utilization_ratio < on (node, gpu) group_left () '
+            'vigil_baseline_lower{metric="vigil_gpu_utilization_ratio"}',
+        "gpu:vigil_gpu_temperature_celsius:gt85": "vigil_gpu_temperature_celsius > 85"}
+    # the catalog learns what the kind's expression keeps, as for a written one
+    assert "gpu" in dict((r.name, r.keeps) for r in ruleset.records)["gpu:vigil_gpu_temperature_celsius:gt85"]
+    bad = write(tmp_path, "bad.yaml", """\
+records:
+  gpu:vigil_gpu_utilization_ratio:outside:
+    kind: baseline
+    metric: vigil_gpu_utilization_ratio
+    side: sideways
+  gpu:a:b:
+    kind: treshold
+    metric: vigil_gpu_up
+  gpu:c:d:
+    labels: {scope: gpu}
+  gpu:e:f:
+    kind: threshold
+    metric: vigil_gpu_temperature_celsius
+    op: ">"
+""")
+    errors = errors_of(bad)
+    expected = [(5, "record gpu:vigil_gpu_utilization_ratio:outside: 'side' is 'sideways'"),
+                (7, "record gpu:a:b: 'kind' is 'treshold'"),
+                (9, "record gpu:c:d: needs 'expr' or a 'kind'"),
+                (11, "record gpu:e:f: missing required key 'value'")]
+    for line, start in expected:
+        assert any(e.startswith(f"{bad}:{line}: {start}") for e in errors), (line, start, errors)
+    assert len(errors) == len(expected), errors
+
+
 def test_a_spec_of_records_only_and_the_check_command(tmp_path):
     spec = write(tmp_path, "rec.yaml", "records:\n  cluster:vigil_gpus_up:count: count(vigil_gpu_up == 1)\n")
     result = CliRunner().invoke(main, ["rules", "check", str(spec)])
