@@ -6,7 +6,10 @@ For each size: the simulated fleet in one process (`vigil exporter gpu --backend
 each node its own scrape target), the real Prometheus scraping it every 15 s with the rules of
 `vigil rules generate` evaluated every 15 s. Once every target is up, it watches `--evaluations`
 evaluations of every rule group and reports, per group, the last and the largest
-`prometheus_rule_group_last_duration_seconds`; a table of the 10 costliest rules (median and largest
+`prometheus_rule_group_last_duration_seconds`, and the largest of the evaluations that overlapped none of
+Prometheus' Go GC cycles (Prometheus runs with `GODEBUG=gctrace=1`; a cycle's mark phase over a heap of
+gigabytes takes seconds of wall time on two cores and slows every group running meanwhile); a table of the
+10 costliest rules (median and largest
 `/api/v1/rules` evaluationTime over the evaluations seen);
 targets up; Prometheus CPU (rate of `process_cpu_seconds_total` over the window), RSS and head series;
 the fleet's threads, CPU and RSS; and the load average. Then the growth between sizes: linear when the
@@ -30,6 +33,7 @@ import statistics
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 import requests
@@ -77,7 +81,33 @@ def measure(nodes: int, args: argparse.Namespace, rules: Path, workdir: Path) ->
         with stack.prometheus(config, workdir) as (prom, url):
             stack.wait_until(lambda: targets_up(url) >= nodes, 60 + nodes / 20, f"{nodes} targets up", step=2, process=prom)
             time.sleep(args.warmup)  # the first rounds create every series: not the steady state measured
-            return observe(url, prom.pid, fleet.pid, nodes, args.evaluations)
+            result = observe(url, prom.pid, fleet.pid, nodes, args.evaluations)
+            log = (workdir / "prometheus.log").read_text(errors="replace")
+            return with_gc(result, stack.gc_cycles(log, stack.started_at(prom.pid)))
+
+
+def with_gc(result: dict, cycles: list[tuple[float, float]]) -> dict:
+    """`result` with Prometheus' Go GC cycles during the window, and per group the largest evaluation that
+    overlapped none of them: on two shared cores a GC cycle of a heap of gigabytes stalls every rule group
+    that runs meanwhile (mark assists and the mark workers take the cores), which says nothing of the rules."""
+    begin, end = result["window"]
+    during = [(a, b) for a, b in cycles if b >= begin and a <= end]
+    result["gc_cycles"] = len(during)
+    result["gc_mark_ms"] = sorted(round(1000 * (b - a)) for a, b in during)
+    for group, figures in result["groups"].items():
+        clear = [ms for stamp, ms in result["evaluations"][group]
+                 if not any(a <= stamp + ms / 1000 and stamp <= b for a, b in during)]
+        figures["max_outside_gc_ms"] = max(clear) if clear else None
+        figures["during_gc"] = len(result["evaluations"][group]) - len(clear)
+    return result
+
+
+def evaluated_after(stamp: str, started: float) -> bool:
+    """Whether a rule's `lastEvaluation` (RFC 3339; Prometheus' zero time before the first) is after `started`."""
+    try:
+        return datetime.fromisoformat(stamp).timestamp() > started
+    except ValueError:
+        return False
 
 
 def observe(url: str, prom_pid: int, fleet_pid: int, nodes: int, evaluations: int) -> dict:
@@ -103,7 +133,9 @@ def observe(url: str, prom_pid: int, fleet_pid: int, nodes: int, evaluations: in
             for group in requests.get(f"{url}/api/v1/rules", timeout=30).json()["data"]["groups"]:
                 for rule in group["rules"]:
                     key = (group["name"], rule["name"])
-                    samples.setdefault(key, {})[rule.get("lastEvaluation", "")] = rule.get("evaluationTime", 0.0)
+                    stamp = rule.get("lastEvaluation", "")
+                    if evaluated_after(stamp, started):  # not the evaluation before the window
+                        samples.setdefault(key, {})[stamp] = rule.get("evaluationTime", 0.0)
             up_min = min(up_min, targets_up(url))
             load_max = max(load_max, os.getloadavg()[0])
             threads_max = max(threads_max, stack.proc_figures(fleet_pid)["threads"])
@@ -116,7 +148,8 @@ def observe(url: str, prom_pid: int, fleet_pid: int, nodes: int, evaluations: in
     groups = {g: {"last_ms": 1000 * d[max(d)], "max_ms": 1000 * max(d.values()), "evaluations": len(d)}
               for g, d in sorted(seen.items())}
     return {
-        "nodes": nodes, "groups": groups, "targets_up_min": up_min, "targets_up_end": targets_up(url),
+        "nodes": nodes, "groups": groups, "window": [started, time.time()],
+        "evaluations": {g: sorted([stamp, 1000 * ms] for stamp, ms in d.items()) for g, d in sorted(seen.items())}, "targets_up_min": up_min, "targets_up_end": targets_up(url),
         "rules_ms": {f"{g}/{r}": sorted(1000 * v for v in by.values()) for (g, r), by in sorted(samples.items())},
         "intervals_s": {g["name"]: g["interval"] for g in listed},
         "prom_cpu": (one(m1, "process_cpu_seconds_total") - one(m0, "process_cpu_seconds_total")) / window,
@@ -135,12 +168,17 @@ def report(results: list[dict], args: argparse.Namespace) -> str:
              f"{args.evaluations} evaluations per 15-second group, from {args.warmup} s after every target is up. "
              "The cores are shared with other work (see the load average).", ""]
     groups = sorted({g for r in results for g in r["groups"]})
-    header = ["Group"] + [f"{r['nodes']} nodes last / max ms" for r in results]
-    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["*last / max*: the group's last and largest `prometheus_rule_group_last_duration_seconds` over the "
+              "evaluations watched; *clear of GC*: the largest of those that overlapped no Go GC cycle of "
+              "Prometheus (from its `GODEBUG=gctrace=1` log), and in brackets how many did overlap one.", ""]
+    header = ["Group"] + [f"{r['nodes']} nodes last / max ms | clear of GC ms" for r in results]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * (1 + 2 * len(results))]
     for g in groups:
-        cells = [f"{r['groups'][g]['last_ms']:.0f} / {r['groups'][g]['max_ms']:.0f}" if g in r["groups"] else "-"
-                 for r in results]
+        cells = [group_cells(r["groups"][g]) if g in r["groups"] else "- | -" for r in results]
         lines.append(f"| {g} | " + " | ".join(cells) + " |")
+    lines += ["", "Prometheus' Go GC cycles in the window watched (start to mark termination, wall ms): "
+              + "; ".join(f"{r['nodes']} nodes: {r.get('gc_cycles', 0)} ({', '.join(map(str, r.get('gc_mark_ms', []))) or 'none'})"
+                          for r in results) + "."]
     lines += ["", "| Nodes | targets up (min, end) | head series | Prometheus CPU | Prometheus RSS | "
               "fleet threads | fleet CPU | fleet RSS | load avg (max 1 min) |", "|" + "---|" * 9]
     for r in results:
@@ -156,6 +194,12 @@ def report(results: list[dict], args: argparse.Namespace) -> str:
                     lines.append(f"- {g}: {a['nodes']} -> {b['nodes']} nodes (x{b['nodes'] / a['nodes']:.1f}): "
                                  f"time x{ratio:.1f}")
     return "\n".join(lines + rules_table(results) + work_summary(results))
+
+
+def group_cells(figures: dict) -> str:
+    clear = figures.get("max_outside_gc_ms")
+    return (f"{figures['last_ms']:.0f} / {figures['max_ms']:.0f} | "
+            f"{'-' if clear is None else f'{clear:.0f}'} ({figures.get('during_gc', 0)})")
 
 
 def rules_table(results: list[dict]) -> list[str]:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -29,6 +30,30 @@ def proc_figures(pid: int) -> dict[str, float]:
     status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
     return {"cpu_s": (int(stat[11]) + int(stat[12])) / CLK_TCK,
             "rss_mib": int(status["VmRSS"].split()[0]) / 1024, "threads": int(status["Threads"])}
+
+
+def started_at(pid: int) -> float:
+    """The Unix time a process started (from /proc: the kernel's tick resolution, 10 ms)."""
+    btime = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                 if line.startswith("btime "))
+    ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    return btime + ticks / CLK_TCK
+
+
+_GCTRACE = re.compile(r"^gc \d+ @(?P<at>[\d.]+)s \d+%: (?P<clock>[\d.+]+) ms clock")
+
+
+def gc_cycles(log: str, start: float) -> list[tuple[float, float]]:
+    """(begin, end) Unix times of every Go GC cycle in a `GODEBUG=gctrace=1` log of a process started
+    at `start`: from the cycle's start to the end of its mark termination (the wall-clock phases of the
+    trace line: sweep termination + concurrent mark + mark termination)."""
+    cycles = []
+    for line in log.splitlines():
+        found = _GCTRACE.match(line)
+        if found:
+            begin = start + float(found["at"])
+            cycles.append((begin, begin + sum(float(ms) for ms in found["clock"].split("+")) / 1000))
+    return cycles
 
 
 def generate_rules(out: Path) -> Path:
@@ -99,13 +124,15 @@ def fleet(nodes: int, gpus: int, refresh_s: int, logs: Path) -> Iterator[tuple[s
 
 @contextmanager
 def prometheus(config: dict, workdir: Path) -> Iterator[tuple[subprocess.Popen, str]]:
-    """The real Prometheus with `config`, ready; (process, base URL)."""
+    """The real Prometheus with `config`, ready; (process, base URL). Its log (`prometheus.log` in
+    `workdir`) has a line per Go GC cycle (`gc_cycles`)."""
     port = config["scrape_configs"][0]["static_configs"][0]["targets"][0].rsplit(":", 1)[1]
     (workdir / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
     log = (workdir / "prometheus.log").open("wb")
+    # gctrace: a line per Go GC cycle in the log (gc_cycles), to tell rule time from GC time
     process = subprocess.Popen([PROMETHEUS, f"--config.file={workdir / 'prometheus.yml'}",
                                 f"--storage.tsdb.path={workdir / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
-                               stdout=log, stderr=subprocess.STDOUT)
+                               stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "GODEBUG": "gctrace=1"})
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until(lambda: requests.get(f"{url}/-/ready", timeout=5).ok, 120, "Prometheus", process=process)
