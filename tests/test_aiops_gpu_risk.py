@@ -45,9 +45,9 @@ def test_each_precursor_alone_raises_the_risk(field, value):
     gpus = _node("n1", [60, 60, 60, 60])
     setattr(gpus[2], field, value)
     risks = score_gpus(gpus)
-    # calibrated weights: a pending remap or a recovery action alone (healthy GPUs have them too, until
-    # the next reset) raises the risk about 2.6 times; the others far more
-    assert risks[2].risk > 2 * risks[0].risk
+    # calibrated weights: a recovery action alone (healthy GPUs have them too, until the next reset)
+    # raises the risk about 1.7 times, a pending remap 2.4 times; the others far more
+    assert risks[2].risk > 1.5 * risks[0].risk
     assert risks[0].risk == risks[1].risk == risks[3].risk
 
 

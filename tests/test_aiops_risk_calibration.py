@@ -9,14 +9,19 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from vigil.aiops.disk.model import TrainingConfig, save_model, train_disk_model
+from vigil.aiops.disk.model import TrainingConfig, save_model, threshold_for_far, train_disk_model
 from vigil.aiops.disk.simulate import FleetSpec, simulate_fleet
 from vigil.aiops.risk import gpu_score, nvme_score
-from vigil.aiops.risk.calibrate import calibrate_gpu, calibrate_nvme, calibrate_sata, gpu_feature_matrix
+from vigil.aiops.risk.calibrate import (GPU_FEATURES, GPU_HORIZON_DAYS, calibrate_gpu, calibrate_nvme, calibrate_sata,
+                                       gpu_feature_matrix)
+from vigil.aiops.risk.calibrate_eval import evaluate, split_units
+from vigil.aiops.risk.detection_search import DetectionObjective, search_direction
 from vigil.aiops.risk.gpu_score import GpuSignals, score_gpus
 from vigil.aiops.risk.population import GPU_PARAMS, simulate_gpus
 from vigil.aiops.risk.population_disks import NVME_PARAMS, SATA_PARAMS, simulate_nvme, simulate_sata
 from vigil.cli_aiops_risk import calibrate_risk
+
+from bench_support import load_bench
 
 
 def _within(observed: float, expected: float, n: int, sigmas: float = 4.0) -> bool:
@@ -93,6 +98,44 @@ def test_fitted_gpu_weights_beat_chance_and_hold_their_false_alarm_targets(gpu_f
     assert at_01.held_out_false_alarm_rate < 0.003
     assert at_1.median_lead_days >= 1
     assert model["weights"]["corrected_ecc_rate"] > 0 and model["weights"]["xid_92_94"] > 0
+
+
+def test_calibrated_gpu_weights_detect_at_least_what_the_hand_set_ones_do_at_the_operating_point():
+    """The log-loss fit alone detected 31 % at 0.1 % false alarms where the hand-set weights detected 42 %;
+    the weights searched for detection there must not fall behind them on the held-out half of the same
+    population, at either operating point. The shipped calibration's size and seed: on a quarter of it,
+    one failing GPU is 3 % of the held-out ones, and either may win by one."""
+    hand = load_bench("aiops/calibrate.py")
+    pop = simulate_gpus(nodes=2048, days=90, seed=0)
+    features = gpu_feature_matrix(pop)
+    held_out = split_units(pop.gpu, ~np.isnan(pop.days_to_failure), 0)
+    weights = np.array([hand.HAND_SET_WEIGHTS[name] for name in GPU_FEATURES])
+    hand_report = evaluate("gpu, hand-set", hand.HAND_SET_BIAS + features @ weights, pop.gpu,
+                           pop.days_to_failure, held_out, GPU_HORIZON_DAYS)
+    _, report = calibrate_gpu(seed=0, days=90, nodes=2048)
+    assert report.held_out_failing > 150
+    for ours, theirs in zip(report.points, hand_report.points):
+        assert ours.detection_rate >= theirs.detection_rate, (ours, theirs)
+
+
+def test_alarm_thresholds_let_at_most_their_share_of_healthy_scores_exceed_them():
+    healthy = np.random.default_rng(5).normal(size=10_001)
+    for far in (0.0, 0.001, 0.01, 0.5):
+        threshold = threshold_for_far(healthy, far)
+        assert np.mean(healthy > threshold) <= far  # at most that share above
+        assert np.mean(healthy >= threshold) > far  # and the smallest such threshold: one more is over
+    assert threshold_for_far(np.array([3.0, 1.0, 2.0]), 1.0) == 0.0
+
+
+def test_the_detection_search_only_takes_gains():
+    pop = simulate_gpus(nodes=256, days=45, seed=4)
+    features = gpu_feature_matrix(pop)
+    rows = ~split_units(pop.gpu, ~np.isnan(pop.days_to_failure), 4)
+    objective = DetectionObjective(features, pop.gpu, pop.days_to_failure, rows, GPU_HORIZON_DAYS, 0.001)
+    start = np.ones(features.shape[1])
+    found, detected = search_direction(objective, start, seed=4, steps=80)
+    assert detected == objective(found) >= objective(start) and (found >= 0).all()
+    assert search_direction(objective, start, seed=4, steps=80)[1] == detected  # seeded: the same again
 
 
 def test_nvme_and_sata_thresholds_hold_their_false_alarm_targets(tmp_path):

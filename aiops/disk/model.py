@@ -176,9 +176,11 @@ def threshold_for_far(healthy_scores: np.ndarray, false_alarm_rate: float) -> fl
     """The smallest threshold such that at most `false_alarm_rate` of healthy scores exceed it."""
     if len(healthy_scores) == 0:
         raise ValueError("no healthy disk-days to set the alarm threshold on")
-    ordered = np.sort(healthy_scores)[::-1]
-    allowed = int(np.floor(false_alarm_rate * len(ordered)))
-    return float(ordered[allowed]) if allowed < len(ordered) else 0.0
+    allowed = int(np.floor(false_alarm_rate * len(healthy_scores)))
+    if allowed >= len(healthy_scores):
+        return 0.0
+    kth = len(healthy_scores) - 1 - allowed  # the allowed-th largest, by partition (no full sort)
+    return float(np.partition(np.asarray(healthy_scores), kth)[kth])
 
 
 def evaluate(model: DiskModel, featured_test: pd.DataFrame, horizon_days: int, false_alarm_rate: float = 0.001) -> Evaluation:

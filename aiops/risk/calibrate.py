@@ -1,7 +1,10 @@
 """Calibrate the failure scores on seeded simulated populations (`aiops.risk.population*`).
 
 - GPU: a logistic regression (non-negative weights) on the six signals of `gpu_score` (same transforms, same peer temperature
-  z-score), fitted on the training half of the GPUs; its bias and weights replace the hand-set ones.
+  z-score), fitted on the training half of the GPUs, is the start of a search for the weights' ratios that
+  detect the most failing GPUs at the operating false-alarm rate (`detection_search`); a scale and a bias
+  fitted by log loss on that one score (Platt scaling) make the risk a probability. They replace the
+  hand-set bias and weights.
 - NVMe: a logistic regression on `nvme_score.FEATURES`, its intercept corrected from the over-sampled
   failures back to the field failure rate.
 - SATA: the trained disk model (`vigil aiops train-disk`) is kept; only its alarm threshold is set, at
@@ -25,6 +28,7 @@ from scipy.special import expit
 
 from vigil.aiops.risk import gpu_score, nvme_score
 from vigil.aiops.risk.calibrate_eval import Calibration, evaluate, split_units, training_labels
+from vigil.aiops.risk.detection_search import DetectionObjective, search_direction
 from vigil.aiops.risk.population import GPU_PARAMS, GpuPopulation, simulate_gpus
 from vigil.aiops.risk.population_disks import NVME_PARAMS, simulate_nvme, simulate_sata
 
@@ -85,7 +89,14 @@ def calibrate_gpu(seed: int = 0, days: int = 90, nodes: int = 2048) -> tuple[dic
     pop = simulate_gpus(nodes=nodes, days=days, seed=seed)
     features = gpu_feature_matrix(pop)
     held_out = split_units(pop.gpu, ~np.isnan(pop.days_to_failure), seed)
-    bias, coef = _fit(features, training_labels(pop.days_to_failure, GPU_HORIZON_DAYS), ~held_out)
+    labels = training_labels(pop.days_to_failure, GPU_HORIZON_DAYS)
+    _, start = _fit(features, labels, ~held_out)
+    objective = DetectionObjective(features, pop.gpu, pop.days_to_failure, ~held_out, GPU_HORIZON_DAYS,
+                                   WRITTEN_FALSE_ALARM_RATE)
+    direction, _ = search_direction(objective, start, seed)
+    # Platt scaling: a scale and a bias by log loss on the one score, so the risk is a probability again
+    bias, (scale,) = _fit((features @ direction)[:, None], labels, ~held_out)
+    coef = scale * direction
     scores = _sigmoid(bias + features @ coef)
     warned = np.isin(pop.gpu, np.flatnonzero(pop.precursor != "none"))
     report = evaluate("gpu", scores, pop.gpu, pop.days_to_failure, held_out, GPU_HORIZON_DAYS, warned)
