@@ -10,11 +10,14 @@ import pytest
 import sqlalchemy as sa
 
 from vigil.notifier.deliveries import NewDelivery
+from vigil.notifier.delivery.route import RouteStage
+from vigil.notifier.metrics import NotifierMetrics
 from vigil.notifier.models import WebhookPayload
 from vigil.notifier.store import Store
 from vigil.notifier.store.ingest_batch import GroupCommit
+from vigil.oncall.loader import parse_oncall
 from pg_support import db_url, postgres_server  # noqa: F401 (fixtures)
-from test_notifier_support import alert, payload
+from test_notifier_support import alert, fail_the_next_commit, payload
 
 
 @pytest.fixture
@@ -49,18 +52,6 @@ def commits(engine: sa.Engine) -> list[int]:
     counted = [0]
     sa.event.listen(engine, "commit", lambda _conn: counted.__setitem__(0, counted[0] + 1))
     return counted
-
-
-def fail_the_next_commit(engine: sa.Engine) -> None:
-    """The engine's next COMMIT raises `RuntimeError("commit broke")`; the ones after it go through."""
-    failing = [True]
-
-    def commit_fails_once(_conn):
-        if failing[0]:
-            failing[0] = False
-            raise RuntimeError("commit broke")
-
-    sa.event.listen(engine, "commit", commit_fails_once)
 
 
 def stored_ids(store: Store) -> set[int]:
@@ -197,3 +188,65 @@ def test_on_the_event_loop_a_batch_whose_commit_fails_is_refused_whole_and_the_n
     assert isinstance(failed, RuntimeError) and "commit broke" in str(failed)
     assert {r.notification_id for r in later} == stored_ids(store) and len(later) == 3
     assert store.outbox.states() == {"pending": 3}  # nothing of the failed batch was stored
+
+
+ONE_TIER = """
+people:
+  alice: {contacts: {phone: {inbox: true, kind: phone}}}
+policies:
+  rota:
+    tiers:
+      - {name: DRI, notify: [{person: alice}], escalate_after: 5m}
+default_policy: rota
+"""
+
+
+def own_incident(name: str) -> WebhookPayload:
+    """A notification of its own alert group: it opens an incident of its own, whose first tier is paged."""
+    return WebhookPayload.model_validate(payload(alert(name, node=f"node-{name}"), group_key=f'{{}}:{{g="{name}"}}'))
+
+
+class RouteFailingOn(RouteStage):
+    """The on-call engine's intake, which breaks on the notification for `node`."""
+
+    def __init__(self, node: str, metrics: NotifierMetrics):
+        super().__init__(parse_oncall(ONE_TIER), None, metrics)
+        self.node = node
+
+    def on_ingest(self, event):
+        if event.payload.alerts[0].labels.get("node") == self.node:
+            raise RuntimeError("intake broke")
+        return super().on_ingest(event)
+
+
+def test_a_batch_stored_again_post_by_post_counts_each_tier_paged_once(store):
+    """On SQLite a failing member rolls its batch back and the others are stored again alone: the first
+    tier each of them paged is counted once, after the COMMIT that kept it (it was counted twice when
+    counted inside the transaction)."""
+    metrics = NotifierMetrics()
+    group, route = GroupCommit(store.engine, store.notifications), RouteFailingOn("node-bad", metrics)
+
+    async def post_all():
+        return await asyncio.wait_for(asyncio.gather(
+            *(group.store(own_incident(name), 1000.0, route) for name in ("a", "bad", "b", "c")),
+            return_exceptions=True), 10)
+
+    a, bad, b, c = asyncio.run(post_all())
+    assert isinstance(bad, RuntimeError) and "intake broke" in str(bad)
+    assert {a.deliveries, b.deliveries, c.deliveries} == {1} and len({a.incident_id, b.incident_id, c.incident_id}) == 3
+    assert metrics.registry.get_sample_value("vigil_notifier_escalations_total", {"tier": "0"}) == 3
+    assert metrics.registry.get_sample_value("vigil_notifier_escalation_delay_seconds_count") == 3
+
+
+def test_tiers_paged_in_a_commit_that_fails_are_not_counted(store):
+    metrics = NotifierMetrics()
+    group, route = GroupCommit(store.engine, store.notifications), RouteFailingOn("none", metrics)
+    fail_the_next_commit(store.engine)
+
+    async def post_twice():
+        first = await asyncio.gather(group.store(own_incident("first"), 1000.0, route), return_exceptions=True)
+        return first[0], await group.store(own_incident("later"), 1000.0, route)
+
+    failed, later = asyncio.run(post_twice())
+    assert isinstance(failed, RuntimeError) and later.deliveries == 1
+    assert metrics.registry.get_sample_value("vigil_notifier_escalations_total", {"tier": "0"}) == 1

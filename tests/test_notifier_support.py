@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import sqlalchemy as sa
 import uvicorn
 
 from vigil.common.ports import free_port  # noqa: F401  (the notifier tests import it from here)
@@ -150,3 +151,15 @@ class RecordingEndpoint:
     def __exit__(self, *exc) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def fail_the_next_commit(engine) -> None:
+    """The engine's next COMMIT raises `RuntimeError("commit broke")`; the ones after it go through."""
+    failing = [True]
+
+    def commit_fails_once(_conn):
+        if failing[0]:
+            failing[0] = False
+            raise RuntimeError("commit broke")
+
+    sa.event.listen(engine, "commit", commit_fails_once)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from vigil.notifier.delivery.route import RouteStage
 from vigil.notifier.engine.escalation import BATCH, EscalationEngine
 from vigil.notifier.metrics import NotifierMetrics
@@ -13,7 +15,7 @@ from vigil.notifier.models import WebhookPayload
 from vigil.notifier.store import Store
 from vigil.oncall.loader import parse_oncall
 from pg_support import db_url, postgres_server  # noqa: F401 (fixtures)
-from test_notifier_support import alert, payload
+from test_notifier_support import alert, fail_the_next_commit, payload
 
 ONCALL = """
 people:
@@ -126,5 +128,21 @@ def test_an_sla_breach_is_found_within_a_poll_interval_of_passes_made_in_quick_s
             now[0] += 0.02  # a stream of due steps makes a pass every few ms
             passes += 1
         assert passes > 1 and senior_pages(store, [incident]) == {incident: 1}  # escalated at once
+    finally:
+        store.close()
+
+
+def test_tiers_paged_in_a_batch_whose_commit_fails_are_counted_once_they_commit(db_url):
+    store, metrics = Store(db_url), NotifierMetrics()
+    try:
+        incidents = open_incidents(store, 3)
+        fail_the_next_commit(store.engine)
+        engine = EscalationEngine(store, parse_oncall(ONCALL), lambda: START + WAIT_S + 1, metrics=metrics)
+        with pytest.raises(RuntimeError, match="commit broke"):
+            engine.run_once()
+        assert metrics.registry.get_sample_value("vigil_notifier_escalations_total", {"tier": "1"}) is None
+        engine.run_once()  # the steps stayed due: paged now, and counted once
+        assert senior_pages(store, incidents) == {i: 1 for i in incidents}
+        assert metrics.registry.get_sample_value("vigil_notifier_escalations_total", {"tier": "1"}) == 3
     finally:
         store.close()

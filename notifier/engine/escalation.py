@@ -22,10 +22,12 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import replace
+from functools import partial
 from typing import Callable
 
 import sqlalchemy as sa
 
+from vigil.notifier.after_commit import AfterCommit
 from vigil.notifier.clock import Clock
 from vigil.notifier.engine import sla
 from vigil.notifier.engine.paging import LinkMaker, page_people
@@ -45,8 +47,10 @@ EMPTY_POLICY_RETRY_S = 60.0  # every tier empty: look again for someone on call 
 
 
 def run_step(conn: sa.Connection, oncall: OncallConfig, escalation: Escalation, now: float,
-             links: LinkMaker | None = None, metrics: NotifierMetrics | None = None) -> int:
-    """Handle `escalation` (claimed on `conn`, due by `now`); returns how many pages were enqueued."""
+             links: LinkMaker | None = None, metrics: NotifierMetrics | None = None,
+             counted: AfterCommit | None = None) -> int:
+    """Handle `escalation` (claimed on `conn`, due by `now`); returns how many pages were enqueued.
+    With `metrics`, the tier paged is counted in `counted`, to be run once `conn`'s transaction commits."""
     escalations, timeline = Escalations(conn.engine), Timeline(conn.engine)
     incident = incident_state.row(conn, escalation.incident_id, lock=True)
     if incident is None or incident.status == "resolved":
@@ -78,9 +82,8 @@ def run_step(conn: sa.Connection, oncall: OncallConfig, escalation: Escalation, 
         added = page_people(conn, oncall, incident, step, people, now, links)
         timeline.record(conn, incident.id, now, "tier_paged", tier=tier, tier_name=spec.tiers[tier].name,
                         people=people, repeat=repeat, round=round, pages=added)
-        if metrics is not None:
-            metrics.escalations.labels(str(tier)).inc()
-            metrics.escalation_delay.observe(max(0.0, now - escalation.due_at))
+        if metrics is not None and counted is not None:
+            counted.add(partial(_count_page, metrics, tier, max(0.0, now - escalation.due_at)))
         following = after_page(spec, tier, repeat, round)
         if following is None:
             _exhausted(conn, incident.id, now)
@@ -94,6 +97,11 @@ def run_step(conn: sa.Connection, oncall: OncallConfig, escalation: Escalation, 
         escalations.put(conn, incident.id, spec.name, now + EMPTY_POLICY_RETRY_S, tier=position[0],
                         repeat=position[1], round=position[2])
     return 0
+
+
+def _count_page(metrics: NotifierMetrics, tier: int, delay_s: float) -> None:
+    metrics.escalations.labels(str(tier)).inc()
+    metrics.escalation_delay.observe(delay_s)
 
 
 def _expire_acknowledgement(conn: sa.Connection, spec: PolicySpec, incident, escalation: Escalation,
@@ -170,14 +178,17 @@ class EscalationEngine:
             self._sla_checked_at = now
         added, failed = 0, 0
         while self._due(now):
+            counted = AfterCommit()
             with self._store.engine.begin() as conn:
                 claimed = self._store.escalations.claim_due(conn, now, BATCH)
                 started, ran = time.monotonic(), 0
                 for escalation in claimed:
                     ran += 1
+                    step = AfterCommit()  # a step rolled back to its SAVEPOINT is not counted
                     try:
                         with conn.begin_nested():
-                            added += run_step(conn, self._oncall, escalation, now, self._links, self._metrics)
+                            added += run_step(conn, self._oncall, escalation, now, self._links, self._metrics, step)
+                        counted.extend(step)
                     except (sa.exc.OperationalError, sa.exc.InterfaceError):
                         raise  # the database itself failed: the whole batch rolls back and stays due
                     except Exception:
@@ -185,6 +196,7 @@ class EscalationEngine:
                         log.exception("incident %d: escalation step failed; it stays due", escalation.incident_id)
                     if time.monotonic() - started > TRANSACTION_BUDGET_S:
                         break
+            counted.run()
             if failed or (ran == len(claimed) and len(claimed) < BATCH):
                 break
         if added and self._on_enqueued is not None:

@@ -26,6 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from vigil.common.durations import format_duration
+from vigil.notifier.after_commit import AfterCommit
 from vigil.notifier.clock import Clock
 from vigil.notifier.deliveries import PagePlanner
 from vigil.notifier.heartbeat_spec import HeartbeatSpec
@@ -119,14 +120,14 @@ class HeartbeatMonitor:
         yet; returns the incidents this notifier opened (a peer's are not counted)."""
         now = self._clock()
         if not self._watching:
-            self._write(lambda conn: self._start_watching(conn, now))
+            self._write(lambda conn, _counted: self._start_watching(conn, now))
             self._watching = True
         rows = self._store.heartbeats.all()  # a read: the write lock only for a heartbeat that is due
         opened = []
         for name, spec in self.specs.items():
             row = rows.get(name)
             if row is not None and row.missing_since is None and row.deadline(spec.timeout_s) <= now:
-                incident = self._write(lambda conn, spec=spec: self._open(conn, spec, now))
+                incident = self._write(lambda conn, counted, spec=spec: self._open(conn, spec, now, counted))
                 if incident is not None:
                     opened.append(incident)
         if opened:
@@ -143,12 +144,13 @@ class HeartbeatMonitor:
             if row.missing_since is None and row.deadline(spec.timeout_s) <= now:
                 heartbeats.rewatch(conn, name, now)
 
-    def _open(self, conn: sa.Connection, spec: HeartbeatSpec, now: float) -> int | None:
+    def _open(self, conn: sa.Connection, spec: HeartbeatSpec, now: float, counted: AfterCommit) -> int | None:
         row = self._store.heartbeats.lock(conn, spec.name, skip_locked=True)
         if row is None or row.missing_since is not None or row.deadline(spec.timeout_s) > now:
             return None  # a peer holds it, handled it, or a beat came in meanwhile
         deadline = row.deadline(spec.timeout_s)
         result = self._store.notifications.ingest_in(conn, missing_payload(spec, deadline), now, self._planner)
+        counted.extend(result.counted)
         self._store.heartbeats.set_missing(conn, spec.name, deadline, result.incident_id)
         log.warning("heartbeat %s not heard since %s: incident %d opened", spec.name,
                     rfc3339(row.last_seen_at or row.watching_since), result.incident_id)
@@ -160,12 +162,12 @@ class HeartbeatMonitor:
         if spec is None:
             raise UnknownHeartbeat(name)
         now = self._clock()
-        beat = self._write(lambda conn: self._beat(conn, spec, now))
+        beat = self._write(lambda conn, counted: self._beat(conn, spec, now, counted))
         if beat.resolved_incident is not None:
             self._enqueued()
         return beat
 
-    def _beat(self, conn: sa.Connection, spec: HeartbeatSpec, now: float) -> Beat:
+    def _beat(self, conn: sa.Connection, spec: HeartbeatSpec, now: float, counted: AfterCommit) -> Beat:
         heartbeats = self._store.heartbeats
         heartbeats.watch(conn, [spec.name], now)
         before = heartbeats.lock(conn, spec.name)  # waits for a monitor that holds it
@@ -173,17 +175,23 @@ class HeartbeatMonitor:
         resolved = None
         if before.missing_since is not None:
             payload = missing_payload(spec, before.missing_since, resolved_at=now)
-            resolved = self._store.notifications.ingest_in(conn, payload, now, self._planner).incident_id
+            result = self._store.notifications.ingest_in(conn, payload, now, self._planner)
+            counted.extend(result.counted)
+            resolved = result.incident_id
             heartbeats.set_alive(conn, spec.name)
             log.info("heartbeat %s heard again: incident %d resolved", spec.name, resolved)
         return Beat(heartbeats.lock(conn, spec.name), resolved)
 
-    def _write(self, work: Callable[[sa.Connection], object]):
-        """`work(conn)` in a transaction of its own, run again if a peer's row got there first."""
+    def _write(self, work: Callable[[sa.Connection, AfterCommit], object]):
+        """`work(conn, counted)` in a transaction of its own, run again if a peer's row got there first;
+        what it counted in `counted` is run once the transaction committed (an attempt rolled back is not)."""
         for attempt in range(3):
+            counted = AfterCommit()
             try:
                 with self._store.engine.begin() as conn:
-                    return work(conn)
+                    done = work(conn, counted)
+                counted.run()
+                return done
             except IntegrityError:
                 if attempt == 2:
                     raise

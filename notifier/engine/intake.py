@@ -21,6 +21,7 @@ import json
 
 import sqlalchemy as sa
 
+from vigil.notifier.after_commit import AfterCommit
 from vigil.notifier.engine.escalation import run_step
 from vigil.notifier.engine.paging import LinkMaker, page_contacts, page_people
 from vigil.notifier.metrics import NotifierMetrics
@@ -54,7 +55,7 @@ class EngineIntake:
                                           with_targets=action == "open")
             if action == "open":
                 timeline.record_all(conn, [opened, routed])
-                return self._start(conn, incident_id, routing, now)
+                return self._start(conn, incident_id, routing, now, event.counted)
             timeline.record_all(conn, [opened, routed, event_row(incident_id, now, "resolved", ALERTMANAGER)])
             return self._page_first_tier_resolved(conn, incident_id, routing, now)
         if action == "reopen":
@@ -62,7 +63,7 @@ class EngineIntake:
             labels = json.loads(incident_state.row(conn, incident_id).labels)
             routing, routed = self._route(conn, incident_id, labels, now, with_targets=True)
             timeline.record_all(conn, [reopened, routed])
-            return self._start(conn, incident_id, routing, now)
+            return self._start(conn, incident_id, routing, now, event.counted)
         if action == "update" and event.decision.page:
             return self._update(conn, event, timeline)
         if action == "resolve":
@@ -86,13 +87,15 @@ class EngineIntake:
         return routing, event_row(incident_id, now, "routed", policy=routing.policy, priority=routing.priority,
                                   team=routing.team)
 
-    def _start(self, conn: sa.Connection, incident_id: int, routing: IncidentRouting, now: float) -> int:
-        """Open the escalation due now and run its first step in this transaction."""
+    def _start(self, conn: sa.Connection, incident_id: int, routing: IncidentRouting, now: float,
+               counted: AfterCommit) -> int:
+        """Open the escalation due now and run its first step in this transaction (its counts in
+        `counted`, run once the ingest committed)."""
         if routing.policy is None:
             return 0
         Escalations(conn.engine).put(conn, incident_id, routing.policy, now)
         return run_step(conn, self._oncall, Escalation(incident_id, routing.policy, 0, 0, 0, ESCALATE, now), now,
-                        self._links, self._metrics)
+                        self._links, self._metrics, counted)
 
     def _page_first_tier_resolved(self, conn: sa.Connection, incident_id: int, routing: IncidentRouting,
                                   now: float) -> int:

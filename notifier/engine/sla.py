@@ -9,6 +9,7 @@ incident that misses its resolve target is recorded and counted; its re-page tim
 
 from __future__ import annotations
 
+from vigil.notifier.after_commit import AfterCommit
 from vigil.notifier.engine.actions import move_to_next_tier
 from vigil.notifier.metrics import NotifierMetrics
 from vigil.notifier.store import Store, incident_state
@@ -26,14 +27,17 @@ def check(store: Store, now: float, metrics: NotifierMetrics | None = None) -> i
         with reading(store.engine) as conn:
             overdue = incident_state.overdue(conn, which, now, BATCH)
         for incident_id in overdue:
+            counted = AfterCommit()
             with store.engine.begin() as conn:
-                found += _breach(conn, store, incident_id, which, now, metrics)
+                found += _breach(conn, store, incident_id, which, now, metrics, counted)
+            counted.run()
     if found:
         store.escalations.changed()
     return found
 
 
-def _breach(conn, store: Store, incident_id: int, which: str, now: float, metrics: NotifierMetrics | None) -> int:
+def _breach(conn, store: Store, incident_id: int, which: str, now: float, metrics: NotifierMetrics | None,
+            counted: AfterCommit) -> int:
     incident = incident_state.row(conn, incident_id, lock=True)
     due = getattr(incident, f"{which}_due_at") if incident is not None else None
     if (incident is None or incident.status != "firing" or due is None or due > now
@@ -44,7 +48,7 @@ def _breach(conn, store: Store, incident_id: int, which: str, now: float, metric
     store.timeline.record(conn, incident_id, now, "sla_breach", which=which, priority=incident.priority,
                           due_at=rfc3339(due))
     if metrics is not None:
-        metrics.sla_breaches.labels(incident.priority or "none", which).inc()
+        counted.add(metrics.sla_breaches.labels(incident.priority or "none", which).inc)
     if incident.acknowledged_at is None:
         move_to_next_tier(conn, store, incident, now)
     return 1

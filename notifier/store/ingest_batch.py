@@ -133,7 +133,7 @@ class GroupCommit:
             self._drop_loop_conn()
             _answer_all([(member.future, exc) for member in batch])
             return
-        _answer_all(results)
+        _answer_all([(future, result.committed()) for future, result in results])
 
     def _begin_on_loop_conn(self) -> sa.RootTransaction:
         if self._loop_conn is None:
@@ -198,7 +198,8 @@ class GroupCommit:
         except BaseException as exc:  # the COMMIT (or BEGIN) failed: nothing of this batch is stored
             _settle([(member, exc) for member in batch])
             return False
-        _settle([(member, outcome) for member, outcome in results if not member.retry_alone])
+        _settle([(member, outcome.committed() if isinstance(outcome, IngestResult) else outcome)
+                 for member, outcome in results if not member.retry_alone])
         for member, _ in results:
             if member.retry_alone:
                 self._alone(member)

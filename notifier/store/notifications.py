@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
+from vigil.notifier.after_commit import AfterCommit
 from vigil.notifier.deliveries import PagePlanner
 from vigil.notifier.incidents import IncidentDecision, IncidentState, decide
 from vigil.notifier.models import WebhookPayload
@@ -68,6 +69,13 @@ class IngestResult:
     incident_id: int
     duplicate: bool
     deliveries: int = 0
+    # what the ingest counted (tiers paged), to run once its transaction committed: `committed()`
+    counted: AfterCommit = field(default_factory=AfterCommit, compare=False, repr=False)
+
+    def committed(self) -> "IngestResult":
+        """Run the ingest's counts: the caller's transaction has committed (once; later calls do nothing)."""
+        self.counted.run()
+        return self
 
 
 @dataclass(frozen=True)
@@ -81,6 +89,7 @@ class IngestEvent:
     notification_id: int
     now: float
     title: str  # `payload.title()`, made once
+    counted: AfterCommit = field(default_factory=AfterCommit)  # counts to run once the ingest committed
 
 
 @runtime_checkable
@@ -105,7 +114,8 @@ class Notifications:
             for attempt in range(3):
                 try:
                     with self._engine.begin() as conn:
-                        return self.ingest_in(conn, payload, now, plan)
+                        result = self.ingest_in(conn, payload, now, plan)
+                    return result.committed()
                 except IntegrityError:
                     # another process stored the same notification or opened the incident first:
                     # run again and find its rows
@@ -141,13 +151,14 @@ class Notifications:
         notification_id = _NEW_NOTIFICATION.first(conn, dict(
             dedup_key=key, received_at=now, group_key=payload.groupKey, status=payload.status,
             receiver=payload.receiver, incident_id=incident_id, payload=payload.model_dump_json()))[0]
-        enqueued = 0
+        enqueued, counted = 0, AfterCommit()
         if engine is not None:
-            enqueued = engine.on_ingest(IngestEvent(conn, payload, decision, incident_id, notification_id, now, title))
+            enqueued = engine.on_ingest(IngestEvent(conn, payload, decision, incident_id, notification_id, now, title,
+                                                    counted))
         elif decision.page:
             pages = list(plan(payload, decision, incident_id, self.incident_labels(conn, incident_id)))
             enqueued = self._outbox.enqueue(conn, notification_id, incident_id, decision.page_status, pages, now)
-        return IngestResult(notification_id, incident_id, duplicate=False, deliveries=enqueued)
+        return IngestResult(notification_id, incident_id, duplicate=False, deliveries=enqueued, counted=counted)
 
     def _latest_incident(self, conn, payload: WebhookPayload) -> IncidentState | None:
         row = _LATEST.first(conn, {"group_key": payload.groupKey})
