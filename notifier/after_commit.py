@@ -31,6 +31,3 @@ class AfterCommit:
         calls, self._calls = self._calls, []
         for call in calls:
             call()
-
-    def __len__(self) -> int:
-        return len(self._calls)

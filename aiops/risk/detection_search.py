@@ -4,10 +4,9 @@ A logistic regression fitted by log loss ranks GPU-days by their probability of 
 horizon. The alarm rule asks something else: a GPU counts as detected when any one of its days in the
 horizon crosses the threshold that 0.1 % of healthy GPU-days cross. On the simulated population
 (seed 0, 90 days, 2,048 nodes) the log-loss weights detected 31 % of the held-out failing GPUs there,
-and the hand-set weights 42 % (the ceiling, GPUs with any precursor, is 45 %): log loss gives a pending
-row remap and a recovery action little weight, because most of the days that show them are days of
-the run-up that lie outside the horizon and carry no label, while for detection one crossing day is
-enough.
+and the hand-set weights 42 % (the ceiling, GPUs with any precursor, is 45 %): log loss weighs every
+labelled GPU-day alike, while the alarm counts a GPU once, when any of its days crosses a threshold
+set at the top 0.1 % of healthy days, so the two orders can differ where it matters.
 
 So the *direction* of the weights (their ratios) is searched for detection at the operating point on
 the training half, starting from the log-loss fit: a seeded multiplicative random search that takes
