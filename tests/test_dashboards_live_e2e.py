@@ -140,4 +140,11 @@ def test_the_error_panels_show_the_fault_after_a_gpu_falls_off_the_bus(stack, pr
     errors_now = next(r for r in results(prometheus, "vigil-fleet") if r.panel == "GPUs with errors now")
     assert {(s.labels["node"], s.labels["gpu"]) for s in prometheus.query(errors_now.query)} == {("node-1", "1")}
     on_nodes = next(r for r in results(prometheus, "vigil-oncall") if r.panel == "Firing alerts on nodes")
-    assert {s.labels["node"] for s in prometheus.query(on_nodes.query)} == {"node-1"}  # the link opens node-1
+    # the row of the lost GPU's node (its link opens node-1). The demo's simulated jobs may hold an idle
+    # GPU at times (a pure function of the clock), whose node then shows a job-peer alert too: the fault's
+    # alerts are on node-1 alone, and nothing else fires that the demo's jobs do not explain
+    wait_for(lambda: "node-1" in {s.labels["node"] for s in prometheus.query(on_nodes.query)}, 60,
+             "the lost GPU's node to show in the firing alerts")
+    rows = {(s.labels["alertname"], s.labels["node"]) for s in prometheus.query(on_nodes.query)}
+    assert {name for name, node in rows if node == "node-1"} & {"GpuFallenOffBus", "GpuCriticalXid"}
+    assert all(node == "node-1" or name.endswith("BelowJobPeers") or name.startswith("Job") for name, node in rows), rows
