@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import time
 from datetime import datetime, timezone
+from pathlib import Path
 
 import icalendar
 from click.testing import CliRunner
@@ -202,6 +204,13 @@ def test_without_config_the_running_stacks_oncall_file_is_read(tmp_path):
                                  "team-oncall.yaml"], cwd=elsewhere)
     layout = RunLayout(run_dir)
     try:
+        # Popen returns once the child's exec has begun; the kernel fills /proc/PID/cmdline a moment later
+        # (a running notifier's is there long since): wait for it, as the CLI reads it
+        cmdline = Path(f"/proc/{notifier.pid}/cmdline")
+        deadline = time.monotonic() + 10
+        while b"--oncall-config" not in cmdline.read_bytes():
+            assert time.monotonic() < deadline, "the stand-in notifier's command line never showed"
+            time.sleep(0.01)
         with open(layout.lock_file, "a+") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # what the supervisor holds while the stack runs
             StackState(supervisor_pid=os.getpid(), port_base=0, gpu_backend="sim", ready=True, components={
