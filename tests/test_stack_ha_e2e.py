@@ -90,10 +90,13 @@ def test_status_shows_every_replica_healthy_and_the_alertmanagers_form_one_clust
     assert status.returncode == 0, status.stdout + status.stderr
     components = json.loads(status.stdout)["components"]
     assert set(REPLICAS) <= set(components) and all(c["healthy"] for c in components.values()), components
+    # a peer says "settling" until the gossip has been stable for a few rounds after it joined (seconds,
+    # bounded by its settle timeout, a minute by default), also once it sees all three: wait for both
     for peer in ("alertmanager", "alertmanager-2", "alertmanager-3"):
         cluster = wait_for(lambda: (c := requests.get(f"{stack.url(peer)}/api/v2/status", timeout=5).json()["cluster"])
-                           and len(c.get("peers") or []) == 3 and c, f"3 peers seen by {peer}", timeout=20)
-        assert cluster["status"] == "ready"
+                           and len(c.get("peers") or []) == 3 and c["status"] == "ready" and c,
+                           f"3 peers seen by {peer}, settled", timeout=90)
+        assert cluster["status"] == "ready" and len(cluster["peers"]) == 3
 
 
 def test_both_replicas_remote_write_and_victoria_metrics_keeps_one_deduplicated_series_per_gpu(stack: RunningStack):
