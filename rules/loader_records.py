@@ -62,10 +62,8 @@ def _load_record(name: str, item: Located, line: int, file: str, errors: ErrorLo
         expr, labels, ignored, pieces = item.value, {}, [], ((item.line, item.value),)
     elif item.is_map():
         r = Reader(item, file, errors, what, line=line)
-        kind, expr = read_expression(r)
+        _, expr = read_expression(r)  # no expression without a valid kind
         labels, ignored, pieces = r.string_map("labels"), lint_ignores(r, what), promql_pieces(r)
-        if kind is None or expr is None:
-            expr = None
         for reserved in _RESERVED_RECORD_LABELS:
             if labels and reserved in labels:
                 r.error("labels", f"{what}: label {reserved!r} is the record's name, not a label")
