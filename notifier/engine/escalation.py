@@ -46,9 +46,8 @@ TRANSACTION_BUDGET_S = 0.05  # a batch commits once its steps took this long (th
 EMPTY_POLICY_RETRY_S = 60.0  # every tier empty: look again for someone on call this much later
 
 
-def run_step(conn: sa.Connection, oncall: OncallConfig, escalation: Escalation, now: float,
-             links: LinkMaker | None = None, metrics: NotifierMetrics | None = None,
-             counted: AfterCommit | None = None) -> int:
+def run_step(conn: sa.Connection, oncall: OncallConfig, escalation: Escalation, now: float, counted: AfterCommit,
+             links: LinkMaker | None = None, metrics: NotifierMetrics | None = None) -> int:
     """Handle `escalation` (claimed on `conn`, due by `now`); returns how many pages were enqueued.
     With `metrics`, the tier paged is counted in `counted`, to be run once `conn`'s transaction commits."""
     escalations, timeline = Escalations(conn.engine), Timeline(conn.engine)
@@ -82,7 +81,7 @@ def run_step(conn: sa.Connection, oncall: OncallConfig, escalation: Escalation, 
         added = page_people(conn, oncall, incident, step, people, now, links)
         timeline.record(conn, incident.id, now, "tier_paged", tier=tier, tier_name=spec.tiers[tier].name,
                         people=people, repeat=repeat, round=round, pages=added)
-        if metrics is not None and counted is not None:
+        if metrics is not None:
             counted.add(partial(_count_page, metrics, tier, max(0.0, now - escalation.due_at)))
         following = after_page(spec, tier, repeat, round)
         if following is None:
@@ -187,7 +186,7 @@ class EscalationEngine:
                     step = AfterCommit()  # a step rolled back to its SAVEPOINT is not counted
                     try:
                         with conn.begin_nested():
-                            added += run_step(conn, self._oncall, escalation, now, self._links, self._metrics, step)
+                            added += run_step(conn, self._oncall, escalation, now, step, self._links, self._metrics)
                         counted.extend(step)
                     except (sa.exc.OperationalError, sa.exc.InterfaceError):
                         raise  # the database itself failed: the whole batch rolls back and stays due

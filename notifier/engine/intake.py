@@ -95,7 +95,7 @@ class EngineIntake:
             return 0
         Escalations(conn.engine).put(conn, incident_id, routing.policy, now)
         return run_step(conn, self._oncall, Escalation(incident_id, routing.policy, 0, 0, 0, ESCALATE, now), now,
-                        self._links, self._metrics, counted)
+                        counted, self._links, self._metrics)
 
     def _page_first_tier_resolved(self, conn: sa.Connection, incident_id: int, routing: IncidentRouting,
                                   now: float) -> int:
