@@ -68,13 +68,28 @@ class GpuReader:
         self._names = error_names(nvml)
         self._lost_codes = {nvml.NVML_ERROR_GPU_IS_LOST, nvml.NVML_ERROR_RESET_REQUIRED,
                             nvml.NVML_ERROR_GPU_NOT_FOUND}
+        # answers that stay the same for the whole NVML session: the call is not made again
+        self._permanent_codes = {nvml.NVML_ERROR_NOT_SUPPORTED, nvml.NVML_ERROR_FUNCTION_NOT_FOUND}
+        self._refused: set[tuple] = set()
+
+    def forget_refused(self) -> None:
+        """A new NVML session (a reloaded driver may support more): ask every function again."""
+        self._refused.clear()
 
     def error_name(self, error: Exception) -> str:
         code = getattr(error, "value", -1)
         return self._names.get(code, str(code))
 
     def call(self, fn_name: str, *args: Any, count: bool = True) -> Any:
-        """Call an NVML function; None when the field is unavailable; GpuLost when the GPU is gone."""
+        """Call an NVML function; None when the field is unavailable; GpuLost when the GPU is gone.
+
+        A call the GPU refused as NOT_SUPPORTED or FUNCTION_NOT_FOUND is remembered (per function, GPU
+        handle and arguments) and answered None without asking NVML again in this session, and counted
+        once: on a real H100 such refusals (fan speed, retired pages) cost 0.5 to 1 ms each, every cycle.
+        A lost GPU or a new NVML session clears what was remembered."""
+        key = (fn_name, *(a if isinstance(a, (int, str)) else id(a) for a in args))
+        if key in self._refused:
+            return None
         try:
             return getattr(self.nvml, fn_name)(*args)
         except self.nvml.NVMLError as error:
@@ -82,7 +97,10 @@ class GpuReader:
             if count:
                 self.errors[self.error_name(error)] += 1
             if code in self._lost_codes:
+                self._refused.clear()  # a GPU that comes back (reset, MIG mode changed) is asked afresh
                 raise GpuLost(fn_name) from error
+            if code in self._permanent_codes:
+                self._refused.add(key)
             return None
 
     def read(self, memo: GpuMemo, rows: Rows, driver: str, cuda: str) -> None:

@@ -127,6 +127,7 @@ class NvmlCollector:
                 self._initialized = True
                 for memo in self._memos.values():  # an earlier NVML session's handles are invalid, and
                     memo.handle = memo.info = memo.nvlinks = None  # a reloaded driver may be a new version
+                self._reader.forget_refused()
                 self._system = (text(call("nvmlSystemGetDriverVersion") or ""),
                                 _cuda_version(call("nvmlSystemGetCudaDriverVersion")))
             count = self.nvml.nvmlDeviceGetCount()

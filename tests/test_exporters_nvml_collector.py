@@ -130,6 +130,52 @@ def test_unsupported_field_is_skipped_not_a_down_gpu() -> None:
     assert value(samples, "vigil_exporter_nvml_errors_total", code="not_supported") == 2
 
 
+class CountingNvml:
+    """The simulator, counting the calls made to each NVML function."""
+
+    def __init__(self, inner: SimulatedNvml) -> None:
+        self._inner, self.calls = inner, {}
+
+    def __dir__(self) -> list[str]:
+        return dir(self._inner)
+
+    def __getattr__(self, name: str):
+        value = getattr(self._inner, name)
+        if not (callable(value) and name.startswith("nvml")):
+            return value
+
+        def counted(*args, **kwargs):
+            self.calls[name] = self.calls.get(name, 0) + 1
+            return value(*args, **kwargs)
+        return counted
+
+
+def test_a_refused_function_is_asked_once_per_gpu_and_counted_once() -> None:
+    counting = CountingNvml(SimulatedNvml(NODE, 2, unsupported=frozenset({"nvmlDeviceGetFanSpeed"})))
+    collector, registry = offline(counting)
+    for _ in range(3):
+        collector.refresh()
+    samples = scrape(registry)
+    assert counting.calls["nvmlDeviceGetFanSpeed"] == 2  # one per GPU, not one per GPU and cycle
+    assert counting.calls["nvmlDeviceGetPowerUsage"] == 6  # supported calls are made every cycle
+    assert value(samples, "vigil_exporter_nvml_errors_total", code="not_supported") == 2
+    assert value(samples, "vigil_gpu_power_watts", gpu="1") > 0
+
+
+def test_a_refused_function_is_asked_again_after_a_lost_gpu_comes_back() -> None:
+    sim = SimulatedNvml(NODE, 2, unsupported=frozenset({"nvmlDeviceGetFanSpeed"}))
+    counting = CountingNvml(sim)
+    collector, registry = offline(counting)
+    collector.refresh()
+    sim.inject(Fault("xid79", NODE, 0, 0.0))
+    collector.refresh()
+    assert value(scrape(registry), "vigil_gpu_up", gpu="0") == 0
+    sim.reset(0)
+    collector.refresh()
+    assert value(scrape(registry), "vigil_gpu_up", gpu="0") == 1
+    assert counting.calls["nvmlDeviceGetFanSpeed"] > 2
+
+
 def test_ecc_dbe_shows_and_volatile_count_drops_after_reset(sim: SimulatedNvml) -> None:
     collector, registry = offline(sim)
     sim.inject(Fault("ecc-dbe", NODE, 5, 0.0))
