@@ -75,6 +75,8 @@ class MetricsHost:
                 listener.close()
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(timeout=5)
+        if not self.running and not self.loop.is_closed():  # closed here, not by the collector at exit,
+            self.loop.close()  # where its self-pipe may already be gone ("Invalid file descriptor: -1")
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     async def _listen(self, host: str, port: int, body: Body) -> Listener:
