@@ -162,6 +162,11 @@ def wait_for(condition, what: str, timeout: float = 40.0) -> None:
 def test_node_exporter_and_node_health_targets_carry_the_node_they_play(stack: RunningStack):
     prom = stack.url("prometheus")
     query = 'up{job=~"node-exporter|vigil-node-health"}'
-    result = requests.get(f"{prom}/api/v1/query", params={"query": query}, timeout=5).json()["data"]["result"]
-    assert sorted((r["metric"]["job"], r["metric"].get("node")) for r in result) == \
-        [("node-exporter", "node-1"), ("vigil-node-health", "node-1")]
+
+    def targets() -> list[tuple[str, str | None]]:
+        result = requests.get(f"{prom}/api/v1/query", params={"query": query}, timeout=5).json()["data"]["result"]
+        return sorted((r["metric"]["job"], r["metric"].get("node")) for r in result)
+
+    # run on its own, the test may come before Prometheus' first scrape of either target
+    wait_for(lambda: len(targets()) == 2, "both targets scraped")
+    assert targets() == [("node-exporter", "node-1"), ("vigil-node-health", "node-1")]
