@@ -33,6 +33,10 @@ sys.path.insert(0, str(ROOT))
 
 from vigil.aiops.benchmark_record import add_record_option, write_section  # noqa: E402
 from vigil.common.ports import free_port  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timed_nvml import TimedNvml  # noqa: E402  (bench/exporters/timed_nvml.py)
+
 VIGIL = [sys.executable, "-m", "vigil.cli", "exporter", "gpu", "--backend", "sim"]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 SECTION = "exporters"
@@ -128,33 +132,10 @@ def bench_overhead(cycles: int) -> dict[str, float]:
     from vigil.exporters.nvml_collector import NvmlCollector
     from vigil.exporters.sim.nvml import SimulatedNvml
 
-    class TimedNvml:
-        """Delegates to the simulator and adds up the time spent inside NVML functions."""
-
-        def __init__(self, inner: SimulatedNvml) -> None:
-            self._inner, self.spent, self.calls = inner, 0.0, 0
-
-        def __dir__(self) -> list[str]:
-            return dir(self._inner)
-
-        def __getattr__(self, name: str):
-            value = getattr(self._inner, name)
-            if not (callable(value) and name.startswith("nvml")):
-                return value
-
-            def timed(*args, **kwargs):
-                started = time.perf_counter()
-                try:
-                    return value(*args, **kwargs)
-                finally:
-                    self.spent += time.perf_counter() - started
-                    self.calls += 1
-            return timed
-
     nvml = TimedNvml(SimulatedNvml("node-1", 8))
     collector = NvmlCollector(nvml, "node-1", watch_xids=False)
     collector.refresh()
-    nvml.spent, nvml.calls = 0.0, 0
+    nvml.reset()
     started = time.perf_counter()
     for _ in range(cycles):
         collector.refresh()
