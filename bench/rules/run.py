@@ -1,6 +1,6 @@
 """Rule evaluation cost of the whole shipped catalog over a simulated fleet, as the real Prometheus runs it.
 
-    .venv/bin/python bench/rules/run.py [--nodes 250,1250,2500] [--gpus 8] [--evaluations 4] [--json F] [--record]
+    .venv/bin/python bench/rules/run.py [--nodes 250,1250,2500] [--gpus 8] [--evaluations 4] [--json F] [--rules-file F] [--record]
 
 For each size: the simulated fleet in one process (`vigil exporter gpu --backend sim --single-port`,
 each node its own scrape target), the real Prometheus scraping it every 15 s with the rules of
@@ -251,6 +251,9 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=45, help="seconds after every target is up before measuring")
     parser.add_argument("--fleet-refresh", type=int, default=120, help="seconds between the fleet's NVML cycles")
     parser.add_argument("--json", type=Path, help="also write every figure measured (groups, rules) to this file")
+    parser.add_argument("--rules-file", type=Path,
+                        help="rules written earlier by `vigil rules generate` (for a machine where only the "
+                             "exporter's dependencies are installed) [default: generate them now]")
     add_record_option(parser)
     args = parser.parse_args()
     sizes = [int(n) for n in args.nodes.split(",")]
@@ -258,17 +261,17 @@ def main() -> None:
     print(f"{os.cpu_count()} cores, load average {args.load_at_start:.1f} at start (shared with other work)")
     results = []
     with tempfile.TemporaryDirectory(prefix="vigil-bench-rules-") as tmp:
-        rules = stack.generate_rules(Path(tmp) / "rules")
+        rules = args.rules_file or stack.generate_rules(Path(tmp) / "rules")
         for nodes in sizes:
             workdir = Path(tmp) / f"n{nodes}"
             workdir.mkdir()
             began = time.monotonic()
             results.append(measure(nodes, args, rules, workdir))
             print(f"{nodes} nodes measured in {time.monotonic() - began:.0f} s", flush=True)
+            if args.json:  # after each size: a run cut short keeps the sizes it measured
+                args.json.write_text(json.dumps({"load_at_start": args.load_at_start, "results": results}, indent=1))
     text = report(results, args)
     print(text)
-    if args.json:
-        args.json.write_text(json.dumps({"load_at_start": args.load_at_start, "results": results}, indent=1))
     if args.record:
         write_section(stack.ROOT / "docs" / "benchmarks.md", SECTION, "## Rule evaluation\n\n" + text)
 
