@@ -148,7 +148,7 @@ class GpuReader:
         put("vigil_gpu_persistence_mode", call("nvmlDeviceGetPersistenceMode", h))
         self._read_memory_health(h, fields, put)
         self._read_links(memo, fields, put)
-        self._read_clock_events(h, put)
+        self._read_clock_events(h, fields, put)
         self._read_processes(memo, put)
 
     def _read_memory_health(self, h: Any, fields: FV.FieldValues, put: Callable[..., None]) -> None:
@@ -204,15 +204,18 @@ class GpuReader:
         for label, total in totals.items():
             put("vigil_gpu_nvlink_errors_total", total, NVLINK_ALL, label)
 
-    def _read_clock_events(self, h: Any, put: Callable[..., None]) -> None:
+    def _read_clock_events(self, h: Any, fields: FV.FieldValues, put: Callable[..., None]) -> None:
         reasons = self.call("nvmlDeviceGetCurrentClocksEventReasons", h)
         if reasons is not None:
             for bit, label in CLOCK_EVENT_REASONS:
                 put("vigil_gpu_clock_event_active", 1 if reasons & bit else 0, label)
         for policy, label in VIOLATION_POLICIES:
-            violation = self.call("nvmlDeviceGetViolationStatus", h, policy)
-            if violation is not None:
-                put("vigil_gpu_clock_event_seconds_total", violation.violationTime / 1e9, label)
+            spent_ns = fields.get((FV.VIOLATION[policy], 0))
+            if spent_ns is None:  # a driver without the field: the dedicated call
+                violation = self.call("nvmlDeviceGetViolationStatus", h, policy)
+                spent_ns = None if violation is None else violation.violationTime
+            if spent_ns is not None:
+                put("vigil_gpu_clock_event_seconds_total", spent_ns / 1e9, label)
 
     def _read_processes(self, memo: GpuMemo, put: Callable[..., None]) -> None:
         h = memo.handle

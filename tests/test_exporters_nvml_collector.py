@@ -9,7 +9,7 @@ import time
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
-from exporters_nvml_support import wait_until
+from exporters_nvml_support import CountingNvml, wait_until
 from prometheus_client.parser import text_string_to_metric_families
 
 from vigil.exporters.gpu_specs import SPECS
@@ -128,26 +128,6 @@ def test_unsupported_field_is_skipped_not_a_down_gpu() -> None:
     assert "vigil_gpu_fan_speed_ratio" not in samples
     assert value(samples, "vigil_gpu_up", gpu="1") == 1
     assert value(samples, "vigil_exporter_nvml_errors_total", code="not_supported") == 2
-
-
-class CountingNvml:
-    """The simulator, counting the calls made to each NVML function."""
-
-    def __init__(self, inner: SimulatedNvml) -> None:
-        self._inner, self.calls = inner, {}
-
-    def __dir__(self) -> list[str]:
-        return dir(self._inner)
-
-    def __getattr__(self, name: str):
-        value = getattr(self._inner, name)
-        if not (callable(value) and name.startswith("nvml")):
-            return value
-
-        def counted(*args, **kwargs):
-            self.calls[name] = self.calls.get(name, 0) + 1
-            return value(*args, **kwargs)
-        return counted
 
 
 def test_a_refused_function_is_asked_once_per_gpu_and_counted_once() -> None:

@@ -289,6 +289,11 @@ class SimulatedNvml(StaticCalls, HealthCalls, MigCalls):
         index, state = self._gpu(handle, "nvmlDeviceGetViolationStatus")
         with self._lock:
             self._advance(index, state)
-            spent = state.thermal_violation_ns if policy == pynvml.NVML_PERF_POLICY_THERMAL else 0
-        return pynvml.c_nvmlViolationTime_t(referenceTime=int(self.clock() * 1e6), violationTime=int(spent))
+            spent = self._violation_ns(state, policy)
+        return pynvml.c_nvmlViolationTime_t(referenceTime=int(self.clock() * 1e6), violationTime=spent)
+
+    @staticmethod
+    def _violation_ns(state: F.GpuState, policy: int) -> int:
+        """Time under a clock-limiting policy (ns); the simulator throttles only for heat."""
+        return int(state.thermal_violation_ns) if policy == pynvml.NVML_PERF_POLICY_THERMAL else 0
 

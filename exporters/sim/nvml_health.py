@@ -21,6 +21,8 @@ FIELD_TOTAL_ENERGY = 83
 FIELD_PCIE_REPLAY = 94
 FIELD_RECOVERY_ACTION = 230
 NVLINK_DL_FIELDS = {161: 0, 162: 1, 163: 2}  # replay, recovery, CRC (flit) per link (scopeId = link)
+VIOLATION_FIELDS = {getattr(pynvml, f"NVML_PERF_POLICY_{name}"): getattr(pynvml, f"NVML_FI_DEV_PERF_POLICY_{name}")
+                    for name in ("POWER", "THERMAL", "SYNC_BOOST", "BOARD_LIMIT", "LOW_UTILIZATION", "RELIABILITY")}
 UINT_FIELDS = {FIELD_MEMORY_TEMP, FIELD_RECOVERY_ACTION, 144, 145, 31}
 # c_nvmlFieldValue_t as bytes: fieldId, scopeId, timestamp, latencyUsec, valueType, nvmlReturn, value
 # (an unsigned int value sits in the union's first 4 bytes: little-endian Q packs it there too)
@@ -137,6 +139,7 @@ class HealthCalls:
             142: state.remapped_corrected, 143: state.remapped_uncorrected,
             144: state.remap_pending, 145: state.remap_failure,
             FIELD_RECOVERY_ACTION: state.recovery_action,
+            **{field: self._violation_ns(state, policy) for policy, field in VIOLATION_FIELDS.items()},
         }
 
     # -- processes ----------------------------------------------------------------------------------
