@@ -6,7 +6,7 @@ Needs a machine with an NVIDIA driver (it exits 2 without one). Writes to DIR:
 
 - `idle.prom`, `load.prom`: `/metrics` of `vigil exporter gpu --backend nvml` (the real exporter, as
   a user runs it), read once the GPUs are idle and once while a matrix-product loop keeps GPU 0 busy
-  (PyTorch, when installed; else only `idle.prom`);
+  and job attribution lists its process (PyTorch, when installed; else only `idle.prom`);
 - `sim.prom`: the simulated exporter's `/metrics` for one node with as many GPUs, to compare families;
 - `nvml.json`: the in-process figures: per collection cycle, the time inside NVML and in our code,
   calls per NVML function and their mean time, and every NVML error by function;
@@ -25,6 +25,7 @@ import sys
 import time
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import requests
 from prometheus_client.parser import text_string_to_metric_families
@@ -62,13 +63,14 @@ def families(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
     return found
 
 
-def nvml_cost(cycles: int) -> dict:
-    """Collection cycles in-process through a timing proxy of the real pynvml."""
-    import pynvml
-
+def nvml_cost(cycles: int, module: Any = None) -> dict:
+    """Collection cycles in-process through a timing proxy of `module` (default: the real pynvml)."""
     from vigil.exporters.nvml_collector import NvmlCollector
 
-    nvml = TimedNvml(pynvml)
+    if module is None:
+        import pynvml as module
+
+    nvml = TimedNvml(module)
     collector = NvmlCollector(nvml, "real", watch_xids=False)
     collector.refresh()  # first cycle: handles, static facts (memoized)
     first = {"calls": nvml.calls, "ms": 1000 * nvml.spent}
@@ -202,9 +204,13 @@ def main() -> None:
         else:
             load = subprocess.Popen([sys.executable, "-c", LOAD, str(args.load_seconds)])
             try:
+                # busy, and job attribution's map rebuilt since the load began (it is rebuilt every 30 s)
                 load_text = scrape_when(url, lambda f: (gpu0(f, "vigil_gpu_utilization_ratio") or 0) >= 0.9
-                                        and (gpu0(f, "vigil_gpu_power_watts") or 0) > 200,
-                                        args.load_seconds, "GPU 0 busy (utilization >= 90 %, power > 200 W)")
+                                        and (gpu0(f, "vigil_gpu_power_watts") or 0) > 200
+                                        and sum(v for labels, v in f.get("vigil_gpu_processes", [])
+                                                if labels.get("gpu") == "0") >= 1,
+                                        args.load_seconds, "GPU 0 busy (utilization >= 90 %, power > 200 W) "
+                                        "and its process attributed")
                 (args.out / "load.prom").write_text(load_text)
             finally:
                 stop(load)
