@@ -24,7 +24,7 @@ RULES = Path(__file__).parent / "golden" / "rules" / "vigil-rules.yml"
 ABSENT_ON_THIS_MACHINE = {
     "vigil_gpu_nvlink_errors_total": "one GPU passed through to a VM: no active NVLink",
     "vigil_gpu_xid_errors_total": "exported from the first XID event on; none happened",
-    "vigil_gpu_job": "the load ran outside any Slurm job or job cgroup",
+    "vigil_gpu_job": "the load ran outside any Slurm job or job cgroup (counted kind=\"external\")",
     "vigil_job_info": "the load ran outside any Slurm job or job cgroup",
 }
 SPECS = {spec.name: spec for spec in (*gpu_specs.SPECS, *jobs.SPECS)}
@@ -78,8 +78,9 @@ def test_the_load_capture_shows_what_a_busy_gpu_looks_like() -> None:
     assert value("h100-sxm-load.prom", "vigil_gpu_utilization_ratio") >= 0.9
     assert value("h100-sxm-load.prom", "vigil_gpu_power_watts") > 5 * value("h100-sxm-idle.prom", "vigil_gpu_power_watts")
     assert value("h100-sxm-load.prom", "vigil_gpu_clock_event_active", reason="sw_power_cap") == 1
-    # the process NVML saw, with its memory, as job attribution reads it
+    # the process NVML saw, with its memory, and job attribution's verdict: no job claims it
     assert value("h100-sxm-load.prom", "vigil_gpu_process_memory_bytes") > 0
+    assert value("h100-sxm-load.prom", "vigil_gpu_processes", kind="external") == 1
     # fan speed and retired pages (4 calls) are refused by an H100 and asked once, not every cycle
     refused = [value(c, "vigil_exporter_nvml_errors_total", code="not_supported") for c in CAPTURES]
     assert refused == [4, 4]
