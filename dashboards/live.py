@@ -57,6 +57,8 @@ EMPTY_WHEN_HEALTHY = {
 }
 _DCGM = "a DCGM field (profiling, last XID code): the demo's simulated fleet speaks NVML, which has none"
 _NO_IB = "the demo's node health exporter reads this host's sysfs, which has no InfiniBand device"
+_NO_PAGE_RETIREMENT = ("the simulated fleet answers as a real H100 does: since Ampere a GPU remaps rows instead of "
+                       "retiring pages, and NVML refuses the retired-page calls (docs/exporters-real-gpu.md)")
 _NO_AIOPS = ("written by the AIOps service, which the dashboards' demo stack does not run (start_stack's aiops=False); "
              "tests/test_dashboards_aiops_e2e.py runs these queries in a stack with it")
 # metrics the demo does not have -> why: a query reading one of them may be empty
@@ -65,6 +67,7 @@ EMPTY_METRICS = {
     "vigil_gpu_tensor_pipe_active_ratio": _DCGM, "vigil_gpu_dram_active_ratio": _DCGM,
     "vigil_gpu_last_xid_code": _DCGM,
     "vigil_infiniband_port_errors_total": _NO_IB, "vigil_infiniband_port_up": _NO_IB,
+    "vigil_gpu_retired_pages_pending": _NO_PAGE_RETIREMENT, "vigil_gpu_retired_pages_total": _NO_PAGE_RETIREMENT,
     **{metric: _NO_AIOPS for metric in (
         "vigil_failure_risk", "vigil_failure_risk_reason", "vigil_failure_risk_up",
         "vigil_failure_risk_last_success_timestamp_seconds", "vigil_baseline_expected", "vigil_baseline_lower",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import requests
@@ -38,6 +39,21 @@ def test_each_node_is_its_own_target(fleet_server) -> None:
     for node in listing["nodes"]:
         body = requests.get(node["url"], timeout=5).text
         assert f'node="{node["name"]}"' in body and 'node="node-' + ("1" if node["name"] != "node-1" else "2") not in body
+
+
+def test_a_fleet_node_answers_as_a_real_h100_sxm(fleet_server) -> None:
+    """What a real H100 SXM refused (tests/data/nvml): no fan, no retired pages; each refusal counted once."""
+    server, base = fleet_server
+    url = f"http://127.0.0.1:{base}/metrics"
+    wait_until(lambda: "vigil_gpu_up{" in requests.get(url, timeout=5).text)
+    body = requests.get(url, timeout=5).text
+    for refused in ("vigil_gpu_fan_speed_ratio", "vigil_gpu_retired_pages_total", "vigil_gpu_retired_pages_pending"):
+        assert refused not in body
+    assert "vigil_gpu_remapped_rows_total{" in body and "vigil_gpu_remap_pending{" in body
+    real = (Path(__file__).parent / "data" / "nvml" / "h100-sxm-idle.prom").read_text()
+    assert 'vigil_exporter_nvml_errors_total{code="not_supported",node="vm"} 4.0' in real
+    # four refused calls a GPU (fan, retired pages of two causes, pending), 4 GPUs, asked once
+    assert 'vigil_exporter_nvml_errors_total{code="not_supported",node="node-1"} 16.0' in body
 
 
 def test_inject_xid79_then_clear(fleet_server) -> None:

@@ -17,7 +17,7 @@ from typing import Any, Callable
 from vigil.exporters.sim.disk_faults import DiskFaults
 from vigil.exporters.sim.faults import DISK_FAULTS, JOB_FAULTS, NODE_FAULTS, Fault, FaultError, parse_fault
 from vigil.exporters.sim.jobs import JobSchedule
-from vigil.exporters.sim.nvml import SimulatedNvml
+from vigil.exporters.sim.nvml import H100_SXM_REFUSED, SimulatedNvml
 
 
 def node_name(i: int) -> str:
@@ -35,7 +35,8 @@ class SimulatedFleet:
         if nodes < 1 or gpus < 1:
             raise ValueError("a fleet needs at least one node with at least one GPU")
         self.clock = clock
-        self.nvml = {node_name(i): SimulatedNvml(node_name(i), gpus, nvlinks=nvlinks, clock=clock)
+        self.nvml = {node_name(i): SimulatedNvml(node_name(i), gpus, nvlinks=nvlinks, clock=clock,
+                                                 unsupported=H100_SXM_REFUSED)
                      for i in range(1, nodes + 1)}
         self.gpus = gpus
         self.jobs = JobSchedule(list(self.nvml), gpus, jobs, seed=job_seed)

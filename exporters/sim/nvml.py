@@ -43,11 +43,17 @@ class SimHandle:
     index: int
 
 
+# what a real H100 SXM refused (driver 580.159.04, docs/exporters-real-gpu.md): it has no fan, and since
+# Ampere a GPU remaps rows instead of retiring pages (the retired-page fields 29-31 are refused too)
+H100_SXM_REFUSED = frozenset({"nvmlDeviceGetFanSpeed", "nvmlDeviceGetRetiredPages",
+                              "nvmlDeviceGetRetiredPagesPendingStatus"})
+
+
 class SimulatedNvml(StaticCalls, HealthCalls, MigCalls):
     """Simulated NVML of one node with `gpus` H100-like GPUs; thread-safe like the real library.
 
-    `unsupported` names pynvml functions that raise NOT_SUPPORTED on this node (e.g. fan speed on SXM
-    boards); `clock` gives the Unix time (tests pass a fake clock).
+    `unsupported` names pynvml functions that raise NOT_SUPPORTED on this node (`H100_SXM_REFUSED` is what
+    a real H100 SXM refuses; the fleet passes it); `clock` gives the Unix time (tests pass a fake clock).
     """
 
     def __init__(self, node: str = "node-1", gpus: int = 8, *, unsupported: frozenset[str] = frozenset(),

@@ -132,7 +132,6 @@ class HealthCalls:
         return {
             3: int(state.ecc_corrected_volatile), 4: state.ecc_uncorrected_volatile,
             5: int(state.ecc_corrected_aggregate), 6: state.ecc_uncorrected_aggregate,
-            29: 0, 30: 0, 31: 0,  # no page retirement on Hopper: zero, as the driver reports
             FIELD_MEMORY_TEMP: round(self._temperature(index, state) - 6),
             FIELD_TOTAL_ENERGY: int(state.energy_mj),
             FIELD_PCIE_REPLAY: state.pcie_replays,
@@ -140,6 +139,8 @@ class HealthCalls:
             144: state.remap_pending, 145: state.remap_failure,
             FIELD_RECOVERY_ACTION: state.recovery_action,
             **{field: self._violation_ns(state, policy) for policy, field in VIOLATION_FIELDS.items()},
+            # retired pages: none on Hopper (rows are remapped); refused with the calls, as a real H100 does
+            **({} if "nvmlDeviceGetRetiredPages" in self.unsupported else {29: 0, 30: 0, 31: 0}),
         }
 
     # -- processes ----------------------------------------------------------------------------------
