@@ -116,12 +116,18 @@ def test_both_replicas_remote_write_and_victoria_metrics_keeps_one_deduplicated_
 
 def test_a_dashboards_panels_read_the_same_data_from_victoria_metrics_as_from_prometheus(stack: RunningStack):
     model = next(m for m in dashboard_models() if m["uid"] == "vigil-gpu")
-    from_vm = run_dashboard(model, vm(stack))
-    from_prometheus = run_dashboard(model, PrometheusClient(stack.url("prometheus")))
-    assert [f"{r.panel}: {r.error}" for r in from_vm if r.error] == []
-    with_data = {(r.panel, r.ref) for r in from_prometheus if r.series}
-    assert len(with_data) >= 10
-    assert {(r.panel, r.ref) for r in from_vm if r.series} == with_data
+    prometheus = PrometheusClient(stack.url("prometheus"))
+
+    def panels_with_data(client: PrometheusClient) -> set[tuple[str, str]]:
+        return {(r.panel, r.ref) for r in run_dashboard(model, client) if r.series}
+
+    # run on its own, the test may come before the stack's first scrapes and rule evaluations
+    wait_for(lambda: len(panels_with_data(prometheus)) >= 10, "10 panels with data in Prometheus", timeout=60)
+    assert [f"{r.panel}: {r.error}" for r in run_dashboard(model, vm(stack)) if r.error] == []
+    # remote write lags Prometheus by a few seconds, and a panel may get its first data meanwhile:
+    # the two agree within the wait
+    wait_for(lambda: panels_with_data(vm(stack)) == panels_with_data(prometheus),
+             "the same panels with data in VictoriaMetrics as in Prometheus", timeout=60)
 
 
 def inbox(notifier_url: str, token: str) -> list[dict]:
