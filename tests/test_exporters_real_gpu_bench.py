@@ -34,7 +34,6 @@ def test_the_cost_splits_driver_time_from_ours_and_names_each_refusal() -> None:
     sim = SimulatedNvml("node-1", 2, unsupported=frozenset({"nvmlDeviceGetFanSpeed"}))
     cost = real_gpu.nvml_cost(5, sim)
     assert 0 < cost["nvml_ms"] < cost["cycle_ms"]
-    assert abs(cost["nvml_ms"] + cost["ours_ms"] - cost["cycle_ms"]) < 1e-6
     assert "nvmlDeviceGetFieldValues" in cost["per_function"]
     # refused in the first cycle (not timed) and not asked again: no error left in the timed cycles
     assert "nvmlDeviceGetFanSpeed" not in cost["per_function"] and cost["errors"] == []
@@ -53,3 +52,16 @@ def test_the_summary_compares_idle_load_and_simulator() -> None:
     text = real_gpu.summary(info, cost, real, None, sim)
     assert "| `vigil_gpu_power_watts` |" in text and "| — |" in text  # no load capture: a dash
     assert "Only in the simulator: `vigil_gpu_fan_speed_ratio`" in text
+
+
+def test_the_timing_proxy_names_each_refusal_by_its_nvml_error() -> None:
+    import pynvml
+
+    timed = real_gpu.TimedNvml(SimulatedNvml("node-1", 1, unsupported=frozenset({"nvmlDeviceGetFanSpeed"})))
+    timed.nvmlInit()
+    handle = timed.nvmlDeviceGetHandleByIndex(0)
+    with pytest.raises(pynvml.NVMLError):
+        timed.nvmlDeviceGetFanSpeed(handle)
+    assert timed.errors == {("nvmlDeviceGetFanSpeed", "not_supported"): 1}
+    assert timed.per_function["nvmlDeviceGetFanSpeed"][0] == 1 and timed.calls == 3
+

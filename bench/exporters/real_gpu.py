@@ -104,8 +104,9 @@ def facts() -> dict[str, str]:
 
 def exporter(args: list[str], log: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    process = subprocess.Popen([*VIGIL, *args, "--listen", f"127.0.0.1:{port}", "--interval", "1s"],
-                               stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    with log.open("wb") as out:  # the child keeps its own copy of the descriptor
+        process = subprocess.Popen([*VIGIL, *args, "--listen", f"127.0.0.1:{port}", "--interval", "1s"],
+                                   stdout=out, stderr=subprocess.STDOUT)
     return process, f"http://127.0.0.1:{port}/metrics"
 
 

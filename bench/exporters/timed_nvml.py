@@ -10,12 +10,15 @@ import time
 from collections import Counter, defaultdict
 from typing import Any
 
+from vigil.exporters.gpu_reader import error_names
+
 
 class TimedNvml:
     """Delegates to `inner` (pynvml or the simulator); adds up time and calls per NVML function."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
+        self._error_names = error_names(inner)
         self.spent = 0.0
         self.calls = 0
         self.per_function: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])  # name -> [calls, seconds]
@@ -39,7 +42,8 @@ class TimedNvml:
             try:
                 return value(*args, **kwargs)
             except self._inner.NVMLError as error:
-                self.errors[(name, _error_text(self._inner, error))] += 1
+                code = getattr(error, "value", None)
+                self.errors[(name, self._error_names.get(code, str(code)))] += 1
                 raise
             finally:
                 took = time.perf_counter() - started
@@ -50,10 +54,3 @@ class TimedNvml:
                 entry[1] += took
         return timed
 
-
-def _error_text(nvml: Any, error: Exception) -> str:
-    code = getattr(error, "value", None)
-    for name in dir(nvml):
-        if name.startswith("NVML_ERROR_") and getattr(nvml, name) == code:
-            return name[len("NVML_ERROR_"):].lower()
-    return str(code)
