@@ -59,22 +59,3 @@ def stop(proc) -> bytes:
     assert b"Traceback" not in err
     return err
 
-
-class CountingNvml:
-    """An NVML module (the simulator), counting the calls made to each NVML function."""
-
-    def __init__(self, inner) -> None:
-        self._inner, self.calls = inner, {}
-
-    def __dir__(self) -> list[str]:
-        return dir(self._inner)
-
-    def __getattr__(self, name: str):
-        value = getattr(self._inner, name)
-        if not (callable(value) and name.startswith("nvml")):
-            return value
-
-        def counted(*args, **kwargs):
-            self.calls[name] = self.calls.get(name, 0) + 1
-            return value(*args, **kwargs)
-        return counted

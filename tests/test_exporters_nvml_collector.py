@@ -9,7 +9,8 @@ import time
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
-from exporters_nvml_support import CountingNvml, wait_until
+from bench_support import load_bench
+from exporters_nvml_support import wait_until
 from prometheus_client.parser import text_string_to_metric_families
 
 from vigil.exporters.gpu_specs import SPECS
@@ -19,6 +20,7 @@ from vigil.exporters.sim.identity import device_uuid
 from vigil.exporters.sim.nvml import SimulatedNvml
 
 NODE = "node-1"
+TimedNvml = load_bench("exporters/timed_nvml.py").TimedNvml  # counts the calls of each NVML function
 # present only when the situation arises (MIG enabled, an NVML error happened)
 CONDITIONAL = {"vigil_gpu_mig_instance_memory_used_bytes", "vigil_exporter_nvml_errors_total"}
 
@@ -131,20 +133,20 @@ def test_unsupported_field_is_skipped_not_a_down_gpu() -> None:
 
 
 def test_a_refused_function_is_asked_once_per_gpu_and_counted_once() -> None:
-    counting = CountingNvml(SimulatedNvml(NODE, 2, unsupported=frozenset({"nvmlDeviceGetFanSpeed"})))
+    counting = TimedNvml(SimulatedNvml(NODE, 2, unsupported=frozenset({"nvmlDeviceGetFanSpeed"})))
     collector, registry = offline(counting)
     for _ in range(3):
         collector.refresh()
     samples = scrape(registry)
-    assert counting.calls["nvmlDeviceGetFanSpeed"] == 2  # one per GPU, not one per GPU and cycle
-    assert counting.calls["nvmlDeviceGetPowerUsage"] == 6  # supported calls are made every cycle
+    assert counting.per_function["nvmlDeviceGetFanSpeed"][0] == 2  # one per GPU, not one per GPU and cycle
+    assert counting.per_function["nvmlDeviceGetPowerUsage"][0] == 6  # supported calls are made every cycle
     assert value(samples, "vigil_exporter_nvml_errors_total", code="not_supported") == 2
     assert value(samples, "vigil_gpu_power_watts", gpu="1") > 0
 
 
 def test_a_refused_function_is_asked_again_after_a_lost_gpu_comes_back() -> None:
     sim = SimulatedNvml(NODE, 2, unsupported=frozenset({"nvmlDeviceGetFanSpeed"}))
-    counting = CountingNvml(sim)
+    counting = TimedNvml(sim)
     collector, registry = offline(counting)
     collector.refresh()
     sim.inject(Fault("xid79", NODE, 0, 0.0))
@@ -153,7 +155,7 @@ def test_a_refused_function_is_asked_again_after_a_lost_gpu_comes_back() -> None
     sim.reset(0)
     collector.refresh()
     assert value(scrape(registry), "vigil_gpu_up", gpu="0") == 1
-    assert counting.calls["nvmlDeviceGetFanSpeed"] > 2
+    assert counting.per_function["nvmlDeviceGetFanSpeed"][0] > 2
 
 
 def test_ecc_dbe_shows_and_volatile_count_drops_after_reset(sim: SimulatedNvml) -> None:

@@ -7,7 +7,7 @@ nvmlDeviceGetViolationStatus, in the one batched call instead of six calls of ab
 from __future__ import annotations
 
 import pytest
-from exporters_nvml_support import CountingNvml
+from bench_support import load_bench
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -16,14 +16,15 @@ from vigil.exporters.sim.faults import Fault
 from vigil.exporters.sim.nvml import SimulatedNvml
 
 NODE = "node-1"
+TimedNvml = load_bench("exporters/timed_nvml.py").TimedNvml  # counts the calls of each NVML function
 START = 1_700_000_000.0
 
 
-def thermal_seconds(unsupported: frozenset[str]) -> tuple[dict[tuple[str, str], float], CountingNvml]:
+def thermal_seconds(unsupported: frozenset[str]) -> tuple[dict[tuple[str, str], float], object]:
     """Each GPU's clock-event seconds by reason after 90 s of a thermal throttle on GPU 1."""
     now = [START]
     sim = SimulatedNvml(NODE, 2, unsupported=unsupported, clock=lambda: now[0])
-    counting = CountingNvml(sim)
+    counting = TimedNvml(sim)
     collector = NvmlCollector(counting, NODE, watch_xids=False, clock=lambda: now[0])
     registry = CollectorRegistry()
     registry.register(collector)
@@ -39,7 +40,7 @@ def thermal_seconds(unsupported: frozenset[str]) -> tuple[dict[tuple[str, str], 
 
 def test_violation_times_come_from_the_batch_without_the_per_policy_calls() -> None:
     seconds, counting = thermal_seconds(frozenset())
-    assert counting.calls.get("nvmlDeviceGetViolationStatus", 0) == 0
+    assert counting.per_function["nvmlDeviceGetViolationStatus"][0] == 0
     assert seconds[("1", "thermal")] == pytest.approx(90, abs=1)
     assert seconds[("0", "thermal")] == 0 and seconds[("1", "power")] == 0
     assert len(seconds) == 2 * 6  # six reasons a GPU
@@ -48,5 +49,5 @@ def test_violation_times_come_from_the_batch_without_the_per_policy_calls() -> N
 def test_a_driver_without_field_values_gets_the_same_times_from_the_per_policy_calls() -> None:
     batched, _ = thermal_seconds(frozenset())
     fallback, counting = thermal_seconds(frozenset({"nvmlDeviceGetFieldValues"}))
-    assert counting.calls["nvmlDeviceGetViolationStatus"] == 2 * 2 * 6  # two cycles, two GPUs, six policies
+    assert counting.per_function["nvmlDeviceGetViolationStatus"][0] == 2 * 2 * 6  # two cycles, two GPUs, six policies
     assert fallback == batched
