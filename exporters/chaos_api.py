@@ -1,9 +1,12 @@
 """The chaos control API of the simulated fleet (JSON over HTTP), served on its own port.
 
     GET  /healthz        -> {"ok": true}
-    GET  /chaos          -> {"nodes": [{"name", "url", "gpus"}...], "faults": [{"fault", "node", "gpu", "since", ...}]}
+    GET  /chaos          -> {"nodes": [{"name", "url", "gpus"}...], "faults": [{"fault", "node", "gpu", "since", ...}],
+                             "jobs": [{"job_id", "scheduler", "tenant", "user", "start", "end",
+                                       "gpus": [{"node", "gpu", "activity"}]}]}   (the jobs running now)
     POST /chaos/inject   {"fault": "xid79", "node": "node-2", "gpu": 3}  -> {"ok": true, "fault": {...}}
                          {"fault": "disk-failing", "node": "node-1", "disk": 0}
+                         {"fault": "job-hang", "node": "node-3", "gpu": 0}  -> its "fault" names the "job_id"
     POST /chaos/clear    {"node": "node-2"} or {}                         -> {"ok": true, "cleared": n}
 
 Bad requests get 400 `{"error": "<reason>"}` and change nothing. Disk faults (`disk-failing`) are kept by

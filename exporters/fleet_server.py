@@ -131,4 +131,5 @@ class FleetServer:
     def describe(self) -> dict[str, Any]:
         """The body of GET /chaos."""
         return {"nodes": [{"name": n, "url": self.node_url(n), "gpus": self.fleet.gpus} for n in self.collectors],
-                "faults": [f.to_json() for f in self.fleet.faults()]}
+                "faults": [f.to_json() for f in self.fleet.faults()],
+                "jobs": self.fleet.jobs.describe(self.fleet.clock())}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from vigil.common.ports import free_port_base  # the stack tests' port ranges come from here
@@ -84,3 +85,13 @@ def start_stack(tmp: Path, *, nodes: int = 3, gpus: int = 4, aiops: bool = False
         logs = "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in sorted((run_dir / "logs").glob("*.log")))
         raise AssertionError(f"vigil up --detach failed:\n{result.stdout}\n{result.stderr}\n{logs}")
     return RunningStack(run_dir, base, started=result)
+
+
+def wait_for(condition, what: str, timeout: float = 40.0):
+    """Poll `condition` every half second until it returns something truthy, and return that; fail the
+    test naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not (found := condition()):
+        assert time.monotonic() < deadline, f"no {what} within {timeout:.0f}s"
+        time.sleep(0.5)
+    return found

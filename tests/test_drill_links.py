@@ -34,7 +34,7 @@ def test_the_shipped_drills_come_from_the_specs_and_the_simulator():
     expected = {alert.drill: alert for alert in ruleset.alerts if alert.drill}
     drills = shipped_fault_expectations()
     assert set(drills) == set(expected) == {"xid79", "ecc-dbe", "overheat", "node-down", "load-anomaly",
-                                                 "disk-failing"}
+                                                 "disk-failing", "job-hang"}
     assert set(drills) <= set(SIMULATOR_FAULTS)
     for fault, expect in drills.items():
         assert (expect.alertname, expect.expr) == (expected[fault].name, expected[fault].expr)
@@ -42,6 +42,9 @@ def test_the_shipped_drills_come_from_the_specs_and_the_simulator():
     assert drills["node-down"].alertname == "GpuNodeDown" and not drills["node-down"].per_gpu
     assert drills["xid79"].alertname == "GpuFallenOffBus" and drills["xid79"].per_gpu
     assert drills["disk-failing"].alertname == "DiskSmartUncorrectableSectors" and not drills["disk-failing"].per_gpu
+    # a job fault names a GPU to find its job; the drill then waits for the alert of that job (job_id)
+    assert drills["job-hang"].alertname == "JobHung" and drills["job-hang"].per_job
+    assert [fault for fault, expect in drills.items() if expect.per_job] == ["job-hang"]
 
 
 def test_the_drill_command_offers_exactly_the_linked_faults():

@@ -201,7 +201,12 @@ def test_job_hang_fault_stops_every_gpu_of_the_job_until_cleared() -> None:
         node, gpu = job.gpus[0]
         answer = requests.post(f"{api}/chaos/inject", json={"fault": "job-hang", "node": node, "gpu": gpu}, timeout=5)
         assert answer.status_code == 200, answer.text
-        assert [f["fault"] for f in requests.get(f"{api}/chaos", timeout=5).json()["faults"]] == ["job-hang"]
+        assert answer.json()["fault"]["job_id"] == job.job_id  # the drill follows this job's alert
+        state = requests.get(f"{api}/chaos", timeout=5).json()
+        assert [(f["fault"], f["job_id"]) for f in state["faults"]] == [("job-hang", job.job_id)]
+        listed = next(j for j in state["jobs"] if j["job_id"] == job.job_id)
+        assert (listed["tenant"], listed["user"], listed["end"]) == (job.tenant, job.user, round(job.end, 3))
+        assert [(g["node"], g["gpu"], g["activity"]) for g in listed["gpus"]] == [(n, g, "hung") for n, g in job.gpus]
 
         def utilization(n: str, g: int) -> float:
             text = requests.get(server.node_url(n), timeout=5).text
@@ -216,5 +221,7 @@ def test_job_hang_fault_stops_every_gpu_of_the_job_until_cleared() -> None:
         requests.post(f"{api}/chaos/clear", json={"node": node}, timeout=5).raise_for_status()
         clock.t += 1  # the simulated load is read once per clock second
         wait_until(lambda: all(utilization(n, g) > 0 for n, g in job.gpus), timeout=10)
+        listed = next(j for j in requests.get(f"{api}/chaos", timeout=5).json()["jobs"] if j["job_id"] == job.job_id)
+        assert {g["activity"] for g in listed["gpus"]} == {"running"}
     finally:
         server.stop()

@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 import requests
 
-from stack_support import RunningStack, start_stack
+from stack_support import RunningStack, start_stack, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -152,11 +152,6 @@ def test_a_down_node_mutes_its_disk_alert_through_the_inhibition(stack: RunningS
         chaos(stack, "/chaos/clear", {"node": "node-1"})
 
 
-def wait_for(condition, what: str, timeout: float = 40.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"no {what} within {timeout:.0f}s"
-        time.sleep(0.5)
 
 
 def test_node_exporter_and_node_health_targets_carry_the_node_they_play(stack: RunningStack):

@@ -22,7 +22,7 @@ from collections import Counter
 import pytest
 import requests
 
-from stack_support import FAST_STACK, RunningStack, free_port_base, vigil
+from stack_support import FAST_STACK, RunningStack, free_port_base, vigil, wait_for
 from vigil.common.prometheus_api import PrometheusClient
 from vigil.dashboards.build import dashboard_models
 from vigil.dashboards.live import run_dashboard
@@ -71,14 +71,6 @@ def stack(tmp_path_factory):
     yield running
     assert running.cli("down", "--timeout", "60").returncode == 0
     shutil.rmtree(postgres.data_dir(RunLayout(run_dir.resolve())), ignore_errors=True)  # as root: under /tmp
-
-
-def wait_for(condition, what: str, timeout: float = 40.0):
-    deadline = time.monotonic() + timeout
-    while not (found := condition()):
-        assert time.monotonic() < deadline, f"no {what} within {timeout:.0f}s"
-        time.sleep(0.5)
-    return found
 
 
 def vm(stack: RunningStack) -> PrometheusClient:

@@ -51,7 +51,8 @@ def chaos():
 def inject(fault, node, gpu, params, run_dir):
     """Inject FAULT (xid79, ecc-dbe, overheat, node-down, ecc-storm, xid-burst, disk-failing, …).
 
-    disk-failing takes the disk index as a parameter: --param disk=1 (default 0; odd indexes are NVMe)."""
+    disk-failing takes the disk index as a parameter: --param disk=1 (default 0; odd indexes are NVMe).
+    job-hang hangs the job holding the GPU (`vigil chaos list` shows the jobs running and their GPUs)."""
     body = {"fault": fault, "node": node, "gpu": gpu}
     for item in params:
         key, sep, value = item.partition("=")
@@ -66,7 +67,8 @@ def _where(fault: dict) -> str:
     """node-2 GPU 3, node-2 (a node fault) or node-2 disk 0 (a disk fault)."""
     if "disk" in fault or fault.get("fault") in DISK_FAULTS:
         return f"{fault['node']} disk {fault.get('disk', 0)}"
-    return fault["node"] + ("" if fault.get("gpu") is None else f" GPU {fault['gpu']}")
+    where = fault["node"] + ("" if fault.get("gpu") is None else f" GPU {fault['gpu']}")
+    return where + (f" (job {fault['job_id']})" if fault.get("job_id") else "")
 
 
 @chaos.command()
@@ -85,6 +87,10 @@ def list_(run_dir):
     result = _control(run_dir, "GET", "/chaos")
     for node in result.get("nodes", []):
         click.echo(f"{node['name']:<10} {node['gpus']} GPUs  {node['url']}")
+    for job in result.get("jobs", []):
+        gpus = " ".join(f"{g['node']}/{g['gpu']}" + ("" if g["activity"] == "running" else f"({g['activity']})")
+                        for g in job["gpus"])
+        click.echo(f"job {job['job_id']:<18} {job['tenant']}/{job['user']:<8} {gpus}")
     faults = result.get("faults", [])
     click.echo("active faults: " + (", ".join(f"{f['fault']}@{_where(f)}" for f in faults) or "none"))
 
@@ -118,6 +124,7 @@ def drill(fault, node, gpu, timeout, as_json, no_ack, run_dir):
 
     if not as_json:
         where = f"{node} GPU {gpu}" if expect.per_gpu else node
+        where = f"the job holding {where}" if expect.per_job else where
         click.echo(f"drill: {fault} on {where} (expecting {expect.alertname})")
     runner = Drill(apis, expect, node, gpu, stage_timeout_s=timeout, report=report, acknowledge=not no_ack)
     try:
@@ -130,6 +137,8 @@ def drill(fault, node, gpu, timeout, as_json, no_ack, run_dir):
     except (requests.RequestException, PrometheusUnavailable) as exc:
         raise click.ClickException(f"cannot reach the stack: {exc}") from None
     if as_json:
-        click.echo(json.dumps({"ok": True, "fault": fault, "node": node, "gpu": gpu, "stages": [r.__dict__ for r in results]}))
+        job = {"job_id": runner.job_id} if expect.per_job else {}
+        click.echo(json.dumps({"ok": True, "fault": fault, "node": node, "gpu": gpu, **job,
+                               "stages": [r.__dict__ for r in results]}))
     else:
         click.echo(f"drill passed: page and resolution delivered for {fault}")

@@ -7,8 +7,9 @@ page is delivered. Every check asks the real component's API.
 
 Nothing here repeats the rules or the simulator: the alert a fault must raise is the one whose spec
 says `drill: FAULT` (the rules loader checks FAULT against the simulator's fault list); whether a fault
-hits one GPU or a whole node comes from the simulator; and "seen in a scrape" means that the alert's
-own expression returns a series for the node (and GPU) on the data Prometheus scraped.
+hits one GPU, a whole node or the job holding a GPU comes from the simulator; and "seen in a scrape"
+means that the alert's own expression returns a series for the node (and GPU) — for a job fault, for
+the job the simulator says it hung (its `job_id`) — on the data Prometheus scraped.
 """
 
 from __future__ import annotations
@@ -21,25 +22,28 @@ import requests
 
 import vigil.rules as rulegen
 from vigil.common.prometheus_api import PrometheusUnavailable
-from vigil.exporters.sim.faults import per_gpu
+from vigil.exporters.sim.faults import per_gpu, per_job
 
 from .stack_client import RECENT_ROWS, StackClient, StackRequestError
 
 
 @dataclass(frozen=True)
 class FaultExpectation:
-    """What a drill of `fault` waits for: `alertname` firing, on one GPU or (`per_gpu` False) a node."""
+    """What a drill of `fault` waits for: `alertname` firing, on one GPU or (`per_gpu` False) a node, or
+    (`per_job`) on the job that holds the GPU named."""
 
     fault: str
     alertname: str
-    expr: str  # the alert's PromQL: returns a series for the node/GPU while the fault shows in scraped data
+    expr: str  # the alert's PromQL: returns a series for the node/GPU (job) while the fault shows in scraped data
     per_gpu: bool
+    per_job: bool = False
 
 
 def fault_expectations(ruleset: rulegen.RuleSet) -> dict[str, FaultExpectation]:
     """One expectation per fault that an alert of `ruleset` names in its `drill:` key, by fault name."""
     drilled = sorted((alert for alert in ruleset.alerts if alert.drill is not None), key=lambda alert: alert.drill)
-    return {alert.drill: FaultExpectation(alert.drill, alert.name, alert.expr, per_gpu(alert.drill))
+    return {alert.drill: FaultExpectation(alert.drill, alert.name, alert.expr, per_gpu(alert.drill),
+                                          per_job(alert.drill))
             for alert in drilled}
 
 
@@ -71,15 +75,18 @@ class Drill:
     acknowledge: bool = True
     report: Callable[[StageResult], None] = lambda _r: None
     results: list[StageResult] = field(default_factory=list)
+    job_id: str | None = None  # a job fault's job, as the simulator named it when it accepted the fault
 
-    def _chaos(self, path: str, body: dict) -> None:
+    def _chaos(self, path: str, body: dict) -> dict:
         try:
-            self.apis.chaos("POST", path, body)
+            return self.apis.chaos("POST", path, body)
         except StackRequestError as exc:
             raise DrillFailed(f"the simulator refused {path}: {exc}") from None
 
     def _on_target(self, labels: dict) -> bool:
-        """Whether a series or an alert with `labels` is about the node (and GPU) under drill."""
+        """Whether a series or an alert with `labels` is about the node (and GPU) — or the job — under drill."""
+        if self.expect.per_job:
+            return self.job_id is not None and labels.get("job_id") == self.job_id
         if labels.get("node") != self.node:
             return False
         return not self.expect.per_gpu or str(labels.get("gpu")) == str(self.gpu)
@@ -136,9 +143,13 @@ class Drill:
         body = {"fault": self.expect.fault, "node": self.node, "gpu": self.gpu}
         cleared = False
         t0 = time.monotonic()
-        self._chaos("/chaos/inject", body)
+        injected = self._chaos("/chaos/inject", body).get("fault", {})
+        if self.expect.per_job:
+            self.job_id = injected.get("job_id")
+            where = f'job_id="{self.job_id}"'
         try:
-            self._wait("injected → seen in a scrape", t0, lambda: self._shows(symptom), f"query {symptom} for {where}")
+            self._wait("injected → seen in a scrape", t0, lambda: self._shows(symptom), f"query {symptom} for {where}",
+                       lambda _found: f"job {self.job_id}" if self.expect.per_job else "")
             self._wait("alert firing in Prometheus", t0, lambda: self._shows(alert_q), f"query {alert_q} for {where}")
             self._wait("received by the notifier", t0, lambda: new_notification("firing"), "Alertmanager → notifier webhook")
             page = self._wait("page delivered", t0, lambda: new_page("firing"), "notifier → inbox delivery",

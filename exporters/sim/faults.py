@@ -42,6 +42,11 @@ def per_gpu(name: str) -> bool:
     """Whether fault `name` hits one GPU (False: the whole node or one of its disks; it has no `gpu`)."""
     return name not in NODE_FAULTS and name not in DISK_FAULTS
 
+
+def per_job(name: str) -> bool:
+    """Whether fault `name` hits the job holding the GPU it names (its alerts carry `job_id`, not `gpu`)."""
+    return name in JOB_FAULTS
+
 # NVML recovery actions (field 230)
 RECOVERY_NONE, RECOVERY_GPU_RESET, RECOVERY_NODE_REBOOT = 0, 1, 2
 
@@ -59,10 +64,12 @@ class Fault:
     gpu: int | None
     since: float
     params: dict[str, int] = field(default_factory=dict)
+    job_id: str | None = None  # a job fault's job (set by the job schedule when it accepts the fault)
 
     def to_json(self) -> dict[str, Any]:
+        job = {} if self.job_id is None else {"job_id": self.job_id}
         return {"fault": self.fault, "node": self.node, "gpu": self.gpu, "since": round(self.since, 3),
-                **self.params}
+                **job, **self.params}
 
 
 def parse_fault(body: Any, nodes: dict[str, int], now: float | None = None) -> Fault:

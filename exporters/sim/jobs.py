@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from vigil.exporters.sim.faults import Fault, FaultError
@@ -141,6 +141,14 @@ class JobSchedule:
         """Jobs running (hung ones included) at `t`."""
         return [job for slot in self.slots if (job := self._current(slot, t)) is not None]
 
+    def describe(self, t: float) -> list[dict]:
+        """The jobs running at `t` as GET /chaos lists them: owner, life, and what each GPU does."""
+        return [{"job_id": job.job_id, "scheduler": job.scheduler, "tenant": job.tenant, "user": job.user,
+                 "start": round(job.start, 3), "end": round(job.end, 3),
+                 "gpus": [{"node": node, "gpu": gpu, "activity": held.activity if held else "free"}
+                          for node, gpu in job.gpus for held in [self.gpu(node, gpu, t)]]}
+                for job in self.running(t)]
+
     def on_node(self, node: str, t: float) -> list[SimJob]:
         return [job for job in self.running(t) if any(n == node for n, _ in job.gpus)]
 
@@ -160,6 +168,7 @@ class JobSchedule:
         if held is None:
             raise FaultError(f"no simulated job holds GPU {fault.gpu} of {fault.node} now; GET /chaos lists "
                              "the jobs of each node")
+        fault = replace(fault, job_id=held.job.job_id)
         with self._lock:
             self._hung[held.job.job_id] = (fault, held.job)
         return fault

@@ -1,0 +1,84 @@
+"""End to end: `vigil drill job-hang` in a `vigil up` stack running simulated jobs follows a hung job to
+its page (JobHung, one incident for the job, not one per GPU or node), acknowledges it and sees it
+resolve once the job computes again."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import pytest
+import requests
+
+from stack_support import RunningStack, start_stack, wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    # two job slots: they never hang or fail on their own (exporters/sim/jobs.py), so only the drill hangs one
+    running = start_stack(tmp_path_factory.mktemp("job-drill-stack"), nodes=3, gpus=4, jobs=2, node_health=False)
+    yield running
+    assert running.cli("down").returncode == 0
+
+
+def chaos_state(stack: RunningStack) -> dict:
+    return requests.get(f"{stack.state()['urls']['gpu_control']}/chaos", timeout=5).json()
+
+
+def query(stack: RunningStack, promql: str) -> list[dict]:
+    r = requests.get(f"{stack.url('prometheus')}/api/v1/query", params={"query": promql}, timeout=5)
+    return r.json()["data"]["result"]
+
+
+def computing_job(stack: RunningStack) -> dict | None:
+    """A running job with a computing GPU and minutes left, that Prometheus has seen computing (JobHung
+    pages only a job that computed within the last hour)."""
+    for job in chaos_state(stack)["jobs"]:
+        running = [g for g in job["gpus"] if g["activity"] == "running"]
+        if running and job["end"] > time.time() + 300 and query(
+                stack, f'job:vigil_gpu_utilization:max{{job_id="{job["job_id"]}"}} > 0.1'):
+            return {**job, "gpu": running[0]}
+    return None
+
+
+def test_chaos_list_shows_the_jobs_and_their_gpus(stack: RunningStack):
+    jobs = wait_for(lambda: chaos_state(stack)["jobs"], "simulated job running", timeout=90)
+    listing = stack.cli("chaos", "list")
+    assert listing.returncode == 0, listing.stderr
+    for job in jobs:
+        line = next(line for line in listing.stdout.splitlines() if line.startswith(f"job {job['job_id']} "))
+        assert f"{job['tenant']}/{job['user']}" in line
+        assert all(f"{g['node']}/{g['gpu']}" in line for g in job["gpus"])
+
+
+def test_job_hang_drill_pages_the_hung_job_once_and_resolves(stack: RunningStack):
+    job = wait_for(lambda: computing_job(stack), "job seen computing by Prometheus", timeout=90)
+    node, gpu = job["gpu"]["node"], job["gpu"]["gpu"]
+    result = stack.cli("drill", "job-hang", "--node", node, "--gpu", str(gpu), "--timeout", "90", "--json",
+                       timeout=900)
+    report = json.loads(result.stdout)
+    assert result.returncode == 0 and report["ok"], report
+    assert report["job_id"] == job["job_id"]
+    names = [s["name"] for s in report["stages"]]
+    assert names[0] == "injected → seen in a scrape" and names[-1] == "resolved page delivered"
+    assert names[3:5] == ["page delivered", "acknowledged"] and len(names) == 9
+    assert report["stages"][0]["detail"] == f"job {job['job_id']}"
+
+    incident = int(re.match(r"incident #(\d+) ", report["stages"][3]["detail"]).group(1))
+    inbox = json.loads(stack.cli("inbox", "--json").stdout)["pages"]
+    about_job = [p for p in inbox if p["labels"].get("job_id") == job["job_id"]]
+    firing = [p for p in about_job if p["status"] == "firing"]
+    # one page: the job's incident to the tier-1 DRI, by phone (critical), naming the job and its owner
+    assert [(p["incident_id"], p["labels"]["alertname"], p["labels"]["severity"], p["channel"]) for p in firing] \
+        == [(incident, "JobHung", "critical", "phone")]
+    assert (firing[0]["labels"]["tenant"], firing[0]["labels"]["user"]) == (job["tenant"], job["user"])
+    assert job["job_id"] in firing[0]["title"]
+    assert "node" not in firing[0]["labels"] and "gpu" not in firing[0]["labels"]
+    assert any(p["status"] == "resolved" and p["incident_id"] == incident for p in about_job)
+    # the drill cleared its fault: the job computes again
+    state = chaos_state(stack)
+    assert state["faults"] == []
+    assert all(g["activity"] != "hung" for j in state["jobs"] for g in j["gpus"])
