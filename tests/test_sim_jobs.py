@@ -198,6 +198,9 @@ def test_job_hang_fault_stops_every_gpu_of_the_job_until_cleared() -> None:
         refused = requests.post(f"{api}/chaos/inject", json={"fault": "job-hang", "node": free[0], "gpu": free[1]},
                                 timeout=5)
         assert refused.status_code == 400 and "no simulated job holds" in refused.text
+        held_there = sorted({g for j in fleet.jobs.on_node(free[0], clock.t) for n, g in j.gpus if n == free[0]})
+        hint = f"jobs hold GPUs {', '.join(map(str, held_there))} of {free[0]}" if held_there else "no job runs on"
+        assert hint in refused.json()["error"] and "vigil chaos list" in refused.json()["error"]
         node, gpu = job.gpus[0]
         answer = requests.post(f"{api}/chaos/inject", json={"fault": "job-hang", "node": node, "gpu": gpu}, timeout=5)
         assert answer.status_code == 200, answer.text

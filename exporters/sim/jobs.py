@@ -166,8 +166,12 @@ class JobSchedule:
         """Hang the job holding `fault.gpu` of `fault.node` at `fault.since`; FaultError when none does."""
         held = self.gpu(fault.node, fault.gpu, fault.since) if fault.gpu is not None else None
         if held is None:
-            raise FaultError(f"no simulated job holds GPU {fault.gpu} of {fault.node} now; GET /chaos lists "
-                             "the jobs of each node")
+            here = sorted({gpu for job in self.on_node(fault.node, fault.since) for node, gpu in job.gpus
+                           if node == fault.node})
+            hint = (f"jobs hold GPUs {', '.join(map(str, here))} of {fault.node}" if here
+                    else f"no job runs on {fault.node} now")
+            raise FaultError(f"no simulated job holds GPU {fault.gpu} of {fault.node} now ({hint}); "
+                             "GET /chaos (vigil chaos list) lists the jobs running and their GPUs")
         fault = replace(fault, job_id=held.job.job_id)
         with self._lock:
             self._hung[held.job.job_id] = (fault, held.job)
