@@ -7,7 +7,7 @@ of `records` (recording rules, `loader_records`), `slos` (`slo`) and `alerts` (a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from vigil.exporters.sim.faults import FAULTS as SIMULATOR_FAULTS
@@ -100,7 +100,15 @@ def load_specs(paths: list[Path]) -> RuleSet:
     inhibitions = _resolve_inhibitions(groups, pending, errors, lint_ctx)
     if errors:
         raise SpecError(errors.messages)
-    return RuleSet(groups=tuple(groups), inhibitions=inhibitions)
+    return RuleSet(groups=tuple(_with_alert_labels(group, lint_ctx) for group in groups), inhibitions=inhibitions)
+
+
+def _with_alert_labels(group: Group, lint_ctx: LintContext) -> Group:
+    """`group` with each alert's `carries`: the labels the lint found on its result (inhibitions need them)."""
+    def carrying(alert: Alert) -> Alert:
+        labels = lint_ctx.alert_labels.get(alert.name)
+        return replace(alert, carries=None if labels is None else tuple(sorted(labels | {"alertname"})))
+    return replace(group, alerts=tuple(carrying(alert) for alert in group.alerts))
 
 
 def _read_file(path: Path, errors: ErrorLog) -> _File | None:

@@ -37,6 +37,7 @@ class Alert:
     drill: str | None = None  # the simulated-fleet fault that makes this alert fire (`vigil drill FAULT`)
     file: str = ""
     line: int = 0
+    carries: tuple[str, ...] | None = None  # the label names of the alerts it raises (None: not known), set by the lint
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import requests
 
 from vigil import rules
 from vigil.common.ports import free_port
+from vigil.rules.alert_list import alert_list_markdown
 from vigil.rules.alertmanager import alertmanager_config, webhook_receiver
 from vigil.rules.alertmanager_routing import ROUTING_FILE, load_routing
 
@@ -125,3 +126,25 @@ def test_a_node_alert_without_a_node_label_mutes_nothing_that_lacks_one_too(aler
     assert requests.post(f"{alertmanager}/api/v2/alerts", json=sent, timeout=5).ok
     expected = {("GpuCriticalXid", "node-7", "1")}
     assert muted(alertmanager, expected) == expected
+
+
+def test_node_down_mutes_what_docs_rules_md_says_and_no_job_alert(alertmanager):
+    """docs/rules.md lists, per alert, the alerts that mute it; node down is listed only where the alert
+    carries `node`. A real Alertmanager agrees: a job's alerts (job_id, no node) stay active while the
+    node under the job is down, a GPU alert of that node is muted."""
+    ruleset = rules.load_specs(rules.default_spec_paths())
+    table = {line.split("|")[1].strip(" `"): line.split("|")[-2] for line in
+             alert_list_markdown(ruleset).splitlines() if line.startswith("| `")}
+    job = {"job_id": "4711", "tenant": "llm", "user": "alice", "team": "jobs", "severity": "critical"}
+    sent = [gpu_alert("GpuNodeDown", "node-7"),
+            gpu_alert("GpuOverheating", "node-7", "2"),
+            {"labels": {"alertname": "JobHung", **job}, "annotations": {"summary": "hung"}},
+            {"labels": {"alertname": "JobGpusIdle", **job, "severity": "warning"}, "annotations": {"summary": "idle"}}]
+    assert requests.post(f"{alertmanager}/api/v2/alerts", json=sent, timeout=5).ok
+    # JobHung mutes JobGpusIdle of the same job; node down mutes the GPU alert only
+    expected = {("GpuOverheating", "node-7", "2"), ("JobGpusIdle", "", "")}
+    assert muted(alertmanager, expected) == expected
+    for name in ("GpuOverheating", "JobHung", "JobGpusIdle"):
+        listed = "GpuNodeDown (node)" in table[name]
+        assert listed == (name == "GpuOverheating"), (name, table[name])
+    assert "JobHung (job_id)" in table["JobGpusIdle"]
