@@ -47,8 +47,15 @@ def demo_oncall_config(console_password_hash: str | None = None) -> dict:
     people = {key: _person(name) for key, name in DEMO_PEOPLE.items()}
     if console_password_hash:
         people[DEMO_CONSOLE_USER]["password_hash"] = console_password_hash
-    people[DEMO_MANAGER] = {"name": "Dana Park (manager)", "timezone": "UTC",
-                            "contacts": _inbox_contacts("phone", "email")}
+    people[DEMO_MANAGER] = {
+        "name": "Dana Park (manager)", "timezone": "UTC", "contacts": _inbox_contacts("phone", "email"),
+        "notify": [
+            # the last tier: phoned only for what would phone the DRI; an unanswered warning is an e-mail
+            {"priorities": ["P1", "P2"], "steps": [{"contact": "phone"}]},
+            {"priorities": ["P3"], "steps": [{"contact": "email"}]},
+            {"priorities": ["P4", "P5"], "steps": [{"contact": "email", "hold_until": "working_hours"}]},
+        ],
+    }
     return {
         "timezone": "UTC",
         "working_hours": {"days": ["mon", "tue", "wed", "thu", "fri"], "start": "09:00", "end": "18:00"},
