@@ -21,6 +21,7 @@ from vigil.notifier.api import health, heartbeats, inbox, incidents, maintenance
 from vigil.notifier.api import links as link_routes
 from vigil.notifier.api.auth import require_bearer_token
 from vigil.notifier.api.direct import NotifierAPI, serve_webhook_directly
+from vigil.notifier.api.errors import install_error_handlers
 from vigil.notifier.api.openapi import document_api
 from vigil.notifier.api.parse import Rejected
 from vigil.notifier.clock import Clock, system_clock
@@ -84,6 +85,8 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
     @app.exception_handler(Rejected)
     async def rejected(_request: Request, exc: Rejected):
         return JSONResponse({"error": exc.message}, status_code=exc.status)
+
+    install_error_handlers(app)  # FastAPI's own refusals (422, 404, 405) as {"error": ...} too
 
     @app.exception_handler(Exception)
     async def internal_error(request: Request, exc: Exception):

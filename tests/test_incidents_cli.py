@@ -98,6 +98,16 @@ def test_unknown_incidents_and_bad_arguments_are_one_line_errors(stack):
     assert vigil(stack, "incidents", "list", "--priority", "P9").exit_code == 2
 
 
+def test_a_refused_argument_is_the_notifiers_reason_without_json(stack):
+    huge = "99999999999999999999"  # click takes it; the notifier's ids stop at 2**63 - 1
+    refused = vigil(stack, "incidents", "ack", huge)
+    assert refused.exit_code == 1
+    assert refused.output == f"Error: incident id must be between 1 and {2**63 - 1}, got {huge}\n"
+    shown = vigil(stack, "incidents", "show", huge)
+    assert shown.exit_code == 1 and len(shown.output.splitlines()) == 1
+    assert "{" not in shown.output and "detail" not in shown.output
+
+
 def test_no_running_stack_is_a_clear_error(tmp_path):
     result = CliRunner().invoke(main, ["incidents", "list", "--run-dir", str(tmp_path)])
     assert result.exit_code == 1 and "no vigil stack is running" in result.output

@@ -106,8 +106,15 @@ class StackClient:
 
 
 def _reason(response: requests.Response) -> str:
-    """The `error` a stack service gave for refusing a request, else its body."""
+    """The `error` a stack service gave for refusing a request (one line); failing that, a string
+    `detail`, else the status and the first line of the body, so the CLI never prints raw JSON."""
     try:
-        return response.json().get("error", response.text)
-    except (ValueError, AttributeError):
-        return response.text
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        for key in ("error", "detail"):
+            if isinstance(body.get(key), str) and body[key].strip():
+                return " ".join(body[key].split())
+    first = (response.text.strip().splitlines() or [""])[0][:200]
+    return f"HTTP {response.status_code} {response.reason or ''}".rstrip() + (f": {first}" if first and body is None else "")
