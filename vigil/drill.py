@@ -37,13 +37,14 @@ class FaultExpectation:
     expr: str  # the alert's PromQL: returns a series for the node/GPU (job) while the fault shows in scraped data
     per_gpu: bool
     per_job: bool = False
+    labels: tuple[tuple[str, str], ...] = ()  # the alert's static labels (severity, team, ...)
 
 
 def fault_expectations(ruleset: rulegen.RuleSet) -> dict[str, FaultExpectation]:
     """One expectation per fault that an alert of `ruleset` names in its `drill:` key, by fault name."""
     drilled = sorted((alert for alert in ruleset.alerts if alert.drill is not None), key=lambda alert: alert.drill)
     return {alert.drill: FaultExpectation(alert.drill, alert.name, alert.expr, per_gpu(alert.drill),
-                                          per_job(alert.drill))
+                                          per_job(alert.drill), (*alert.labels, ("severity", alert.severity)))
             for alert in drilled}
 
 
@@ -94,6 +95,17 @@ class Drill:
     def _labels_match(self, labels: dict) -> bool:
         return labels.get("alertname") == self.expect.alertname and self._on_target(labels)
 
+    def _holding_window(self) -> dict | None:
+        """An active maintenance window that would hold the drill's page: one whose every matcher the
+        alert's labels known before it fires satisfy (a window on other labels cannot be told)."""
+        known = {"alertname": self.expect.alertname, **dict(self.expect.labels)}
+        if not self.expect.per_job:
+            known["node"] = self.node
+            if self.expect.per_gpu:
+                known["gpu"] = str(self.gpu)
+        return next((window for window in self.apis.maintenance() if window.get("active") and window.get("match")
+                     and all(known.get(key) == value for key, value in window["match"].items())), None)
+
     def _shows(self, promql: str) -> bool:
         """Whether `promql` returns a series for the node (and GPU) under drill."""
         return any(self._on_target(labels) for labels, _ in self.apis.query(promql))
@@ -140,6 +152,15 @@ class Drill:
             tier = f" (tier {page['tier'] + 1})" if isinstance(page.get("tier"), int) else ""
             return f"incident #{page.get('incident_id')} to {page.get('recipient')} via {page.get('channel')}{tier}"
 
+        window = self._holding_window()
+        if window is not None:
+            name = f"maintenance window {window['id']}" if window.get("id") else "the on-call file's maintenance window"
+            reason = f" ({window['reason']})" if window.get("reason") else ""
+            matchers = ", ".join(f"{key}={value}" for key, value in window["match"].items())
+            end = f"`vigil maintenance end {window['id']}`" if window.get("id") else "it (in the on-call file)"
+            raise DrillFailed(f"{name}{reason} holds the pages of alerts matching {matchers} until "
+                              f"{window['ends_at']}: the drill's page would be held, not sent. End {end} or "
+                              "drill another node; nothing was injected")
         body = {"fault": self.expect.fault, "node": self.node, "gpu": self.gpu}
         cleared = False
         t0 = time.monotonic()
