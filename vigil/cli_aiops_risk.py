@@ -158,11 +158,12 @@ def calibrate_risk(seed, days, gpu_nodes, disks, model_dir, weights_dir, write, 
 def suggest_inhibitions(prometheus_url, input_path, lookback, min_support, min_confidence, window):
     """Propose Alertmanager inhibit_rules from alerts that always fire together."""
     from vigil.aiops.correlate import (AlertInputError, firings_from_json, firings_from_prometheus, group_firings,
-                                 mine_inhibitions, render_suggestions)
+                                 mine, render_suggestions)
     from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
 
     if bool(prometheus_url) == bool(input_path):
         raise click.UsageError("give exactly one of --prometheus-url URL or --input alerts.json")
+    span = None  # JSON: the history's own span
     if input_path:
         try:
             firings = firings_from_json(json.loads(input_path.read_text()))
@@ -170,10 +171,12 @@ def suggest_inhibitions(prometheus_url, input_path, lookback, min_support, min_c
             raise click.ClickException(f"{input_path}: {exc}") from exc
     else:
         now = time.time()
+        span = (now - lookback, now)
         try:
-            firings = firings_from_prometheus(PrometheusClient(prometheus_url), now - lookback, now)
+            firings = firings_from_prometheus(PrometheusClient(prometheus_url), *span)
         except PrometheusUnavailable as exc:
             raise click.ClickException(str(exc)) from exc
-    evidence = mine_inhibitions(firings, min_support=min_support, min_confidence=min_confidence, window_s=window)
+    mined = mine(firings, min_support=min_support, min_confidence=min_confidence, window_s=window, span=span)
     groups = group_firings(firings, window_s=window)
-    click.echo(render_suggestions(evidence, groups, len(firings)), nl=False)
+    click.echo(render_suggestions(mined.rules, groups, len(firings), left_out=mined.left_out,
+                                  always_firing=mined.always_firing), nl=False)

@@ -12,9 +12,10 @@ For a candidate rule "source S inhibits target T" (S, T are alertnames) on the `
 - lag = median of (T start - S start) over covered firings.
 
 `equal` is the topology labels (`cluster`, `node`, `gpu`, `job_id`) carried by every firing of both
-alerts. A rule is proposed when support >= min_support and confidence >= min_confidence; when both
-directions qualify, the topological parent (fewer topology labels), then the earlier one, is the
-source; a child-level alert never inhibits its parent-level alert; a pair never inhibits both ways.
+alerts. A candidate qualifies when support >= min_support and confidence >= min_confidence; it is
+proposed unless unsafe (`aiops.correlate.safety`: an always-firing or info source, a less severe
+source, a parent-level target, no `equal` label); when both directions are safe and qualify, the
+earlier one is the source; a pair never inhibits both ways. Left-out candidates are counted by reason.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 from vigil.aiops.correlate.alerts import Firing
+from vigil.aiops.correlate.safety import always_firing, history_span, unsafe_reason
 
 TOPOLOGY_LABELS = ("cluster", "node", "gpu", "job_id")
 
@@ -82,37 +84,62 @@ def pair_evidence(sources: list[Firing], targets: list[Firing], equal: tuple[str
     )
 
 
-def mine_inhibitions(
-    firings: list[Firing], min_support: int = 3, min_confidence: float = 0.95, window_s: float = 300.0
-) -> list[PairEvidence]:
-    """Proposed rules, strongest evidence first."""
+@dataclass(frozen=True)
+class MiningResult:
+    """Proposed rules (strongest evidence first) and the qualifying candidates left out, by reason."""
+
+    rules: list[PairEvidence]
+    left_out: dict[str, int]  # safety.REASONS key -> number of candidates
+    always_firing: tuple[str, ...]  # alertnames found to fire (almost) all the time
+
+
+def mine(
+    firings: list[Firing], min_support: int = 3, min_confidence: float = 0.95, window_s: float = 300.0,
+    span: tuple[float, float] | None = None,
+) -> MiningResult:
+    """Mine `firings`; `span` (start, end) is the history looked at (default: first to last firing)."""
     by_name: dict[str, list[Firing]] = {}
     for f in firings:
         by_name.setdefault(f.alertname, []).append(f)
     topology = {name: _topology(group) for name, group in by_name.items()}
+    always = always_firing(by_name, span or history_span(firings))
     qualifying: dict[tuple[str, str], PairEvidence] = {}
+    left_out: dict[str, int] = {}
     for source, source_firings in by_name.items():
         for target, target_firings in by_name.items():
             if source == target:
                 continue
-            if topology[target] < topology[source]:
-                continue  # a GPU-level alert never inhibits the node-level alert above it
             equal = tuple(sorted(topology[source] & topology[target], key=TOPOLOGY_LABELS.index))
             evidence = pair_evidence(source_firings, target_firings, equal, window_s)
-            if evidence.support >= min_support and evidence.confidence >= min_confidence:
+            if evidence.support < min_support or evidence.confidence < min_confidence:
+                continue
+            # a GPU-level alert never inhibits the node-level alert above it
+            reason = unsafe_reason(source_firings, target_firings, always, topology[target] < topology[source], equal)
+            if reason is None:
                 qualifying[(source, target)] = evidence
+            else:
+                left_out[reason] = left_out.get(reason, 0) + 1
     chosen = []
     for (source, target), evidence in qualifying.items():
         reverse = qualifying.get((target, source))
         if reverse is not None and _prefer(reverse, evidence):
+            left_out["opposite_direction"] = left_out.get("opposite_direction", 0) + 1
             continue
         chosen.append(evidence)
-    return sorted(chosen, key=lambda e: (-e.confidence, -e.support, e.source, e.target))
+    rules = sorted(chosen, key=lambda e: (-e.confidence, -e.support, e.source, e.target))
+    return MiningResult(rules, left_out, tuple(sorted(always)))
+
+
+def mine_inhibitions(
+    firings: list[Firing], min_support: int = 3, min_confidence: float = 0.95, window_s: float = 300.0
+) -> list[PairEvidence]:
+    """Proposed rules, strongest evidence first (`mine(...).rules`)."""
+    return mine(firings, min_support, min_confidence, window_s).rules
 
 
 def _prefer(a: PairEvidence, b: PairEvidence) -> bool:
     """Whether rule `a` beats the opposite rule `b` (same pair, both qualifying)."""
-    # (a parent-level target was excluded earlier) the cause is taken to be the one that fires first
+    # (a parent-level target was left out earlier) the cause is taken to be the one that fires first
     if (a.median_lag_s > 0) != (b.median_lag_s > 0):
         return a.median_lag_s > 0
     if a.confidence != b.confidence:

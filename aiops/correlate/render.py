@@ -11,6 +11,7 @@ import yaml
 
 from vigil.aiops.correlate.alerts import Firing
 from vigil.aiops.correlate.mining import PairEvidence
+from vigil.aiops.correlate.safety import REASONS
 from vigil.aiops.correlate.topology import AlertGroup
 
 
@@ -43,13 +44,22 @@ def _describe(firing: Firing) -> str:
     return f"{firing.alertname}{{{labels}}}"
 
 
-def render_suggestions(evidence: list[PairEvidence], groups: list[AlertGroup], firings: int, max_groups: int = 20) -> str:
-    """The full output of `vigil aiops suggest-inhibitions`: comments, then `inhibit_rules:` YAML."""
+def render_suggestions(evidence: list[PairEvidence], groups: list[AlertGroup], firings: int, max_groups: int = 20,
+                       left_out: dict[str, int] | None = None, always_firing: tuple[str, ...] = ()) -> str:
+    """The full output of `vigil aiops suggest-inhibitions`: comments, then `inhibit_rules:` YAML.
+
+    `left_out` counts the candidates that met support and confidence but were not proposed, by reason."""
     lines = [
         f"# vigil aiops suggest-inhibitions: {len(evidence)} rule(s) from {firings} alert firing(s)",
         "# confidence = share of target firings that came while the source was firing (target => source);",
         "# reverse = share of source firings that came with a target firing (source => target).",
     ]
+    if left_out:
+        lines.append("#")
+        lines.append(f"# left out {sum(left_out.values())} candidate(s) that met support and confidence:")
+        lines += [f"#   {left_out[key]:>4} {key}: {text}" for key, text in REASONS.items() if left_out.get(key)]
+    if always_firing:
+        lines.append(f"# always firing, never a source: {', '.join(always_firing)}")
     if evidence:
         lines.append("#")
         lines.append(f"# {'rule':<4} {'source':<28} {'target':<28} {'equal':<14} {'support':>7} {'confidence':>10} {'reverse':>7} {'lag_s':>7}")
