@@ -5,10 +5,18 @@ page's fate in accurate words."""
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 
+import pytest
+import requests
+from click.testing import CliRunner
 from markdown_it import MarkdownIt
 
+from vigil.cli import main
 from vigil.notifier.postmortem import render_postmortem
+from vigil.notifier.postmortem.facts import parse_time
+from vigil.notifier.postmortem.render import duration
+from test_notifier_support import AUTH, NotifierServer, alert, free_port, make_settings, payload, run_dir_for, wait_for
 from test_postmortem import seeded  # noqa: F401  (fixture: escalated, acknowledged, then resolved)
 
 LIST_LABELS = ("Duration", "Affected nodes", "Affected GPUs", "Affected jobs", "First alert", "Incident opened",
@@ -30,3 +38,77 @@ def test_every_list_item_of_the_markdown_is_a_line_of_its_own(seeded):  # noqa: 
     assert [item.split(":")[0] for item in response] == ["Paged", "Time to acknowledge", "Time to resolve",
                                                          "Escalations", "SLA", "Pages delivered late or failed"]
     assert "Time to resolve: 16m" in response[2] and "escalated to tier 2 by carol" in response[3]
+
+
+THREE_TIERS = """
+people:
+  alice: {contacts: {phone: {inbox: true, kind: phone}}}
+  bob: {contacts: {phone: {inbox: true, kind: phone}}}
+  carol: {contacts: {phone: {inbox: true, kind: phone}}}
+teams:
+  gpu: {policy: main, members: [alice, bob, carol]}
+policies:
+  main:
+    tiers:
+      - {notify: [{person: alice}], escalate_after: 30m}
+      - {notify: [{person: bob}], escalate_after: 30m}
+      - {notify: [{person: carol}], escalate_after: 30m}
+    repeat: until_acknowledged
+default_policy: main
+"""
+
+
+@pytest.fixture
+def stack(tmp_path):
+    """A notifier served for real (its escalation engine and delivery worker running) and a run
+    directory pointing at it, as `vigil up` leaves one: the CLI finds it through `--run-dir`."""
+    with NotifierServer(make_settings(tmp_path, port=free_port()), THREE_TIERS) as server, \
+            run_dir_for(server, tmp_path / "run"):
+        yield server
+
+
+def vigil(stack, *args: str) -> str:
+    result = CliRunner().invoke(main, [*args, "--run-dir", str(stack.run_dir)], env={"USER": "tester"})
+    assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+    return result.output
+
+
+def timeline(stack, incident: int) -> list[dict]:
+    return requests.get(f"{stack.url}/api/v1/incidents/{incident}", headers=AUTH, timeout=5).json()["timeline"]
+
+
+def tiers_paged(stack, incident: int, count: int) -> list[tuple[int, int]]:
+    """(tier, round) of the incident's `tier_paged` events, once there are `count` of them."""
+    def paged():
+        found = [(e["detail"]["tier"], e["detail"]["round"]) for e in timeline(stack, incident) if e["kind"] == "tier_paged"]
+        return found if len(found) >= count else None
+    return wait_for(paged)
+
+
+def open_incident(stack) -> int:
+    starts = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    answer = requests.post(stack.url + "/api/v1/alerts/alertmanager", json=payload(alert("pm", starts=starts)),
+                           headers=AUTH, timeout=5)
+    answer.raise_for_status()
+    incident = answer.json()["incident_id"]
+    tiers_paged(stack, incident, 1)
+    return incident
+
+
+def response_items(markdown: str) -> dict[str, str]:
+    return {line[2:].split(": ", 1)[0]: line[2:].split(": ", 1)[1] for line in markdown.splitlines()
+            if line.startswith("- ") and ": " in line}
+
+
+def test_time_to_acknowledge_survives_an_escalation(stack):
+    incident = open_incident(stack)
+    vigil(stack, "incidents", "ack", str(incident))
+    vigil(stack, "incidents", "escalate", str(incident))
+    assert tiers_paged(stack, incident, 2)[-1] == (1, 0)
+    detail = requests.get(f"{stack.url}/api/v1/incidents/{incident}", headers=AUTH, timeout=5).json()
+    assert detail["acknowledged_at"] is None  # the escalation handed the acknowledgement on
+    ack_at = next(e["at"] for e in detail["timeline"] if e["kind"] == "acknowledged")
+    took = duration(parse_time(ack_at) - parse_time(detail["opened_at"]))
+    markdown = vigil(stack, "postmortem", str(incident))
+    assert response_items(markdown)["Time to acknowledge"] == f"{took} (by tester)"
+    assert f"acknowledged by tester after {took}" in markdown  # the summary says the same

@@ -87,8 +87,21 @@ class Facts:
         return min((e["at"] for e in self.timeline), default=None)
 
     @property
+    def first_acknowledgement(self) -> dict | None:
+        """The timeline's first `acknowledged` event: what happened, which an escalation (it hands the
+        acknowledgement on, clearing the incident's `acknowledged_at`) or a re-page does not undo."""
+        return next((e for e in self.timeline if e["kind"] == "acknowledged"), None)
+
+    @property
     def acknowledged_at(self) -> float | None:
-        return parse_time(self.incident.get("acknowledged_at"))
+        first = self.first_acknowledgement
+        return first["at"] if first is not None else parse_time(self.incident.get("acknowledged_at"))
+
+    @property
+    def acknowledged_by(self) -> str:
+        first = self.first_acknowledgement
+        return (first["actor"] if first is not None else self.incident.get("acknowledged_by")) or "unknown"
+
 
     @property
     def time_to_acknowledge_s(self) -> float | None:
