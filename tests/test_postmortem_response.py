@@ -112,3 +112,27 @@ def test_time_to_acknowledge_survives_an_escalation(stack):
     markdown = vigil(stack, "postmortem", str(incident))
     assert response_items(markdown)["Time to acknowledge"] == f"{took} (by tester)"
     assert f"acknowledged by tester after {took}" in markdown  # the summary says the same
+
+
+def test_escalations_name_the_tier_paged_and_when_the_policy_starts_again(stack):
+    incident = open_incident(stack)
+    for count in (2, 3, 4):  # tier 2, tier 3, then past the last tier: tier 1 of the next round
+        if count == 4:  # acknowledged at the last tier: the escalation asks for the tier after it (to_tier=3)
+            vigil(stack, "incidents", "ack", str(incident))
+        vigil(stack, "incidents", "escalate", str(incident))
+        tiers_paged(stack, incident, count)
+    asked = [e["detail"]["to_tier"] for e in timeline(stack, incident) if e["kind"] == "escalated"]
+    assert asked == [1, 2, 3]  # what the reviewer saw: an index past the 3-tier policy's last tier
+    assert tiers_paged(stack, incident, 4) == [(0, 0), (1, 0), (2, 0), (0, 1)]
+    markdown = vigil(stack, "postmortem", str(incident))
+    escalations = response_items(markdown)["Escalations"]
+    assert "tier 4" not in markdown, escalations
+    said = [part.split(" ", 1)[1] for part in escalations.split("; ")]
+    assert said == ["escalated to tier 2 by tester", "tier 2 paged: bob",
+                    "escalated to tier 3 by tester", "tier 3 paged: carol",
+                    "escalated to tier 1 by tester (the policy repeated from the first tier: round 2)",
+                    "tier 1 paged: alice (the policy repeated from the first tier: round 2)"]
+    rows = [line for line in markdown.splitlines() if line.startswith("| ") and "| escalated |" in line]
+    assert [row.rstrip(" |").split(" | ")[3] for row in rows] == [
+        "escalated to tier 2", "escalated to tier 3",
+        "escalated to tier 1 (the policy repeated from the first tier: round 2)"]

@@ -102,7 +102,6 @@ class Facts:
         first = self.first_acknowledgement
         return (first["actor"] if first is not None else self.incident.get("acknowledged_by")) or "unknown"
 
-
     @property
     def time_to_acknowledge_s(self) -> float | None:
         return None if self.acknowledged_at is None else self.acknowledged_at - self.opened_at
@@ -139,6 +138,8 @@ def incident_facts(incident: dict, others: list[dict], now: float, jobs_seen: li
     firsts = sorted(((parse_time(a.get("startsAt")) or opened_at, a) for a in alerts), key=lambda item: item[0])
     first_at, first = firsts[0] if firsts else (opened_at, {"labels": incident.get("labels") or {}})
     labels = [a.get("labels") or {} for a in alerts] or [incident.get("labels") or {}]
+    events = [_Event(e) for e in incident.get("timeline") or []]
+    escalated = escalation_texts(events)
     gpus = {(l["node"], l["gpu"]): l.get("uuid", "") for l in labels if "node" in l and "gpu" in l}
     jobs = {l["job_id"] for l in labels if l.get("job_id")} | set(jobs_seen)
     return Facts(
@@ -152,19 +153,50 @@ def incident_facts(incident: dict, others: list[dict], now: float, jobs_seen: li
                          summary=first.get("summary", "")),
         first_sign_at=first_sign_at, first_sign_how=first_sign_how,
         pages=[_page(p, incident.get("status") == "resolved") for p in incident.get("pages") or []],
-        escalations=[_escalation(e) for e in incident.get("timeline") or [] if e["kind"] == "escalated"
-                     or (e["kind"] == "tier_paged" and (e["detail"].get("tier") or 0) > 0)],
-        timeline=[dict(at=parse_time(e["at"]), kind=e["kind"], actor=e.get("actor") or "", text=event_text(e))
-                  for e in incident.get("timeline") or []],
+        escalations=[dict(at=parse_time(e["at"]), text=what + (f" by {e['actor']}" if e.get("actor") else "") + note)
+                     for e, (what, note) in escalated.items()],
+        timeline=[dict(at=parse_time(e["at"]), kind=e["kind"], actor=e.get("actor") or "",
+                       text="".join(escalated[e]) if e in escalated else event_text(e)) for e in events],
         related=related_incidents(incident, others, now),
     )
 
 
-def _escalation(event: dict) -> dict:
-    d, by = event["detail"], f" by {event['actor']}" if event.get("actor") else ""
-    if event["kind"] == "escalated":
-        return dict(at=parse_time(event["at"]), text=f"escalated to tier {(d.get('to_tier') or 0) + 1}{by}")
-    return dict(at=parse_time(event["at"]), text=f"tier {d['tier'] + 1} paged: {', '.join(d.get('people') or []) or 'nobody'}")
+class _Event(dict):
+    """A timeline event that can key a dict (by identity: two events may read the same)."""
+
+    __hash__ = object.__hash__
+    __eq__ = object.__eq__
+
+
+def escalation_texts(events: list[dict]) -> dict[dict, tuple[str, str]]:
+    """What each escalation of the timeline did, as people count tiers (the first is tier 1), keyed by
+    its event: an `escalated` event (someone escalated; `to_tier` is the index it asked for, which may
+    be past the last tier when the policy starts again) names the tier the engine then paged; a
+    `tier_paged` event past the first tier, or one that starts a new round, names who it paged.
+    Each text comes in two parts, (what, a note on the round or ""), so a caller can put who did it between."""
+    texts: dict[dict, tuple[str, str]] = {}
+    round_seen = 0
+    for index, event in enumerate(events):
+        d = event.get("detail") or {}
+        if event["kind"] == "escalated":
+            paged = next((e for e in events[index + 1:] if e["kind"] == "tier_paged"), None)
+            if paged is None:  # the engine had not paged it yet
+                texts[event] = (f"escalated to tier {(d.get('to_tier') or 0) + 1}", "")
+                continue
+            tier, round = paged["detail"].get("tier") or 0, paged["detail"].get("round") or 0
+            texts[event] = (f"escalated to tier {tier + 1}", _repeated(round) if round > round_seen else "")
+        elif event["kind"] == "tier_paged":
+            tier, round = d.get("tier") or 0, d.get("round") or 0
+            if tier > 0 or round > round_seen:
+                again = " again" if (d.get("repeat") or 0) > 0 else ""
+                texts[event] = (f"tier {tier + 1} paged{again}: {', '.join(d.get('people') or []) or 'nobody'}",
+                                _repeated(round) if round > round_seen else "")
+            round_seen = max(round_seen, round)
+    return texts
+
+
+def _repeated(round: int) -> str:
+    return f" (the policy repeated from the first tier: round {round + 1})"
 
 
 def _page(page: dict, resolved: bool) -> Page:
