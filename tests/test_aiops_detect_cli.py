@@ -4,12 +4,13 @@ import csv
 import io
 import json
 import math
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from vigil.aiops.detect import default_threshold
+from vigil.aiops.detect import DETECTORS, default_threshold
 from vigil.cli import main
 
 
@@ -227,7 +228,10 @@ def test_explain_says_which_test_flagged_with_its_numbers(tmp_path):
     assert list(rows[0]) == ["timestamp", "value", "anomaly_score", "label", "explanation"]
     flagged = [r for r in rows if r["label"] == "1"]
     assert flagged and rows[700] in flagged
-    for row in rows:
+    for i, row in enumerate(rows):
+        if i < 300:  # vigil's own warm-up
+            assert row["explanation"].startswith("warm-up: "), row
+            continue
         if row["label"] == "0":
             assert row["explanation"] == ""
             continue
@@ -238,7 +242,8 @@ def test_explain_says_which_test_flagged_with_its_numbers(tmp_path):
     gaussian = detect_json(source, "--explain", "--detector", "windowed-gaussian", "--warmup", "10")
     spike = gaussian["rows"][700]
     assert spike["label"] == 1 and "std from the mean" in spike["explanation"]
-    assert all(r["explanation"] is None for r in gaussian["rows"] if r["anomaly_score"] < gaussian["threshold"])
+    assert all(r["explanation"].startswith("warm-up: not labelled, row ") for r in gaussian["rows"][:10])
+    assert all(r["explanation"] is None for r in gaussian["rows"][10:] if r["anomaly_score"] < gaussian["threshold"])
 
 
 def one_line_error(path, *args):
@@ -278,3 +283,62 @@ def test_unsorted_timestamps_name_both_rows_unless_allowed(tmp_path):
     assert result.exit_code == 0, result.output
     assert [r["timestamp"] for r in csv.DictReader(io.StringIO(result.stdout))] == \
         ["2024-01-01 00:00:00", "2024-01-01 00:10:00", "2024-01-01 00:05:00"]  # file order
+
+
+# --- a file that is all warm-up says so; a UTF-8 byte-order mark is accepted -------------------------------
+
+def write_spiked(path, n=600, spike_at=400, spike_rows=10, bom=False):
+    """`n` GPU temperatures 5 minutes apart around 60 °C, +25 °C for `spike_rows` rows from `spike_at`."""
+    start = datetime(2024, 3, 1)
+    lines = ["timestamp,value"]
+    for i in range(n):
+        value = 60 + 2 * math.sin(i / 12) + 0.3 * math.sin(i * 1.7) + (25 if spike_at <= i < spike_at + spike_rows else 0)
+        lines.append(f"{start + timedelta(minutes=5 * i):%Y-%m-%d %H:%M:%S},{value:.3f}")
+    path.write_text(("\ufeff" if bom else "") + "\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_file_that_is_all_warm_up_says_so_and_how_to_fix_it(tmp_path):
+    source = write_spiked(tmp_path / "gpu_temp.csv")
+    out = tmp_path / "scores.csv"
+    result = run("aiops", "detect", str(source), "--detector", "evt", "--output", str(out), "--explain")
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(out.open()))
+    # evt's default warm-up is 2.5 days: 720 points at 5 minutes, more than the file
+    assert len(rows) == 600 and not any(r["label"] == "1" for r in rows)
+    assert "600 rows scored, 0 labelled anomalous" in result.stderr
+    assert "600 warm-up rows unlabelled" in result.stderr
+    assert "hint: 600 of 600 rows were the evt detector's warm-up" in result.stderr
+    assert "--warmup N" in result.stderr and result.stdout == ""
+    assert all(r["explanation"].startswith("warm-up: ") for r in rows), rows[0]
+    # the hint works: a shorter warm-up labels the spike, and no hint is given
+    result = run("aiops", "detect", str(source), "--detector", "evt", "--output", str(out), "--warmup", "200")
+    assert result.exit_code == 0, result.output
+    labels = [r["label"] for r in csv.DictReader(out.open())]
+    assert "1" in labels[400:410] and "200 warm-up rows unlabelled" in result.stderr
+    assert "hint:" not in result.stderr
+
+
+@pytest.mark.parametrize("detector", sorted(DETECTORS))
+def test_explain_marks_each_detectors_warm_up_rows(tmp_path, detector):
+    source = write_spiked(tmp_path / "gpu_temp.csv", n=400, spike_at=300)
+    doc = detect_json(str(source), "--detector", detector, "--explain", "--threshold", "0.5")
+    rows = doc["rows"]
+    warm = [i for i, r in enumerate(rows) if (r["explanation"] or "").startswith("warm-up")]
+    assert warm == list(range(doc["warmup_rows"])), (detector, warm[:5], doc["warmup_rows"])
+    own = {"vigil": 300, "evt": 400, "evt-alarms": 400, "windowed-gaussian": 1, "null": 0}[detector]
+    assert doc["warmup_rows"] == own  # evt: 2.5 days at 5 minutes is 720 points, more than the file
+    assert all(r["anomaly_score"] == 0 for r in rows[:own])
+    assert all(r["label"] == 0 for r in rows[:own])
+    hinted = run("aiops", "detect", str(source), "--detector", detector).stderr
+    assert ("hint:" in hinted) == (own * 2 >= len(rows))
+
+
+def test_a_byte_order_mark_is_accepted(tmp_path):
+    plain = write_spiked(tmp_path / "plain.csv")
+    marked = write_spiked(tmp_path / "marked.csv", bom=True)
+    assert marked.read_bytes()[:3] == b"\xef\xbb\xbf"
+    result = run("aiops", "detect", str(marked), "--warmup", "100")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == run("aiops", "detect", str(plain), "--warmup", "100").stdout
+    assert result.stdout.startswith("timestamp,value,")

@@ -78,13 +78,18 @@ def detect(file: Path, output: Path | None, threshold: float | None, sensitivity
         text = to_csv(result)
     if output is None:
         sys.stdout.write(text)
-        return
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from None
-    click.echo(f"{len(result.scores)} rows scored, {result.flagged} labelled anomalous (threshold {threshold:.6g}) "
-               f"-> {output}", err=True)
+    else:
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from None
+        click.echo(f"{len(result.scores)} rows scored, {result.flagged} labelled anomalous (threshold {threshold:.6g}), "
+                   f"{result.warmup_rows} warm-up rows unlabelled -> {output}", err=True)
+    rows = len(result.scores)
+    if result.warmup_rows * 2 >= rows:  # all or most of the file was warm-up
+        click.echo(f"hint: {result.warmup_rows} of {rows} rows were the {detector} detector's warm-up "
+                   f"({'--warmup ' + str(warmup) if warmup is not None else 'its default'}) and cannot be labelled; "
+                   "pass a shorter --warmup N to label sooner", err=True)
 
 
 @click.command("nab")  # a sub-command of `vigil aiops evaluate` (vigil.cli_aiops_evaluate)

@@ -39,6 +39,12 @@ class Detector(ABC):
         """Why the last `update` scored as it did: the test or band and its numbers (needs `explaining`)."""
         return ""
 
+    @property
+    def warming_up(self) -> bool:
+        """Whether the last `update` fell in the detector's own warm-up (it scored 0 while learning).
+        Read-only reporting for `vigil aiops detect`: scoring never looks at it."""
+        return False
+
     def parameters(self) -> dict:
         """The settings that identify this detector's behaviour (recorded with benchmark runs)."""
         return {}

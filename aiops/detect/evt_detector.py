@@ -133,6 +133,11 @@ class EvtDetector(Detector):
         """Why the last point was flagged: the signal, its value and threshold, the risk; "" if it was not."""
         return self.reason
 
+    @property
+    def warming_up(self) -> bool:
+        # the warm-up's points (up to and with the one that completes it) score 0 while `kind` is unknown
+        return self.kind is None or self._count <= (self._warmup or 0)
+
     # -- warm-up -------------------------------------------------------------------------------------
     def _warmup_length(self) -> int:
         p = self.params

@@ -55,6 +55,7 @@ class Labelled:
     scores: list[float]
     labels: list[int]
     reasons: list[str] | None  # None unless explanations were asked for
+    warmup_rows: int = 0  # rows in the warm-up (the detector's own or --warmup): never labelled
 
     @property
     def flagged(self) -> int:
@@ -63,25 +64,31 @@ class Labelled:
 
 def label_series(detector: Detector, timestamps: Sequence[str], values: Sequence[float], threshold: float,
                  warmup: int = 0, explain: bool = False) -> Labelled:
-    """Score the series point by point; label 1 where score >= threshold, except in the first `warmup` rows."""
-    if not explain:
-        scores = detector.score_series(timestamps, values).tolist()
-        labels = [int(i >= warmup and s >= threshold) for i, s in enumerate(scores)]
-        return Labelled(timestamps, values, scores, labels, None)
-    detector.explaining = True
-    scores, labels, reasons = [], [], []
+    """Score the series point by point; label 1 where score >= threshold, except in the first `warmup` rows
+    (and the detector's own warm-up, which scores 0). Explanations say `warm-up` on the warm-up's rows."""
+    detector.explaining = explain
+    scores, labels, reasons, warm_rows = [], [], [], 0
     for i, (stamp, value) in enumerate(zip(timestamps, values)):
         score = detector.update(stamp, float(value))
         scores.append(score)
-        reason = ""
-        if score >= threshold:
-            why = detector.explain()  # "" from a detector that cannot say
-            reason = f"{why + '; ' if why else ''}score {_number(score)} >= threshold {_number(threshold)}"
-            if i < warmup:
-                reason = f"not labelled, row {i + 1} is within the warm-up of {warmup} rows: {reason}"
+        warm = i < warmup or detector.warming_up
+        warm_rows += warm
         labels.append(int(i >= warmup and score >= threshold))
-        reasons.append(reason)
-    return Labelled(timestamps, values, scores, labels, reasons)
+        if explain:
+            reasons.append(_reason(detector, i, score, threshold, warmup, warm))
+    return Labelled(timestamps, values, scores, labels, reasons if explain else None, warm_rows)
+
+
+def _reason(detector: Detector, i: int, score: float, threshold: float, warmup: int, warm: bool) -> str:
+    reason = ""
+    if score >= threshold:
+        why = detector.explain()  # "" from a detector that cannot say
+        reason = f"{why + '; ' if why else ''}score {_number(score)} >= threshold {_number(threshold)}"
+    if i < warmup:
+        return f"warm-up: not labelled, row {i + 1} is within the warm-up of {warmup} rows{': ' + reason if reason else ''}"
+    if warm:
+        return f"warm-up: row {i + 1} is in the {detector.name} detector's own warm-up (it learns, scores 0)"
+    return reason
 
 
 def _number(x: float) -> str:
@@ -112,6 +119,7 @@ def to_json(result: Labelled, meta: dict) -> str:
         if result.reasons is not None:
             row["explanation"] = result.reasons[i] or None
         rows.append(row)
-    head = json.dumps({**meta, "rows_scored": len(rows), "flagged": result.flagged}, indent=1)  # ends "\n}"
+    head = json.dumps({**meta, "rows_scored": len(rows), "flagged": result.flagged,
+                       "warmup_rows": result.warmup_rows}, indent=1)  # ends "\n}"
     body = ",\n  ".join(json.dumps(row) for row in rows)  # one row per line: large series stay readable
     return f'{head[:-2]},\n "rows": [\n  {body}\n ]\n}}\n'

@@ -44,6 +44,10 @@ class WindowedGaussianDetector(Detector):
     def parameters(self) -> dict:
         return {"window": self.window, "step": self.step}
 
+    @property
+    def warming_up(self) -> bool:
+        return len(self._data) <= 1  # the first point has no window to be compared with and scores 0
+
     def explain(self) -> str:
         why = getattr(self, "_why", None)
         if why is None:

@@ -92,7 +92,7 @@ def read_series(path: str | Path, ordered: bool = False) -> Series:
     """
     path = Path(path)
     try:
-        handle = path.open(newline="", encoding="utf-8")
+        handle = path.open(newline="", encoding="utf-8-sig")  # a byte-order mark (Excel's CSV) is dropped
     except OSError as exc:
         raise SeriesFormatError(f"{path}: cannot open: {exc.strerror or exc}") from None
     stamps: list[str] = []

@@ -140,6 +140,10 @@ class VigilDetector(Detector):
     def parameters(self) -> dict:
         return {"version": self.version, **asdict(self.params)}
 
+    @property
+    def warming_up(self) -> bool:
+        return self._count <= self.params.warmup  # `update` scores the first `warmup` points 0
+
     def explain(self) -> str:
         """The test with the largest deviation-to-record ratio at the last point, with its numbers."""
         why = getattr(self, "_why", None)
