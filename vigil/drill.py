@@ -22,7 +22,7 @@ import requests
 
 import vigil.rules as rulegen
 from vigil.common.prometheus_api import PrometheusUnavailable
-from vigil.exporters.sim.faults import per_gpu, per_job
+from vigil.exporters.sim.faults import FAULTS, per_gpu, per_job
 
 from .stack_client import RECENT_ROWS, StackClient, StackRequestError
 
@@ -169,7 +169,8 @@ class Drill:
             self.job_id = injected.get("job_id")
             where = f'job_id="{self.job_id}"'
         try:
-            self._wait("injected → seen in a scrape", t0, lambda: self._shows(symptom), f"query {symptom} for {where}",
+            self._wait("injected → seen in a scrape", t0, lambda: self._shows(symptom),
+                       f"query {symptom} for {where}; {self.expect.fault}: {FAULTS[self.expect.fault]}",
                        lambda _found: f"job {self.job_id}" if self.expect.per_job else "")
             self._wait("alert firing in Prometheus", t0, lambda: self._shows(alert_q), f"query {alert_q} for {where}")
             self._wait("received by the notifier", t0, lambda: new_notification("firing"), "Alertmanager → notifier webhook")
