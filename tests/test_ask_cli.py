@@ -12,7 +12,7 @@ import pytest
 from stack_support import vigil
 from vigil.aiops.ask.http import handle_ask
 from vigil.aiops.ask.knowledge import load_knowledge
-from vigil.aiops.ask.llm import build_messages, extract_query
+from vigil.aiops.ask.llm import build_messages, chat_completions_url, extract_query
 from vigil.common.ports import free_port
 
 
@@ -86,10 +86,12 @@ class _ChatModel:
     def __init__(self, reply: str) -> None:
         body = json.dumps({"choices": [{"message": {"role": "assistant", "content": reply}}]}).encode()
         self.asked: list[dict] = []
-        asked = self.asked
+        self.paths: list[str] = []  # the request paths, as the server saw them
+        asked, paths = self.asked, self.paths
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                paths.append(self.path)
                 asked.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
                 self.send_response(200 if self.path == "/v1/chat/completions" else 404)
                 self.send_header("Content-Type", "application/json")
@@ -133,3 +135,25 @@ def test_a_model_query_naming_unknown_metrics_falls_back_to_the_offline_answer(c
     assert result.returncode == 0, result.stderr
     body = json.loads(result.stdout)
     assert "vigil_gpu_power" in body["promql"] and "vigil_gpu_no_such_metric" in body["explanation"]
+
+
+@pytest.mark.parametrize("chat_model", ["```promql\nmax(vigil_gpu_power_watts)\n```"], indirect=True)
+@pytest.mark.parametrize("suffix", ["", "/v1", "/v1/"])
+def test_the_llm_url_may_be_the_host_or_the_usual_v1_base_url(chat_model, suffix):
+    result = vigil("ask", "GPU power draw on node-1", "--json", "--llm-url", chat_model.url + suffix)
+    assert result.returncode == 0, result.stderr
+    assert chat_model.paths == ["/v1/chat/completions"]
+    assert json.loads(result.stdout)["promql"] == "max(vigil_gpu_power_watts)"
+
+
+@pytest.mark.parametrize("url", ["http://gpu-box:8000", "http://gpu-box:8000/", "http://gpu-box:8000/v1",
+                                 "http://gpu-box:8000/v1/", "http://gpu-box:8000/v1/chat/completions"])
+def test_every_spelling_of_the_llm_url_reaches_the_same_endpoint(url):
+    assert chat_completions_url(url) == "http://gpu-box:8000/v1/chat/completions"
+
+
+@pytest.mark.parametrize("chat_model", ["```promql\nmax(vigil_gpu_power_watts)\n```"], indirect=True)
+def test_an_endpoint_that_answers_with_an_http_error_is_a_clear_error(chat_model):
+    result = vigil("ask", "GPU power draw on node-1", "--llm-url", chat_model.url + "/openai")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "404" in result.stderr and "/openai/v1/chat/completions" in result.stderr

@@ -60,13 +60,24 @@ def extract_query(text: str) -> str:
     return lines[-1].removeprefix("PromQL:").strip() if lines else ""
 
 
+def chat_completions_url(url: str) -> str:
+    """The chat-completions endpoint of `url`: the server (`http://host:port`), its OpenAI-style base URL
+    (`http://host:port/v1`, what vLLM and Ollama print) or the endpoint itself, with or without a
+    trailing slash."""
+    base = url.rstrip("/")
+    if base.endswith("/chat/completions"):
+        return base
+    return base + ("/chat/completions" if base.endswith("/v1") else "/v1/chat/completions")
+
+
 def ask_llm(question: str, url: str, model: str = "default") -> Answer:
     question = check_question(question)
     knowledge = load_knowledge()
     messages = build_messages(question, knowledge)
     try:
-        response = requests.post(url.rstrip("/") + "/v1/chat/completions", timeout=TIMEOUT_S,
+        response = requests.post(chat_completions_url(url), timeout=TIMEOUT_S,
                                  json={"model": model, "messages": messages, "temperature": 0})
+        response.raise_for_status()  # a 404 from a wrong path is no answer, whatever its body
         reply = response.json()["choices"][0]["message"]["content"]
     except (requests.RequestException, ValueError, KeyError, IndexError, TypeError) as exc:
         raise LlmUnavailable(f"no chat answer from {url}: {exc.__class__.__name__}: {exc}") from None
