@@ -136,3 +136,57 @@ def test_escalations_name_the_tier_paged_and_when_the_policy_starts_again(stack)
     assert [row.rstrip(" |").split(" | ")[3] for row in rows] == [
         "escalated to tier 2", "escalated to tier 3",
         "escalated to tier 1 (the policy repeated from the first tier: round 2)"]
+
+
+CALL_THEN_SMS = """
+people:
+  ana:
+    contacts:
+      phone: {inbox: true, kind: phone}
+      sms: {inbox: true, kind: sms}
+    notify:
+      - steps: [{contact: phone}, {contact: sms, after: 4s}]
+teams:
+  gpu: {policy: main, members: [ana]}
+policies:
+  main:
+    tiers:
+      - {notify: [{person: ana}], escalate_after: 30m}
+default_policy: main
+"""
+
+
+def page_table(markdown: str) -> list[tuple[str, str, str]]:
+    """(page status, channel, result) of each row of the postmortem's page table."""
+    rows = [line.strip("| ").split(" | ") for line in markdown.splitlines() if line.startswith("| firing |")
+            or line.startswith("| resolved |")]
+    return [(row[0], row[2], row[7]) for row in rows]
+
+
+def test_pages_not_sent_say_why(tmp_path):
+    with NotifierServer(make_settings(tmp_path, port=free_port()), CALL_THEN_SMS) as stack, \
+            run_dir_for(stack, tmp_path / "run"):
+        # ana is called, acknowledges before her SMS is due, and resolves: neither SMS goes out
+        acked = open_incident(stack)
+        vigil(stack, "incidents", "ack", str(acked))
+        pages = lambda: requests.get(f"{stack.url}/api/v1/incidents/{acked}", headers=AUTH, timeout=5).json()["pages"]
+        wait_for(lambda: [p["state"] for p in pages()] == ["sent", "muted"])
+        vigil(stack, "incidents", "resolve", str(acked))
+        wait_for(lambda: [p["state"] for p in pages()] == ["sent", "muted", "sent", "muted"])
+        markdown = vigil(stack, "postmortem", str(acked))
+        assert page_table(markdown) == [
+            ("firing", "phone (phone)", "sent"), ("firing", "sms (sms)", "not sent: acknowledged"),
+            ("resolved", "phone (phone)", "sent"), ("resolved", "sms (sms)", "not sent: firing page never reached it")]
+        queued = [line.rstrip(" |").split(" | ")[3] for line in markdown.splitlines() if "| page_queued |" in line]
+        assert queued == ["firing page to ana via phone (tier 1)",
+                          "firing page to ana via sms (tier 1), due in 4 s; not sent: acknowledged",
+                          "resolved page to ana via phone (tier 1)",
+                          "resolved page to ana via sms (tier 1); not sent: firing page never reached it"]
+
+        # a maintenance window holds every page of an incident on its node
+        vigil(stack, "maintenance", "add", "--match", "node=node-7", "--for", "1h", "--reason", "firmware")
+        answer = requests.post(stack.url + "/api/v1/alerts/alertmanager", headers=AUTH, timeout=5,
+                               json=payload(alert("held", node="node-7"), group_key="g-held"))
+        held = answer.json()["incident_id"]
+        wait_for(lambda: any(e["kind"] == "page_held" for e in timeline(stack, held)))
+        assert ("firing", "phone (phone)", "held: maintenance window 1") in page_table(vigil(stack, "postmortem", str(held)))

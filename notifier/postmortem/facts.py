@@ -13,6 +13,8 @@ from datetime import datetime, timezone
 
 from vigil.notifier.incident_text import event_text
 
+from .page_fate import page_results, queued_events
+
 RELATED_WITHIN_S = 30 * 86400
 # a page sent this long after it was queued (or after more than one attempt) counts as late
 LATE_AFTER_S = 60.0
@@ -40,7 +42,7 @@ class Page:
     queued_at: float | None
     sent_at: float | None
     attempts: int
-    result: str  # sent | failed | pending | held | digested | ...
+    result: str  # sent | failed | pending | digested | not sent: acknowledged | held: maintenance window 3 | … (page_fate)
     errors: list[str]
     late: bool
 
@@ -140,6 +142,10 @@ def incident_facts(incident: dict, others: list[dict], now: float, jobs_seen: li
     labels = [a.get("labels") or {} for a in alerts] or [incident.get("labels") or {}]
     events = [_Event(e) for e in incident.get("timeline") or []]
     escalated = escalation_texts(events)
+    pages = incident.get("pages") or []
+    results = page_results(pages, events, incident.get("status") == "resolved", parse_time)
+    fates = {event: results[index] for event, index in queued_events(pages, events, parse_time).items()
+             if results[index] not in ("sent", "pending", "digested")}
     gpus = {(l["node"], l["gpu"]): l.get("uuid", "") for l in labels if "node" in l and "gpu" in l}
     jobs = {l["job_id"] for l in labels if l.get("job_id")} | set(jobs_seen)
     return Facts(
@@ -152,11 +158,12 @@ def incident_facts(incident: dict, others: list[dict], now: float, jobs_seen: li
         first_alert=dict(name=(first.get("labels") or {}).get("alertname", "?"), at=first_at,
                          summary=first.get("summary", "")),
         first_sign_at=first_sign_at, first_sign_how=first_sign_how,
-        pages=[_page(p, incident.get("status") == "resolved") for p in incident.get("pages") or []],
+        pages=[_page(p, result) for p, result in zip(pages, results)],
         escalations=[dict(at=parse_time(e["at"]), text=what + (f" by {e['actor']}" if e.get("actor") else "") + note)
                      for e, (what, note) in escalated.items()],
         timeline=[dict(at=parse_time(e["at"]), kind=e["kind"], actor=e.get("actor") or "",
-                       text="".join(escalated[e]) if e in escalated else event_text(e)) for e in events],
+                       text="".join(escalated[e]) if e in escalated else _with_fate(event_text(e), fates.get(e)))
+                  for e in events],
         related=related_incidents(incident, others, now),
     )
 
@@ -199,20 +206,19 @@ def _repeated(round: int) -> str:
     return f" (the policy repeated from the first tier: round {round + 1})"
 
 
-def _page(page: dict, resolved: bool) -> Page:
+def _page(page: dict, result: str) -> Page:
     attempts = page.get("attempts") or []
     queued, sent = parse_time(page.get("created_at")), parse_time(page.get("sent_at"))
     late = sent is not None and (len(attempts) > 1 or (queued is not None and sent - queued > LATE_AFTER_S))
     return Page(person=page.get("person") or "?", contact=page.get("contact") or "", kind=page.get("kind") or "",
                 tier=page.get("tier"), status=page.get("status") or "firing", queued_at=queued, sent_at=sent,
-                attempts=len(attempts), result=_result(page.get("state") or "pending", resolved),
+                attempts=len(attempts), result=result,
                 errors=[a["error"] for a in attempts if not a.get("ok") and a.get("error")], late=late)
 
 
-def _result(state: str, resolved: bool) -> str:
-    """A page still pending when the incident was resolved (a fallback channel due later, cancelled by the
-    acknowledgement) was never sent."""
-    return "not sent" if state == "pending" and resolved else state
+def _with_fate(text: str, fate: str | None) -> str:
+    """A `page_queued` line that says when the page it queued never went out."""
+    return text if fate is None else f"{text}; {fate}"
 
 
 def _places(labels: dict) -> set[tuple[str, ...]]:
