@@ -112,3 +112,16 @@ def test_a_drill_whose_fault_never_shows_names_the_stage_and_what_the_fault_need
     assert said.startswith("Error: drill failed: stage 'injected → seen in a scrape' did not happen within 3s"), said
     assert "load-anomaly: load leaves its daily pattern" in said and "node-1" in said
     assert chaos_state(stack)["faults"] == []  # the drill cleared what it injected
+
+
+def test_a_drill_leaves_a_fault_injected_by_hand_alone(stack: RunningStack):
+    control = stack.state()["urls"]["gpu_control"]
+    assert requests.post(f"{control}/chaos/inject", json={"fault": "overheat", "node": "node-3", "gpu": 1}, timeout=5).ok
+    try:
+        result = stack.cli("drill", "xid79", "--node", "node-3", "--gpu", "2", "--timeout", "30")
+        assert result.returncode == 1 and "Traceback" not in result.stderr
+        assert result.stderr.startswith("Error: drill failed: node-3 already has a fault (overheat on GPU 1)"), result.stderr
+        assert "vigil chaos clear --node node-3" in result.stderr
+        assert [(f["fault"], f["node"], f["gpu"]) for f in chaos_state(stack)["faults"]] == [("overheat", "node-3", 1)]
+    finally:
+        requests.post(f"{control}/chaos/clear", json={"node": "node-3"}, timeout=5).raise_for_status()

@@ -152,6 +152,12 @@ class Drill:
             tier = f" (tier {page['tier'] + 1})" if isinstance(page.get("tier"), int) else ""
             return f"incident #{page.get('incident_id')} to {page.get('recipient')} via {page.get('channel')}{tier}"
 
+        present = [f for f in self.apis.chaos("GET", "/chaos").get("faults", []) if f.get("node") == self.node]
+        if present:
+            listed = ", ".join(f"{f['fault']}" + ("" if f.get("gpu") is None else f" on GPU {f['gpu']}") for f in present)
+            raise DrillFailed(f"{self.node} already has a fault ({listed}): the drill could not tell its own from it, "
+                              f"and would clear it at the end. Clear it first (`vigil chaos clear --node {self.node}`) "
+                              "or drill another node; nothing was injected")
         window = self._holding_window()
         if window is not None:
             name = f"maintenance window {window['id']}" if window.get("id") else "the on-call file's maintenance window"
