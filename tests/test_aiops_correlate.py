@@ -188,6 +188,16 @@ def test_cli_reports_bad_input_and_bad_flags_cleanly(tmp_path):
     assert result.exit_code == 1 and "cannot reach Prometheus" in result.output
 
 
+@pytest.mark.parametrize("flag", ["--prometheus", "--prometheus-url"])
+def test_prometheus_is_spelled_like_vigil_ask_and_the_old_spelling_still_works(flag):
+    runner = CliRunner()
+    result = runner.invoke(suggest_inhibitions, [flag, "http://127.0.0.1:1", "--lookback", "1h"])
+    assert result.exit_code == 1 and "cannot reach Prometheus at http://127.0.0.1:1" in result.output, result.output
+    result = runner.invoke(suggest_inhibitions, [flag, "http://127.0.0.1:1", "--input", __file__])
+    assert result.exit_code == 2 and "exactly one of --prometheus URL or --input" in result.output
+    assert "--prometheus, --prometheus-url URL" in runner.invoke(suggest_inhibitions, ["--help"]).output
+
+
 def test_firing_helpers():
     f = Firing((("alertname", "A"), ("node", "n")), 10.0, None)
     assert f.alertname == "A" and f.label("gpu") is None and f.active_at(1e12) and not f.active_at(9)

@@ -144,7 +144,8 @@ def calibrate_risk(seed, days, gpu_nodes, disks, model_dir, weights_dir, write, 
 
 
 @click.command("suggest-inhibitions")
-@click.option("--prometheus-url", help="Read ALERTS{alertstate=\"firing\"} history from this Prometheus.")
+@click.option("--prometheus", "--prometheus-url", "prometheus_url", metavar="URL",
+              help="Read ALERTS{alertstate=\"firing\"} history from this Prometheus (--prometheus-url: the same).")
 @click.option("--input", "input_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="JSON: Alertmanager webhook payloads or {labels, startsAt, endsAt} alerts.")
 @click.option("--lookback", default="7d", show_default=True, type=Duration(positive=True),
@@ -162,7 +163,7 @@ def suggest_inhibitions(prometheus_url, input_path, lookback, min_support, min_c
     from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
 
     if bool(prometheus_url) == bool(input_path):
-        raise click.UsageError("give exactly one of --prometheus-url URL or --input alerts.json")
+        raise click.UsageError("give exactly one of --prometheus URL or --input alerts.json")
     span = None  # JSON: the history's own span
     if input_path:
         try:
