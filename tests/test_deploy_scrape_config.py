@@ -97,6 +97,13 @@ def test_bad_nodes_are_named_at_once_with_their_line(tmp_path):
     result = CliRunner().invoke(main, ["deploy", "scrape-config", "--node", "gpu-1:0"])
     assert result.exit_code == 2 and "--node" in result.output
     assert CliRunner().invoke(main, ["deploy", "scrape-config"]).exit_code == 2
+    # one label for two hosts, or one exporter twice: both named, nothing printed
+    result = CliRunner().invoke(main, ["deploy", "scrape-config", "--node", "gpu-a=10.0.0.5", "--node", "gpu-a=10.0.0.7",
+                                       "--node", "10.0.0.9:9835", "--node", "b=10.0.0.9:9835"])
+    assert result.exit_code == 2 and "scrape_configs" not in result.output
+    said = " ".join(result.output.split())
+    assert "node label gpu-a is given 2 times (gpu-a=10.0.0.5:9835, gpu-a=10.0.0.7:9835)" in said, said
+    assert "exporter 10.0.0.9:9835 is given 2 times (10.0.0.9=10.0.0.9:9835, b=10.0.0.9:9835)" in said, said
     result = CliRunner().invoke(main, ["deploy", "scrape-config", "--node", "a", "--node-exporter-port", "0",
                                        "--file-sd", "--job", "node-exporter"])
     assert result.exit_code == 2 and "left out" in result.output

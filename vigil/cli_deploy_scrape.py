@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from vigil.common.hostport import parse_host_port
+from vigil.common.hostport import format_host_port, parse_host_port
 
 from .stack_config import dump_config
 from .stack_config.prometheus import GPU_JOB, NODE_EXPORTER_JOB, NODE_HEALTH_JOB, exporter_job, node_target
@@ -92,6 +92,20 @@ def _read_nodes_file(path: Path, default_port: int) -> list[tuple[str, str, int]
     return nodes
 
 
+def _refuse_duplicates(nodes: list[tuple[str, str, int]]) -> None:
+    """Every node label and every HOST:PORT once: two hosts under one `node` label would be one node's
+    series in Prometheus, flapping between them; one exporter listed twice would be scraped twice."""
+    problems = []
+    for what, key in (("node label", lambda n: n[0]), ("exporter", lambda n: format_host_port(n[1], n[2]))):
+        seen: dict[str, list[str]] = {}
+        for node in nodes:
+            seen.setdefault(key(node), []).append(f"{node[0]}={format_host_port(node[1], node[2])}")
+        problems += [f"{what} {name} is given {len(given)} times ({', '.join(given)})"
+                     for name, given in seen.items() if len(given) > 1]
+    if problems:
+        raise click.UsageError("; ".join(problems) + ": each node needs its own label and exporter")
+
+
 @click.command("scrape-config")
 @click.option("--node", "nodes", multiple=True, type=_Node(),
               help="A GPU node: its GPU exporter's HOST[:PORT] (port: the exporter's default), NAME= to set its "
@@ -112,6 +126,7 @@ def scrape_config(nodes, nodes_file, node_health_port, node_exporter_port, file_
     every = list(nodes) + (_read_nodes_file(nodes_file, gpu_port) if nodes_file else [])
     if not every:
         raise click.UsageError("name at least one --node (or a --nodes-file)")
+    _refuse_duplicates(every)
     if node_health_port is None:
         node_health_port = _default_port("vigil.cli_node_exporter", "node")
     jobs = scrape_jobs(every, node_health_port, node_exporter_port)
