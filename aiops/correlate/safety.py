@@ -8,7 +8,7 @@ A candidate "S inhibits T" that meets support and confidence is left out when:
 - `info_source`: S has severity `info` (information only: it never mutes a page);
 - `lower_severity_source`: S is less severe than T (a warning never mutes a critical);
 - `parent_target`: T is at a higher topology level than S (a GPU-level alert never mutes the
-  node-level alert above it);
+  node-level alert above it, nor a cluster-wide one without topology labels);
 - `no_equal_labels`: S and T share no topology label, so the rule would have no `equal` and would mute
   T everywhere whenever S fires anywhere;
 - `opposite_direction`: both directions of a pair are safe and qualify; the other one was chosen.
@@ -31,7 +31,7 @@ REASONS = {
     "always_firing_source": "the source fires (almost) all the time, like the Watchdog",
     "info_source": "the source has severity info",
     "lower_severity_source": "the source is less severe than the target",
-    "parent_target": "the target is the source's parent-level alert",
+    "parent_target": "the target is at a higher topology level (a GPU alert never mutes its node's or a cluster-wide one)",
     "no_equal_labels": "no topology label shared for `equal`: the rule would mute the target everywhere",
     "opposite_direction": "the opposite rule of the pair was chosen",
 }
