@@ -54,3 +54,10 @@ def test_existing_reasons_are_kept(server):
     assert missing.status_code == 404 and missing.json() == {"error": "no incident 424242"}
     no_token = requests.get(server.url + "/api/v1/foo", timeout=5)
     assert no_token.status_code == 401 and no_token.json() == {"error": "missing or wrong bearer token"}
+
+
+def test_the_openapi_document_says_the_same(server):
+    doc = requests.get(server.url + "/openapi.json", timeout=5).json()
+    assert "HTTPValidationError" not in str(doc)
+    refused = doc["paths"]["/api/v1/incidents/{incident_id}"]["get"]["responses"]["422"]
+    assert refused["content"]["application/json"]["schema"]["required"] == ["error"]

@@ -89,10 +89,22 @@ def document_api(app: FastAPI) -> None:
             schemas["WebhookPayload"] = payload
             doc["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
             for path, operations in doc["paths"].items():
-                if path.startswith("/api/"):
-                    for operation in operations.values():
+                for operation in operations.values():
+                    if path.startswith("/api/"):
                         operation["security"] = [{"bearer": []}]
+                    _errors_as_answered(operation)
+            for framework_shape in ("HTTPValidationError", "ValidationError"):
+                schemas.pop(framework_shape, None)
             app.openapi_schema = doc
         return app.openapi_schema
 
     app.openapi = openapi
+
+
+def _errors_as_answered(operation: dict) -> None:
+    """FastAPI documents its 422 as `{"detail": [...]}`; the notifier answers `{"error": "..."}`
+    (`errors.py`), so say that."""
+    refused = operation.get("responses", {}).get("422")
+    if refused is not None and "HTTPValidationError" in str(refused):
+        refused["description"] = "a path or query parameter that does not validate; the error says which and why"
+        refused["content"] = {"application/json": {"schema": _ERROR}}
