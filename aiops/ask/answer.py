@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from vigil.common.prometheus_api import PrometheusClient
@@ -26,11 +27,20 @@ class Answer:
         return {"promql": self.promql, "metrics": self.metrics, "explanation": self.explanation}
 
 
+# a request to change something, not a question: PromQL only reads, so any query would answer something else
+COMMAND = re.compile(r"(?:please\s+)?(delete|drop|remove|erase|wipe|purge|truncate|reset|restart|reboot|kill|"
+                     r"stop|shut\s*down|disable|enable|drain|cancel|silence|acknowledge|ack|resolve|clear)\b", re.I)
+
+
 def check_question(question: object) -> str:
     if not isinstance(question, str) or not question.strip():
         raise Unanswerable("the question is empty")
     if len(question) > MAX_QUESTION:
         raise Unanswerable(f"the question is longer than {MAX_QUESTION} characters")
+    command = COMMAND.match(question.strip())
+    if command:
+        raise Unanswerable(f"'{command.group(1).lower()}' asks to change something; vigil ask only reads metrics "
+                           "with PromQL (to act on the fleet: vigil incidents, vigil maintenance, vigil chaos)")
     return question.strip()
 
 
