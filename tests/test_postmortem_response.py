@@ -133,9 +133,11 @@ def test_escalations_name_the_tier_paged_and_when_the_policy_starts_again(stack)
                     "escalated to tier 1 by tester (the policy repeated from the first tier: round 2)",
                     "tier 1 paged: alice (the policy repeated from the first tier: round 2)"]
     rows = [line for line in markdown.splitlines() if line.startswith("| ") and "| escalated |" in line]
-    assert [row.rstrip(" |").split(" | ")[3] for row in rows] == [
-        "escalated to tier 2", "escalated to tier 3",
-        "escalated to tier 1 (the policy repeated from the first tier: round 2)"]
+    timeline_says = ["escalated to tier 2", "escalated to tier 3",
+                     "escalated to tier 1 (the policy repeated from the first tier: round 2)"]
+    assert [row.rstrip(" |").split(" | ")[3] for row in rows] == timeline_says
+    shown = vigil(stack, "incidents", "show", str(incident)).splitlines()  # the CLI's timeline says the same
+    assert [line.split("tester", 1)[1].strip() for line in shown if " escalated " in line] == timeline_says
 
 
 CALL_THEN_SMS = """

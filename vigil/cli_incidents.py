@@ -15,6 +15,7 @@ import click
 import requests
 
 from vigil.notifier.incident_text import event_text as what
+from vigil.notifier.postmortem.facts import escalation_texts
 
 from .cli_stack import run_dir_option
 from .runstate import NoStack
@@ -111,8 +112,11 @@ def describe_incident(incident: dict) -> list[str]:
     lines += ["alerts:"] + [f"  {a['status']:<8} " + " ".join(f"{k}={v}" for k, v in sorted(a["labels"].items()))
                             for a in incident.get("alerts", [])]
     lines.append("timeline:")
-    for event in incident.get("timeline", []):
-        lines.append(f"  {when(event['at'])}  {event['kind']:<16} {event.get('actor') or '':<14} {what(event)}".rstrip())
+    events = incident.get("timeline", [])
+    escalated = escalation_texts(events)  # the tier an escalation paged, as the postmortem names it
+    for index, event in enumerate(events):
+        text = "".join(escalated[index]) if event["kind"] == "escalated" else what(event)
+        lines.append(f"  {when(event['at'])}  {event['kind']:<16} {event.get('actor') or '':<14} {text}".rstrip())
     return lines
 
 

@@ -140,12 +140,12 @@ def incident_facts(incident: dict, others: list[dict], now: float, jobs_seen: li
     firsts = sorted(((parse_time(a.get("startsAt")) or opened_at, a) for a in alerts), key=lambda item: item[0])
     first_at, first = firsts[0] if firsts else (opened_at, {"labels": incident.get("labels") or {}})
     labels = [a.get("labels") or {} for a in alerts] or [incident.get("labels") or {}]
-    events = [_Event(e) for e in incident.get("timeline") or []]
+    events = incident.get("timeline") or []
     escalated = escalation_texts(events)
     pages = incident.get("pages") or []
     results = page_results(pages, events, incident.get("status") == "resolved", parse_time)
-    fates = {event: results[index] for event, index in queued_events(pages, events, parse_time).items()
-             if results[index] not in ("sent", "pending", "digested")}
+    fates = {event: results[page] for event, page in queued_events(pages, events, parse_time).items()
+             if results[page] not in ("sent", "pending", "digested")}
     gpus = {(l["node"], l["gpu"]): l.get("uuid", "") for l in labels if "node" in l and "gpu" in l}
     jobs = {l["job_id"] for l in labels if l.get("job_id")} | set(jobs_seen)
     return Facts(
@@ -159,44 +159,38 @@ def incident_facts(incident: dict, others: list[dict], now: float, jobs_seen: li
                          summary=first.get("summary", "")),
         first_sign_at=first_sign_at, first_sign_how=first_sign_how,
         pages=[_page(p, result) for p, result in zip(pages, results)],
-        escalations=[dict(at=parse_time(e["at"]), text=what + (f" by {e['actor']}" if e.get("actor") else "") + note)
-                     for e, (what, note) in escalated.items()],
+        escalations=[dict(at=parse_time(events[i]["at"]), text=what + _by(events[i]) + note)
+                     for i, (what, note) in escalated.items()],
         timeline=[dict(at=parse_time(e["at"]), kind=e["kind"], actor=e.get("actor") or "",
-                       text="".join(escalated[e]) if e in escalated else _with_fate(event_text(e), fates.get(e)))
-                  for e in events],
+                       text="".join(escalated[i]) if i in escalated else _with_fate(event_text(e), fates.get(i)))
+                  for i, e in enumerate(events)],
         related=related_incidents(incident, others, now),
     )
 
 
-class _Event(dict):
-    """A timeline event that can key a dict (by identity: two events may read the same)."""
-
-    __hash__ = object.__hash__
-    __eq__ = object.__eq__
-
-
-def escalation_texts(events: list[dict]) -> dict[dict, tuple[str, str]]:
+def escalation_texts(events: list[dict]) -> dict[int, tuple[str, str]]:
     """What each escalation of the timeline did, as people count tiers (the first is tier 1), keyed by
-    its event: an `escalated` event (someone escalated; `to_tier` is the index it asked for, which may
-    be past the last tier when the policy starts again) names the tier the engine then paged; a
-    `tier_paged` event past the first tier, or one that starts a new round, names who it paged.
-    Each text comes in two parts, (what, a note on the round or ""), so a caller can put who did it between."""
-    texts: dict[dict, tuple[str, str]] = {}
+    its index in `events`: an `escalated` event (someone escalated; `to_tier` is the index it asked
+    for, which may be past the last tier when the policy starts again) names the tier the engine then
+    paged; a `tier_paged` event past the first tier, or one that starts a new round, names who it paged.
+    Each text comes in two parts, (what, a note on the round or ""), so a caller can put who did it
+    between."""
+    texts: dict[int, tuple[str, str]] = {}
     round_seen = 0
     for index, event in enumerate(events):
         d = event.get("detail") or {}
         if event["kind"] == "escalated":
             paged = next((e for e in events[index + 1:] if e["kind"] == "tier_paged"), None)
             if paged is None:  # the engine had not paged it yet
-                texts[event] = (f"escalated to tier {(d.get('to_tier') or 0) + 1}", "")
+                texts[index] = (f"escalated to tier {(d.get('to_tier') or 0) + 1}", "")
                 continue
             tier, round = paged["detail"].get("tier") or 0, paged["detail"].get("round") or 0
-            texts[event] = (f"escalated to tier {tier + 1}", _repeated(round) if round > round_seen else "")
+            texts[index] = (f"escalated to tier {tier + 1}", _repeated(round) if round > round_seen else "")
         elif event["kind"] == "tier_paged":
             tier, round = d.get("tier") or 0, d.get("round") or 0
             if tier > 0 or round > round_seen:
                 again = " again" if (d.get("repeat") or 0) > 0 else ""
-                texts[event] = (f"tier {tier + 1} paged{again}: {', '.join(d.get('people') or []) or 'nobody'}",
+                texts[index] = (f"tier {tier + 1} paged{again}: {', '.join(d.get('people') or []) or 'nobody'}",
                                 _repeated(round) if round > round_seen else "")
             round_seen = max(round_seen, round)
     return texts
@@ -214,6 +208,10 @@ def _page(page: dict, result: str) -> Page:
                 tier=page.get("tier"), status=page.get("status") or "firing", queued_at=queued, sent_at=sent,
                 attempts=len(attempts), result=result,
                 errors=[a["error"] for a in attempts if not a.get("ok") and a.get("error")], late=late)
+
+
+def _by(event: dict) -> str:
+    return f" by {event['actor']}" if event.get("actor") else ""
 
 
 def _with_fate(text: str, fate: str | None) -> str:

@@ -24,7 +24,7 @@ def page_results(pages: list[dict], events: list[dict], incident_resolved: bool,
     or `not sent` (still pending when the incident resolved)."""
     held = {e["detail"].get("delivery"): e["detail"] for e in events if e["kind"] == "page_held"}
     queued = queued_events(pages, events, parse_time)
-    due = {index: parse_time(e["at"]) + float(e["detail"].get("due_in_s") or 0) for e, index in queued.items()}
+    due = {page: parse_time(events[e]["at"]) + float(events[e]["detail"].get("due_in_s") or 0) for e, page in queued.items()}
     results = []
     for index, page in enumerate(pages):
         state = page.get("state") or "pending"
@@ -37,12 +37,12 @@ def page_results(pages: list[dict], events: list[dict], incident_resolved: bool,
     return results
 
 
-def queued_events(pages: list[dict], events: list[dict], parse_time) -> dict[dict, int]:
-    """Each `page_queued` event (a hashable event) -> the index in `pages` of the page it queued: the same person,
-    contact, status and tier, queued at the same moment (one page each)."""
+def queued_events(pages: list[dict], events: list[dict], parse_time) -> dict[int, int]:
+    """The index in `events` of each `page_queued` event -> the index in `pages` of the page it queued:
+    the same person, contact, status and tier, queued at the same moment (one page each)."""
     unmatched = list(enumerate(pages))
     found = {}
-    for event in events:
+    for index, event in enumerate(events):
         if event["kind"] != "page_queued":
             continue
         d, at = event["detail"], parse_time(event["at"])
@@ -51,7 +51,7 @@ def queued_events(pages: list[dict], events: list[dict], parse_time) -> dict[dic
                      and abs((parse_time(p.get("created_at")) or 0) - at) < SAME_MOMENT_S), None)
         if page is not None:
             unmatched.remove(page)
-            found[event] = page[0]
+            found[index] = page[0]
     return found
 
 
