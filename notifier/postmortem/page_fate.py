@@ -9,6 +9,7 @@ so nobody hears of the end). Input: the incident API's `pages` and `timeline` (t
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Callable
 
 # what each timeline event makes of the incident's state (the rest leave it as it was)
@@ -21,15 +22,17 @@ def page_results(pages: list[dict], events: list[dict], incident_resolved: bool,
                  parse_time: Callable[[str | None], float | None]) -> list[str]:
     """What became of each page (in the order of `pages`): `sent`, `failed`, `pending`, `superseded`, `digested`,
     `held: maintenance window N`, `not sent: acknowledged` / `resolved` / `firing page never reached it`,
-    or `not sent` (still pending when the incident resolved)."""
+    or `not sent yet: due HH:MM:SS` (still waiting in the outbox after the incident resolved)."""
     held = {e["detail"].get("delivery"): e["detail"] for e in events if e["kind"] == "page_held"}
     queued = queued_events(pages, events, parse_time)
     due = {page: parse_time(events[e]["at"]) + float(events[e]["detail"].get("due_in_s") or 0) for e, page in queued.items()}
     results = []
     for index, page in enumerate(pages):
         state = page.get("state") or "pending"
-        if state == "pending" and incident_resolved:
-            state = "not sent"
+        if state == "pending" and incident_resolved:  # may still go out (the SMS a minute after the call)
+            when = due.get(index)
+            state = "not sent yet" + ("" if when is None else
+                                      f": due {datetime.fromtimestamp(when, tz=timezone.utc):%H:%M:%S}")
         elif state == "muted":
             state = _muted(page, held.get(page.get("id")), due.get(index) or parse_time(page.get("created_at")),
                            events, parse_time)

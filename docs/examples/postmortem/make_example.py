@@ -14,6 +14,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pypdfium2
@@ -41,6 +42,17 @@ def free_port_base() -> int:
     sys.exit("no free port range")
 
 
+def settled(incident_id: int, run: list[str], timeout_s: float = 180.0) -> None:
+    """Wait until none of the incident's pages is still waiting in the outbox (the SMS a minute after the
+    call): a postmortem is written after the incident, not seconds after it."""
+    deadline = time.monotonic() + timeout_s
+    while any(page.get("state") == "pending"
+              for page in json.loads(vigil("incidents", "show", str(incident_id), "--json", *run)).get("pages", [])):
+        if time.monotonic() > deadline:
+            sys.exit(f"incident {incident_id} still has pages waiting after {timeout_s:.0f} s")
+        time.sleep(2)
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         config, run = Path(tmp) / "vigil.yaml", ["--run-dir", str(Path(tmp) / "run")]
@@ -50,6 +62,7 @@ def main() -> None:
             vigil("drill", "overheat", "--node", "node-2", "--gpu", "3", "--no-ack", "--timeout", "90s", *run)
             incidents = json.loads(vigil("incidents", "list", "--json", *run))["incidents"]
             incident = next(i for i in reversed(incidents) if i["labels"].get("alertname") == "GpuOverheating")
+            settled(incident["id"], run)  # written once every page has gone out or been dropped, as people do
             vigil("postmortem", str(incident["id"]), "--output", str(HERE / "example.md"), *run)
             pdf = Path(tmp) / "example.pdf"
             vigil("postmortem", str(incident["id"]), "--output", str(pdf), *run)
