@@ -80,6 +80,26 @@ def test_list_show_ack_note_resolve(stack):
     assert detail["resolved_by"] == "alice"
 
 
+def test_a_resolved_incident_is_reopened_by_hand_and_pages_again(stack):
+    incident = page_alice(stack, "r")
+    wait_for(lambda: len(pages_of(stack, incident)) == 1)
+    assert vigil(stack, "incidents", "resolve", str(incident)).exit_code == 0
+    refused = vigil(stack, "incidents", "ack", str(incident))
+    assert refused.exit_code == 1 and f"reopen it first: vigil incidents reopen {incident}" in refused.output
+    reopened = vigil(stack, "incidents", "reopen", str(incident), "--by", "alice")
+    assert reopened.exit_code == 0 and f"#{incident} reopened by alice: now triggered" in reopened.output, reopened.output
+    # unacknowledged again, from the first tier: alice is paged anew
+    wait_for(lambda: [p["status"] for p in pages_of(stack, incident)].count("firing") == 2)
+    detail = json.loads(vigil(stack, "incidents", "show", str(incident), "--json").output)
+    assert any(e["kind"] == "reopened" and e["actor"] == "alice" for e in detail["timeline"])
+    again = vigil(stack, "incidents", "reopen", str(incident))
+    assert again.exit_code == 1 and "is not resolved: nothing to reopen" in again.output
+
+
+def pages_of(stack, incident: int) -> list[dict]:
+    return json.loads(vigil(stack, "incidents", "show", str(incident), "--json").output)["pages"]
+
+
 def test_show_reads_each_page_attempt(stack):
     incident = page_alice(stack)
     wait_for(lambda: any(e["kind"] == "page_attempt" for e in

@@ -1,4 +1,4 @@
-"""`vigil incidents list|show|ack|resolve|note|escalate`: work the incidents of the running stack's
+"""`vigil incidents list|show|ack|resolve|note|escalate|reopen`: work the incidents of the running stack's
 notifier (found through `--run-dir`, like `vigil inbox`), the same as its REST API does.
 
 `--by` says who acts (default: $USER); it is shown on the incident's timeline.
@@ -65,7 +65,7 @@ def when(rfc3339: str | None) -> str:
 
 @click.group()
 def incidents():
-    """Incidents of the running stack: list, show (with the timeline), acknowledge, resolve, note, escalate."""
+    """Incidents of the running stack: list, show (with the timeline), acknowledge, resolve, note, escalate, reopen."""
 
 
 @incidents.command("list")
@@ -136,6 +136,8 @@ ack = _action("ack", "ack", "acknowledged",
               "Acknowledge an incident: paging stops (until the policy's re-page time, if it has one).")
 resolve = _action("resolve", "resolve", "resolved", "Resolve an incident by hand; whoever was paged hears of it.")
 escalate = _action("escalate", "escalate", "escalated to the next tier", "Page the next tier of the policy now.")
+reopen = _action("reopen", "reopen", "reopened",
+                 "Reopen a resolved incident: it fires again, unacknowledged, and the policy pages from its first tier.")
 
 
 @incidents.command()

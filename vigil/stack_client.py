@@ -74,7 +74,7 @@ class StackClient:
         return self._notifier("GET", f"/api/v1/incidents/{incident_id}")
 
     def incident_action(self, incident_id: int, action: str, by: str, **more: str) -> dict:
-        """`ack`, `resolve`, `escalate` or `notes` (with `text`) on incident `incident_id` as `by`."""
+        """`ack`, `resolve`, `escalate`, `reopen` or `notes` (with `text`) on incident `incident_id` as `by`."""
         return self._notifier("POST", f"/api/v1/incidents/{incident_id}/{action}", body={"by": by, **more})
 
     def heartbeats(self) -> list[dict]:

@@ -3,7 +3,7 @@
 - `GET /api/v1/incidents?state=&priority=&team=&limit=`: the newest `limit`, oldest first;
 - `GET /api/v1/incidents/{id}`: the incident, its alerts (as the latest notification lists them), its
   timeline and its pages (each with its send attempts);
-- `POST /api/v1/incidents/{id}/ack|resolve|escalate` (`{"by": NAME}`) and `…/notes`
+- `POST /api/v1/incidents/{id}/ack|resolve|escalate|reopen` (`{"by": NAME}`) and `…/notes`
   (`{"by": NAME, "text": …}`): 404 for an unknown incident, 409 for what cannot happen now (acknowledge
   a resolved incident …), 422 for a bad body;
 - `GET /api/v1/notifications`.
@@ -29,7 +29,8 @@ IncidentId = Annotated[int, Path(ge=1, le=MAX_ROW_ID)]
 State = Literal["triggered", "acknowledged", "resolved"]
 Priority = Annotated[str, Query(pattern=r"^P[1-5]$")]
 Team = Annotated[str, Query(min_length=1, max_length=200)]
-ACTIONS = {"ack": actions.acknowledge, "resolve": actions.resolve, "escalate": actions.escalate_now}
+ACTIONS = {"ack": actions.acknowledge, "resolve": actions.resolve, "escalate": actions.escalate_now,
+           "reopen": actions.reopen}
 
 
 @router.get("/api/v1/incidents")

@@ -124,5 +124,6 @@ def _existing(conn: sa.Connection, incident_id: int):
 def _firing(conn: sa.Connection, incident_id: int, verb: str):
     incident = _existing(conn, incident_id)
     if incident.status == "resolved":
-        raise TransitionRefused(f"incident {incident_id} is resolved: nothing to {verb} (reopen it first)")
+        raise TransitionRefused(f"incident {incident_id} is resolved: nothing to {verb} (reopen it first: "
+                                f"vigil incidents reopen {incident_id})")
     return incident
