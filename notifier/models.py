@@ -111,9 +111,18 @@ class WebhookPayload(BaseModel):
                 where.append(f"{key}={_listed(values)}")
             if len(values) > 1:
                 break  # GPUs of several nodes: their indexes alone would mislead
-        summary = self.commonAnnotations.get("summary", "")
+        summary = self.commonAnnotations.get("summary", "") or self._first_summary()
         parts = (_listed(names, ", ") or "alert group", *where, f"— {summary}" if summary else "")
         return shorten(" ".join(part for part in parts if part), MAX_TITLE_CHARS)
+
+    def _first_summary(self) -> str:
+        """Where the alerts' summaries differ (Alertmanager then sends no common one: one disk's three
+        SMART attributes, say), the first firing alert's, saying how many more there are."""
+        summaries = _distinct(alert.annotations.get("summary") for alert in self.alerts if alert.status == "firing") \
+            or _distinct(alert.annotations.get("summary") for alert in self.alerts)
+        if not summaries:
+            return ""
+        return summaries[0] + (f" (+{len(summaries) - 1} more)" if len(summaries) > 1 else "")
 
 
 # the dedup key's canonical JSON: one encoder for every post (`json.dumps` with options builds one per call)

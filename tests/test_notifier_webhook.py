@@ -117,6 +117,19 @@ def test_incident_titles_name_the_alerts_and_where_never_the_group_key(client, a
     assert incident["group_key"] == '{}/{severity="critical"}:{node="node-1"}'  # still there, as its own field
 
 
+def test_a_group_without_a_common_summary_is_titled_with_its_first_alerts_summary(client):
+    """One disk's several SMART attributes: one alert each, each with its own summary, so Alertmanager's
+    commonAnnotations has none; the title still says what happened, not only the alert's name."""
+    alerts = [alert(f"s{i}", alertname="DiskSmartUncorrectableSectors", gpu="", device="sda") for i in range(3)]
+    for each, attribute in zip(alerts, ("offline_uncorrectable", "current_pending_sector", "reported_uncorrect")):
+        each["annotations"] = {"summary": f"Disk sda on node-1 has 8 {attribute}"}
+    body = payload(*alerts)
+    body["commonAnnotations"] = {}
+    client.post(HOOK, json=body, headers=AUTH).raise_for_status()
+    [incident] = get(client, "/api/v1/incidents")["incidents"]
+    assert incident["title"] == "DiskSmartUncorrectableSectors node=node-1 — Disk sda on node-1 has 8 current_pending_sector (+2 more)"
+
+
 def test_unknown_fields_from_newer_alertmanagers_are_accepted(client):
     body = payload()
     body["notification_reason"] = 2
