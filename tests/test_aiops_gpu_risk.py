@@ -296,3 +296,25 @@ def test_collector_exports_the_threshold_each_model_is_operated_at(fake_promethe
     os.utime(tmp_path / MODEL_FILE, ns=(stamp, stamp))
     assert collector.refresh()
     assert threshold(sata) == 0.9
+
+
+def test_a_busy_gpu_beside_idle_ones_is_compared_with_the_busy_ones():
+    """A hung job's GPUs (0-3) cool beside another job's busy ones (4-6) on the same node: the busy GPUs
+    are far warmer than the node's median without running hot. Peers at a similar load are the comparison."""
+    temps, loads = [38, 37, 38, 36, 72, 71, 73, 40], [0.0, 0.0, 0.01, 0.0, 0.95, 0.9, 0.97, 0.0]
+
+    def scored(name: str, temperatures: list[float], utilizations: list[float] | None) -> dict:
+        node = _node(name, temperatures)
+        for gpu, load in zip(node, utilizations or [None] * len(node)):
+            gpu.utilization = load
+        risks = {r.gpu: r for r in score_gpus(node)}
+        return {gpu.gpu: (gpu.temperature_z, risks[gpu.gpu]) for gpu in node}
+
+    with_loads = scored("n", temps, loads)
+    assert all(z <= 1.0 for z, _ in with_loads.values()), with_loads
+    # without the loads (where no utilization is exported) the busy ones stand out, as before
+    bare = scored("n", temps, None)
+    assert min(bare[g][0] for g in ("4", "5", "6")) > 3
+    # a GPU running hot among busy peers still stands out
+    hot = scored("h", [38, 37, 38, 36, 72, 71, 90, 40], loads)
+    assert hot["6"][0] > 3 and hot["6"][1].top_reason == "temperature_above_peers"

@@ -37,6 +37,8 @@ THRESHOLD: float = float(_CALIBRATED["threshold"])  # the alarm threshold these 
 # of a degree does not turn a 1 °C difference into a huge z-score.
 MIN_TEMPERATURE_SCALE_C = 2.0
 MAX_TEMPERATURE_Z = 5.0
+# GPUs whose recent utilization differs by at most this are peers for the temperature comparison
+LOAD_BAND = 0.2
 
 
 @dataclass
@@ -51,6 +53,7 @@ class GpuSignals:
     xid_92_94_count: float = 0.0
     recovery_action: float = 0.0
     temperature_c: float | None = None
+    utilization: float | None = None  # recent average (0..1): peers are compared at a similar load
     temperature_z: float = field(default=0.0)
 
     def features(self) -> dict[str, float]:
@@ -82,20 +85,28 @@ class GpuRisk:
 
 
 def set_peer_temperature_z(gpus: list[GpuSignals]) -> None:
-    """Fill `temperature_z` of each GPU: (T - node median) / robust spread of that node's GPUs."""
+    """Fill `temperature_z` of each GPU: (T - peers' median) / robust spread of the peers' temperatures.
+
+    The peers are the node's GPUs — those at a similar load (utilization within `LOAD_BAND`) when every
+    GPU of the node has a utilization: a GPU that computes next to idle ones (a hung job's GPUs cooling
+    beside another job's) is warmer than they are without running hot. A GPU without such peers gets 0."""
     by_node: dict[str, list[GpuSignals]] = {}
     for signals in gpus:
         if signals.temperature_c is not None:
             by_node.setdefault(signals.node, []).append(signals)
-    for peers in by_node.values():
-        temps = [p.temperature_c for p in peers]
-        median = statistics.median(temps)
-        # 1.4826 * MAD estimates the standard deviation of normal data without letting the hot GPU
-        # itself inflate the spread (as a plain stdev would).
-        mad = statistics.median(abs(t - median) for t in temps) * 1.4826
-        scale = max(mad, MIN_TEMPERATURE_SCALE_C)
-        for p in peers:
-            p.temperature_z = (p.temperature_c - median) / scale if len(peers) > 1 else 0.0
+    for node_gpus in by_node.values():
+        by_load = all(g.utilization is not None for g in node_gpus)
+        for p in node_gpus:
+            peers = [q for q in node_gpus if abs(q.utilization - p.utilization) <= LOAD_BAND] if by_load else node_gpus
+            p.temperature_z = _robust_z(p.temperature_c, [q.temperature_c for q in peers]) if len(peers) > 1 else 0.0
+
+
+def _robust_z(value: float, temps: list[float]) -> float:
+    median = statistics.median(temps)
+    # 1.4826 * MAD estimates the standard deviation of normal data without letting the hot GPU
+    # itself inflate the spread (as a plain stdev would).
+    mad = statistics.median(abs(t - median) for t in temps) * 1.4826
+    return (value - median) / max(mad, MIN_TEMPERATURE_SCALE_C)
 
 
 def score_gpu(signals: GpuSignals) -> GpuRisk:

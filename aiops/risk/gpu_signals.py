@@ -17,6 +17,8 @@ GPU_QUERIES: dict[str, str] = {
     "xid_92_94_count": 'sum by (node, gpu) (increase(vigil_gpu_xid_errors_total{xid=~"92|94"}[{xid_window}]))',
     "recovery_action": "max by (node, gpu) (vigil_gpu_recovery_action)",
     "temperature_c": 'max by (node, gpu) (vigil_gpu_temperature_celsius{sensor="gpu"})',
+    # the load the temperature follows (with minutes of thermal lag): peers are compared at a similar load
+    "utilization": "max by (node, gpu) (avg_over_time(vigil_gpu_utilization_ratio[5m]))",
 }
 # every GPU the exporter knows, so that GPUs without any precursor still get a (low) risk
 GPU_INVENTORY_QUERY = "max by (node, gpu) (vigil_gpu_up)"
