@@ -5,7 +5,6 @@ Their status stays as the framework chose it; only the body is worded for a pers
 
 from __future__ import annotations
 
-from annotated_types import Ge, Le
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -77,11 +76,9 @@ def _bounds(request: Request, source: str, name: str) -> tuple[int | None, int |
     for field in _all_params(dependant, params):
         if field.alias == name or field.name == name:
             low = high = None
-            for rule in field.field_info.metadata:
-                if isinstance(rule, Ge):
-                    low = rule.ge
-                elif isinstance(rule, Le):
-                    high = rule.le
+            for rule in field.field_info.metadata:  # pydantic's constraint objects (ge=…, le=…)
+                low = getattr(rule, "ge", None) if low is None else low
+                high = getattr(rule, "le", None) if high is None else high
             return low, high
     return None, None
 
