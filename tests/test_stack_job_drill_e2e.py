@@ -18,8 +18,10 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    # two job slots: they never hang or fail on their own (exporters/sim/jobs.py), so only the drill hangs one
-    running = start_stack(tmp_path_factory.mktemp("job-drill-stack"), nodes=3, gpus=4, jobs=2, node_health=False)
+    # two job slots (4 x 4 GPUs hold both: on 3 x 4 only the first fits, and between its jobs none runs):
+    # they never hang or fail on their own and are half a period apart (exporters/sim/jobs.py), so a job
+    # with minutes left runs at every moment, and only the drill hangs one
+    running = start_stack(tmp_path_factory.mktemp("job-drill-stack"), nodes=4, gpus=4, jobs=2, node_health=False)
     yield running
     assert running.cli("down").returncode == 0
 
@@ -55,7 +57,7 @@ def test_chaos_list_shows_the_jobs_and_their_gpus(stack: RunningStack):
 
 
 def test_job_hang_drill_pages_the_hung_job_once_and_resolves(stack: RunningStack):
-    job = wait_for(lambda: computing_job(stack), "job seen computing by Prometheus", timeout=90)
+    job = wait_for(lambda: computing_job(stack), "job seen computing by Prometheus", timeout=150)
     node, gpu = job["gpu"]["node"], job["gpu"]["gpu"]
     result = stack.cli("drill", "job-hang", "--node", node, "--gpu", str(gpu), "--timeout", "90", "--json",
                        timeout=900)
