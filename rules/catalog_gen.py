@@ -30,7 +30,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.parser import text_string_to_metric_families
 
-from vigil.common.ports import free_port
+from vigil.common.ports import free_port_base
 from .catalog import CATALOG_PATH
 
 _SAMPLE_TYPES = {"counter": "counter", "gauge": "gauge", "info": "info", "stateset": "gauge",
@@ -88,7 +88,7 @@ def _start(stack: ExitStack, argv: list[str], log: Path) -> None:
 
 
 def _scrape_when(url: str, needles: tuple[str, ...], timeout: float = 60) -> str:
-    """The /metrics text of `url` once it holds every needle (the last text after `timeout`)."""
+    """The /metrics text of `url` once it holds every needle; SystemExit naming what is missing after `timeout`."""
     deadline, text = time.monotonic() + timeout, ""
     while time.monotonic() < deadline:
         try:
@@ -100,7 +100,8 @@ def _scrape_when(url: str, needles: tuple[str, ...], timeout: float = 60) -> str
         time.sleep(0.2)
     if not text:
         raise SystemExit(f"no answer from {url} within {timeout:.0f}s")
-    return text
+    missing = [n for n in needles if n not in text]
+    raise SystemExit(f"{url} never exported {', '.join(missing)} within {timeout:.0f}s: is another server on that port?")
 
 
 def _version(binary: str) -> str:
@@ -113,7 +114,10 @@ def scrape_binaries(tmp: Path) -> dict[str, dict]:
     """{source: series} of the real node_exporter, Prometheus and Alertmanager."""
     node_exporter, prometheus, alertmanager = (_binary("prometheus-node-exporter"), _binary("prometheus"),
                                                _binary("prometheus-alertmanager"))
-    ne_port, prom_port, am_port, am_cluster = free_port(), free_port(), free_port(), free_port()
+    # a free block below the kernel's ephemeral range: a port picked inside it (bind to port 0, released)
+    # was once taken by another test's Prometheus before Alertmanager bound it, and its metrics were read
+    base = free_port_base(span=4)
+    ne_port, prom_port, am_port, am_cluster = base, base + 1, base + 2, base + 3
     (tmp / "rules.yml").write_text(yaml.safe_dump({"groups": [{"name": "catalog", "rules": [
         {"alert": "CatalogProbe", "expr": "vector(1)"}]}]}))
     (tmp / "prometheus.yml").write_text(yaml.safe_dump({
