@@ -160,9 +160,18 @@ def observe(url: str, prom_pid: int, fleet_pid: int, nodes: int, evaluations: in
     }
 
 
+def non_default_options(args: argparse.Namespace) -> str:
+    """The options a run was given beyond --nodes and --evaluations, so the recorded command repeats it."""
+    given = [f" --gpus {args.gpus}" if args.gpus != 8 else "",
+             f" --warmup {args.warmup}" if args.warmup != 45 else "",
+             f" --fleet-refresh {args.fleet_refresh}" if args.fleet_refresh != 120 else "",
+             f" --rules-file {args.rules_file}" if args.rules_file else ""]
+    return "".join(given)
+
+
 def report(results: list[dict], args: argparse.Namespace) -> str:
     lines = [f"Machine: {machine_summary()}. Date: {utc_now()}. Command: `.venv/bin/python bench/rules/run.py "
-             f"--nodes {args.nodes} --evaluations {args.evaluations}`. Load average at start: {args.load_at_start:.1f}. Fleet: N nodes x {args.gpus} GPUs in one process "
+             f"--nodes {args.nodes} --evaluations {args.evaluations}{non_default_options(args)}`. Load average at start: {args.load_at_start:.1f}. Fleet: N nodes x {args.gpus} GPUs in one process "
              f"(refresh every {args.fleet_refresh} s), scraped every {SCRAPE_S} s; rules of `vigil rules generate` "
              f"evaluated every {SCRAPE_S} s (a group with an `interval` of its own at that interval); "
              f"{args.evaluations} evaluations per 15-second group, from {args.warmup} s after every target is up. "
