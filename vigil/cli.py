@@ -17,7 +17,7 @@ _TOP_COMMANDS = {
     "status": ("vigil.cli_stack:status", "Show each component's URL and health."),
     "chaos": ("vigil.cli_chaos:chaos", "Inject or clear faults in the simulated GPU fleet."),
     "drill": ("vigil.cli_chaos:drill", "Fire drill: inject a fault, time the page and its resolution."),
-    "inbox": ("vigil.cli_stack:inbox", "List the pages delivered to the local inbox."),
+    "inbox": ("vigil.cli_inbox:inbox", "List the pages delivered to the local inbox."),
     "rules": ("vigil.cli_rules:rules", "Generate, check and test alert rules from compact YAML."),
     "oncall": ("vigil.cli_oncall:oncall", "Who is on call, shifts, coverage checks, iCal export of the on-call file."),
     "notifier": ("vigil.cli_notifier:notifier", "Run the notifier (Alertmanager webhook receiver)."),
