@@ -27,6 +27,8 @@ def stack(tmp_path_factory):
     yield running
     result = running.cli("down")
     assert result.returncode == 0, result.stderr
+    again = running.cli("down")  # idempotent, like `docker compose down`
+    assert (again.returncode, again.stdout) == (0, f"no vigil stack is running in {running.run_dir}; nothing to stop\n")
     time.sleep(0.5)
     orphans = [pid for pid in pids if os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().split(")")[1].split()[0] != "Z"]
     assert orphans == [], f"processes left after vigil down: {orphans}"
@@ -219,12 +221,20 @@ def test_second_stack_side_by_side_and_no_orphans_when_its_supervisor_is_killed(
         assert all(c["healthy"] for c in status.values())
     state = other.state()
     children = [c["pid"] for c in state["components"].values()]
-    os.kill(state["supervisor_pid"], signal.SIGKILL)  # no chance to clean up: PR_SET_PDEATHSIG must do it
+    os.kill(state["supervisor_pid"], signal.SIGSTOP)  # a supervisor that does not stop: `vigil down` fails
+    try:
+        stuck = other.cli("down", "--timeout", "1")
+    finally:
+        os.kill(state["supervisor_pid"], signal.SIGKILL)  # no chance to clean up: PR_SET_PDEATHSIG must do it
+    assert stuck.returncode == 1 and f"the supervisor (pid {state['supervisor_pid']}) did not stop within 1s" in stuck.stderr
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline and any(_running(pid) for pid in children):
         time.sleep(0.2)
     assert not [pid for pid in children if _running(pid)], "components outlived their killed supervisor"
     assert "not running" in other.cli("status").stderr  # stale state is reported, not trusted
+    cleaned = other.cli("down")  # the dead supervisor's state file is removed, and that is not an error
+    assert cleaned.returncode == 0 and "removed its stale state file" in cleaned.stdout, cleaned.stdout + cleaned.stderr
+    assert not (other.run_dir / "state.json").exists()
     assert json.loads(stack.cli("status", "--json").stdout)["components"]["prometheus"]["healthy"]
 
 

@@ -1,28 +1,23 @@
-"""`vigil up`, `down`, `status` and `inbox`: run a local stack and look at it."""
+"""`vigil up`, `down` and `status`: run a local stack and look at it (`vigil inbox`: `cli_inbox.py`)."""
 
 from __future__ import annotations
 
 import json
 import logging
-import os
-import signal
 import sys
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import click
-import requests
 
 from vigil.common.click_types import Duration
 
 from .cli_dashboards import grafana_options, grafana_target, provision_when_up
 from .components import MissingBinaries
 from .detach import DETACHED_CHILD_FLAG, start_detached
-from .runstate import NoStack, pid_alive, read_state
-from .stack_client import StackClient
+from .runstate import NoStack, read_state
 from .settings import MAX_SHARDS, SettingsError, load_settings
 from .stack import StackError, run_stack
+from .stack_stop import StopFailed, stop_stack
 from .supervisor import is_healthy
 
 run_dir_option = click.option("--run-dir", type=click.Path(path_type=Path), default=Path(".vigil"), show_default=True,
@@ -86,20 +81,14 @@ def up(run_dir, config_file, port_base, sim_nodes, sim_gpus, gpu_backend, scrape
 @click.command()
 @run_dir_option
 @click.option("--timeout", type=Duration(positive=True), default="30s", show_default=True,
-              help="How long to wait for the stack to stop.")
+              help="How long to wait for the stack to stop (a stack still running then: exit 1).")
 def down(run_dir, timeout):
-    """Stop a stack started with `vigil up --detach`."""
+    """Stop a stack started with `vigil up --detach`. Nothing running in the run directory is not an
+    error (exit 0, said on one line); a state file left by a crashed supervisor is removed."""
     try:
-        state = read_state(run_dir)
-    except NoStack as exc:
+        click.echo(stop_stack(run_dir, timeout))
+    except StopFailed as exc:
         raise click.ClickException(str(exc)) from None
-    os.kill(state.supervisor_pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while pid_alive(state.supervisor_pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    if pid_alive(state.supervisor_pid):
-        raise click.ClickException(f"the supervisor (pid {state.supervisor_pid}) did not stop within {timeout:.0f}s")
-    click.echo(f"stopped the stack in {run_dir}")
 
 
 @click.command()
@@ -123,36 +112,3 @@ def status(run_dir, as_json):
         for name, comp in state.components.items():
             click.echo(f"{name:<{width}}  {'healthy' if health[name] else 'UNHEALTHY':<9}  {comp.url}")
     sys.exit(0 if all(health.values()) else 1)
-
-
-@click.command()
-@run_dir_option
-@click.option("--json", "as_json", is_flag=True, help="Print the pages as JSON.")
-def inbox(run_dir, as_json):
-    """List the pages delivered to the demo's local inbox."""
-    try:
-        pages = StackClient.from_run_dir(run_dir).pages()
-    except NoStack as exc:
-        raise click.ClickException(str(exc)) from None
-    except requests.RequestException as exc:
-        raise click.ClickException(f"cannot reach the notifier: {exc}") from None
-    if as_json:
-        click.echo(json.dumps({"pages": pages}, indent=2))
-        return
-    if not pages:
-        click.echo("the inbox is empty")
-        return
-    for page in pages:
-        when = _format_time(page.get("time"))
-        tier = f" (tier {page['tier'] + 1})" if isinstance(page.get("tier"), int) else ""
-        click.echo(f"{when}  #{page.get('incident_id')}  {page.get('status', '').upper():<8}  "
-                   f"to {page.get('recipient')} via {page.get('channel')}{tier}")
-        click.echo(f"    {page.get('title')}")
-        for line in str(page.get("body") or "").splitlines()[:6]:
-            click.echo(f"    {line}")
-
-
-def _format_time(value) -> str:
-    if isinstance(value, (int, float)):
-        return datetime.fromtimestamp(value, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-    return str(value)

@@ -47,7 +47,7 @@ def already_running(layout: RunLayout) -> str:
     return f"a stack is already running in {layout.root}; stop it with: vigil down --run-dir {layout.root}"
 
 
-def _lock_run_dir(layout: RunLayout):
+def lock_run_dir(layout: RunLayout):
     layout.root.mkdir(parents=True, exist_ok=True)
     handle = open(layout.lock_file, "a+")
     try:
@@ -95,7 +95,7 @@ def run_stack(settings: StackSettings, gpu_backend: str, say: Callable[[str], No
             load_oncall(settings.oncall_config)
         except OncallConfigError as exc:
             raise StackError(str(exc)) from None
-    lock = _lock_run_dir(layout)
+    lock = lock_run_dir(layout)
     backend: GpuBackend = detect_gpu_backend(settings, gpu_backend)
     try:
         specs = PROFILE_SPECS[settings.profile](settings, layout, binaries, backend)
