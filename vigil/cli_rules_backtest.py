@@ -97,7 +97,7 @@ def _notifier(notifier_url: str | None, token_file: Path | None, stack: StackCli
 @click.argument("specs", nargs=-1, type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--from", "start", type=Moment(), default="-1d", show_default=True, help=f"Start: {TIME_FORMS}.")
 @click.option("--to", "end", type=Moment(), default="now", show_default=True, help="End, in the same forms.")
-@click.option("--prometheus", metavar="URL", help="Prometheus with the history. Default: the stack in --run-dir.")
+@click.option("--prometheus", "--prometheus-url", "prometheus", metavar="URL", help="Prometheus with the history. Default: the stack in --run-dir.")
 @run_dir_option
 @click.option("--interval", type=Duration(positive=True),
               help="Evaluation interval of groups that set none. Default: the server's global evaluation_interval.")
@@ -105,7 +105,7 @@ def _notifier(notifier_url: str | None, token_file: Path | None, stack: StackCli
               help="A firing that starts this soon after the same series resolved is a flap.")
 @click.option("--max-for", type=Duration(),
               help="Cap every 'for' and 'keep_firing_for', as `vigil rules generate --max-for` (the demo stack) does.")
-@click.option("--notifier", "notifier_url", metavar="URL",
+@click.option("--notifier", "--notifier-url", "notifier_url", metavar="URL",
               help="Notifier whose incidents to compare with. Default: the stack's, when --prometheus is not given.")
 @click.option("--token-file", type=click.Path(path_type=Path, dir_okay=False),
               help="File holding the notifier's bearer token (needed with --notifier).")
