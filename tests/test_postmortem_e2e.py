@@ -1,11 +1,13 @@
 """End to end: a drill through the real Prometheus, Alertmanager and notifier of `vigil up`, then
 `vigil postmortem` as a user runs it — the times, people and channels of the incident, the charts of
 the alert's series with its threshold, the PDF's pages turned into images (not blank), the Markdown
-parsed by a Markdown library."""
+parsed by a Markdown library; then, last in this module, the same after `vigil down` (the incident from
+the run directory's notifier database, the charts from its Prometheus TSDB read back)."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import matplotlib.image
@@ -36,7 +38,8 @@ def drilled(tmp_path_factory):
         incident = json.loads(stack.cli("incidents", "show", str(incident_id), "--json").stdout)
         yield stack, incident
     finally:
-        assert stack.cli("down").returncode == 0
+        if (stack.run_dir / "state.json").exists():  # not stopped already by `stopped`
+            assert stack.cli("down").returncode == 0
 
 
 def test_the_postmortem_of_a_drill_says_what_happened(drilled, tmp_path):
@@ -95,3 +98,69 @@ def test_an_unknown_incident_is_a_one_line_error(drilled):
     result = CliRunner().invoke(main, ["postmortem", str(incident["id"] + 1000), "--run-dir", str(stack.run_dir)])
     assert result.exit_code == 1 and result.exception is None or isinstance(result.exception, SystemExit)
     assert result.output.strip() == f"Error: no incident {incident['id'] + 1000}"
+
+
+# These use the drilled stack after `vigil down`: they run last in this module (pytest runs a module's
+# tests in file order, and `make test` keeps each file on one worker).
+
+
+@pytest.fixture(scope="module")
+def stopped(drilled):
+    """The drilled stack stopped with `vigil down`; yields (stack, the incident and `incidents list --json` as
+    the running stack printed them just before)."""
+    stack, incident = drilled
+    listed = json.loads(stack.cli("incidents", "list", "--json").stdout)
+    incident = json.loads(stack.cli("incidents", "show", str(incident["id"]), "--json").stdout)
+    assert stack.cli("down").returncode == 0
+    yield stack, incident, listed
+
+
+def test_incidents_are_read_from_a_stopped_stack(stopped):
+    stack, incident, listed = stopped
+    result = stack.cli("incidents", "list", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == listed and incident["id"] in [i["id"] for i in listed["incidents"]]
+    assert result.stderr == (f"the stack in {stack.run_dir} is stopped: incidents read from "
+                             f"{stack.run_dir / 'notifier.db'} (read-only)\n")
+    resolved = json.loads(stack.cli("incidents", "list", "--json", "--state", "resolved").stdout)["incidents"]
+    assert incident["id"] in [i["id"] for i in resolved]
+    shown = json.loads(stack.cli("incidents", "show", str(incident["id"]), "--json").stdout)
+    # a page's delivery may have moved on between the last look and `vigil down`: its fields are the same
+    assert [sorted(p) for p in shown.pop("pages")] == [sorted(p) for p in incident["pages"]]
+    assert shown == {k: v for k, v in incident.items() if k != "pages"}
+    shown = stack.cli("incidents", "show", str(incident["id"])).stdout
+    timeline = shown.split("timeline:\n")[1]
+    assert " acknowledged " in timeline and incident["acknowledged_by"] in timeline and " resolved " in timeline
+
+
+def test_acknowledging_on_a_stopped_stack_is_refused(stopped):
+    stack, incident, _ = stopped
+    result = stack.cli("incidents", "ack", str(incident["id"]))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr == (f"Error: cannot ack incident {incident['id']}: no vigil stack is running in "
+                             f"{stack.run_dir}; start the stack first (vigil up --run-dir {stack.run_dir})\n")
+
+
+def test_the_postmortem_of_a_stopped_stack_reads_the_tsdb_back(stopped, tmp_path):
+    stack, incident, _ = stopped
+    out = tmp_path / "after.md"
+    result = stack.cli("postmortem", str(incident["id"]), "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "no charts" not in result.stderr
+    text = out.read_text()
+    assert incident["title"] in text
+    # the first sign and the chart come from the TSDB, through the alert's expression in the rule files
+    assert re.search(r"First visible sign in the metrics: \S+ \S+ UTC; first sample of GpuOverheating", text), text
+    assert "(after-chart-1.png)" in text
+    pixels = matplotlib.image.imread(tmp_path / "after-chart-1.png")
+    assert pixels.shape[:2] == (380, 800) and pixels.std() > 0.05
+    # the temporary Prometheus is gone: no process holds the TSDB
+    data = str(stack.run_dir / "prometheus" / "data")
+    assert not [pid for pid in os.listdir("/proc") if pid.isdigit() and _cmdline_has(pid, data)]
+
+
+def _cmdline_has(pid: str, text: str) -> bool:
+    try:
+        return text in open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace")
+    except OSError:
+        return False

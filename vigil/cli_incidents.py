@@ -1,6 +1,8 @@
 """`vigil incidents list|show|ack|resolve|note|escalate|reopen`: work the incidents of the running stack's
 notifier (found through `--run-dir`, like `vigil inbox`), the same as its REST API does.
 
+On a stopped stack `list` and `show` read the run directory's notifier database instead (read-only,
+`vigil.stopped_stack`, the same JSON); the verbs that change an incident need the running notifier.
 `--by` says who acts (default: $USER); it is shown on the incident's timeline.
 """
 
@@ -20,22 +22,49 @@ from vigil.notifier.postmortem.facts import escalation_texts
 from .cli_stack import run_dir_option
 from .runstate import NoStack
 from .stack_client import StackClient, StackRequestError
+from .stopped_stack import StoppedStack
 
 T = TypeVar("T")
 STATES = ("triggered", "acknowledged", "resolved")
 PRIORITIES = ("P1", "P2", "P3", "P4", "P5")
 
 
-def call_notifier(run_dir: Path, call: Callable[[StackClient], T]) -> T:
-    """`call(client)` on the running stack's notifier; its refusals and absence as a one-line error."""
+def call_notifier(run_dir: Path, call: Callable[[StackClient], T], *, stopped_ok: bool = False,
+                  refused: str | None = None) -> T:
+    """`call(client)` on the running stack's notifier; its refusals and absence as a one-line error.
+
+    With `stopped_ok`, a stopped stack's incidents are read from its run directory instead (`call` gets a
+    `StoppedStack`, said once on stderr); `refused` names what a stopped stack cannot do, for the error."""
     try:
-        return call(StackClient.from_run_dir(run_dir))
+        client = StackClient.from_run_dir(run_dir)
     except NoStack as exc:
+        if stopped_ok:
+            return call_stopped(run_dir, exc, call)
+        if refused:
+            raise click.ClickException(f"cannot {refused}: {exc.reason}; start the stack first "
+                                       f"(vigil up --run-dir {run_dir})") from None
         raise click.ClickException(str(exc)) from None
+    try:
+        return call(client)
     except StackRequestError as exc:
         raise click.ClickException(str(exc)) from None
     except requests.RequestException as exc:
         raise click.ClickException(f"cannot reach the notifier: {exc}") from None
+
+
+def call_stopped(run_dir: Path, why: NoStack, call: Callable[[StoppedStack], T]) -> T:
+    """`call(stopped)` on the incidents in the run directory of the stack that is not running."""
+    try:
+        stopped = StoppedStack(run_dir, why)
+    except NoStack as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"the stack in {run_dir} is stopped: incidents read from {stopped.db} (read-only)", err=True)
+    try:
+        return call(stopped)
+    except StackRequestError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        stopped.close()
 
 
 def default_actor() -> str:
@@ -65,7 +94,9 @@ def when(rfc3339: str | None) -> str:
 
 @click.group()
 def incidents():
-    """Incidents of the running stack: list, show (with the timeline), acknowledge, resolve, note, escalate, reopen."""
+    """Incidents of the stack: list, show (with the timeline), acknowledge, resolve, note, escalate, reopen.
+
+    list and show also work on a stopped stack (they read its run directory's notifier database)."""
 
 
 @incidents.command("list")
@@ -77,7 +108,8 @@ def incidents():
 @json_option
 def list_incidents(run_dir, state, priority, team, limit, as_json):
     """List incidents, oldest first."""
-    found = call_notifier(run_dir, lambda c: c.incidents(limit, state=state, priority=priority, team=team))
+    found = call_notifier(run_dir, lambda c: c.incidents(limit, state=state, priority=priority, team=team),
+                          stopped_ok=True)
     if printed_plainly("incidents", found, as_json):
         return
     for incident in found:
@@ -93,7 +125,7 @@ def list_incidents(run_dir, state, priority, team, limit, as_json):
 @json_option
 def show(run_dir, incident_id, as_json):
     """Show an incident: its state, SLA, alerts, pages and timeline (time, what happened, who)."""
-    incident = call_notifier(run_dir, lambda c: c.incident(incident_id))
+    incident = call_notifier(run_dir, lambda c: c.incident(incident_id), stopped_ok=True)
     if as_json:
         click.echo(json.dumps(incident, indent=2))
         return
@@ -126,7 +158,8 @@ def _action(verb: str, action: str, done: str, help_text: str):
     @click.argument("incident_id", type=click.IntRange(min=1))
     @by_option
     def command(run_dir, incident_id, by):
-        incident = call_notifier(run_dir, lambda c: c.incident_action(incident_id, action, by))
+        incident = call_notifier(run_dir, lambda c: c.incident_action(incident_id, action, by),
+                                 refused=f"{verb} incident {incident_id}")
         click.echo(f"#{incident['id']} {done} by {by}: now {incident.get('state')}")
     command.help = help_text
     return command
@@ -147,5 +180,6 @@ reopen = _action("reopen", "reopen", "reopened",
 @by_option
 def note(run_dir, incident_id, text, by):
     """Add a note to an incident's timeline."""
-    call_notifier(run_dir, lambda c: c.incident_action(incident_id, "notes", by, text=text))
+    call_notifier(run_dir, lambda c: c.incident_action(incident_id, "notes", by, text=text),
+                  refused=f"add a note to incident {incident_id}")
     click.echo(f"#{incident_id}: note added by {by}")

@@ -5,11 +5,17 @@ The incident, its timeline, pages and SLA come from the notifier's REST API (wit
 the charts, the first sign of the fault and the jobs on the affected GPUs from the stack's Prometheus.
 With `--output x.md` the charts are written next to it (`x-chart-1.png` …) and linked; otherwise they
 are embedded as data URLs.
+
+On a stopped stack (after `vigil down`) the incident comes from the run directory's notifier database
+(`vigil.stopped_stack`) and the metrics from a temporary Prometheus on its TSDB (`vigil.tsdb_readback`);
+when that cannot be started the postmortem is written without charts, saying why.
 """
 
 from __future__ import annotations
 
+import os
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import click
@@ -19,6 +25,8 @@ from vigil.notifier.postmortem import CONTENT_TYPES, TemplateProblem, gather, re
 
 from .cli_incidents import call_notifier
 from .cli_stack import run_dir_option
+from .stack_client import StackClient
+from .tsdb_readback import read_back
 
 # related incidents are searched among the newest this many
 RELATED_SEARCH_LIMIT = 5000
@@ -39,11 +47,16 @@ def postmortem(run_dir, incident_id, fmt, output, templates):
     if fmt is None:
         suffix = output.suffix.lstrip(".").lower() if output else ""
         fmt = {"markdown": "md", "htm": "html"}.get(suffix, suffix) if suffix in {*CONTENT_TYPES, "markdown", "htm"} else "md"
-    if fmt == "pdf" and output is None and click.get_text_stream("stdout").isatty():
-        raise click.UsageError("a PDF is not for a terminal: give --output FILE.pdf (or redirect standard output)")
+    if fmt == "pdf" and (click.get_text_stream("stdout").isatty() if output is None else is_terminal(output)):
+        where = "give --output FILE.pdf (or redirect standard output)" if output is None else f"{output} is a terminal"
+        raise click.UsageError(f"a PDF is not for a terminal: {where}")
     client, incident, others = call_notifier(run_dir, lambda c: (c, c.incident(incident_id),
-                                                                  c.incidents(RELATED_SEARCH_LIMIT)))
-    found = gather(incident, others, PrometheusClient(client.prometheus, timeout=10), now=time.time())
+                                                                  c.incidents(RELATED_SEARCH_LIMIT)), stopped_ok=True)
+    with metrics_of(client, run_dir) as prometheus:
+        found = gather(incident, others, prometheus, now=time.time())
+    if not isinstance(client, StackClient) and not found.facts.charts:
+        problems = found.evidence.problems if found.evidence else []
+        click.echo("no charts: " + ("; ".join(problems) or "Prometheus has no series of these alerts"), err=True)
     urls = None
     if fmt == "md" and output is not None:
         urls = []
@@ -60,6 +73,28 @@ def postmortem(run_dir, incident_id, fmt, output, templates):
         return
     _write(output, body)
     click.echo(f"wrote {output} ({fmt}, {len(found.facts.charts)} charts)", err=True)
+
+
+def is_terminal(path: Path) -> bool:
+    """`path` names a terminal (`/dev/tty`, a `/dev/pts/N` …): a PDF written there would garble it."""
+    if os.path.realpath(path) == "/dev/tty":
+        return True
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NOCTTY | os.O_NONBLOCK)
+    except OSError:
+        return False  # not there yet (a file to create), or not ours to write: _write says so
+    try:
+        return os.isatty(fd)
+    finally:
+        os.close(fd)
+
+
+def metrics_of(client, run_dir: Path):
+    """A context giving the Prometheus to read the incident's metrics from: the running stack's, or on a
+    stopped stack a temporary one on its TSDB (one that answers only why, when none can be had)."""
+    if isinstance(client, StackClient):
+        return nullcontext(PrometheusClient(client.prometheus, timeout=10))
+    return read_back(run_dir)
 
 
 def _write(path: Path, data: bytes) -> None:

@@ -16,7 +16,11 @@ from .stack_config import RunLayout
 
 
 class NoStack(Exception):
-    """No running stack was found in the run directory."""
+    """No running stack was found in the run directory; `reason` says why without the advice."""
+
+    def __init__(self, message: str, reason: str | None = None):
+        super().__init__(message)
+        self.reason = reason or message
 
 
 @dataclass
@@ -70,7 +74,8 @@ def read_state(run_dir: Path) -> StackState:
     try:
         raw = json.loads(layout.state_file.read_text())
     except FileNotFoundError:
-        raise NoStack(f"no vigil stack is running in {run_dir} (start one with: vigil up --run-dir {run_dir})") from None
+        raise NoStack(f"no vigil stack is running in {run_dir} (start one with: vigil up --run-dir {run_dir})",
+                      f"no vigil stack is running in {run_dir}") from None
     except (OSError, json.JSONDecodeError) as exc:
         raise NoStack(f"cannot read {layout.state_file}: {exc}") from None
     state = StackState(**{**raw, "components": {k: ComponentState(**v) for k, v in raw.get("components", {}).items()}})

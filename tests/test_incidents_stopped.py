@@ -1,0 +1,167 @@
+"""`vigil incidents` and `vigil postmortem` on a stopped stack, as a user runs them after the incident: a real
+notifier fills the run directory's `notifier.db`, then stops (its supervisor's lock released), and the CLI
+reads the database instead. The stack e2e (`test_postmortem_e2e.py`) reads the Prometheus TSDB back too;
+here the run directory has no TSDB (or no Prometheus binary), so the postmortem has no charts and says why."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import time
+from pathlib import Path
+
+import pytest
+import requests
+from click.testing import CliRunner
+
+from test_notifier_support import AUTH, NotifierServer, alert, free_port, make_settings, payload, run_dir_for
+from vigil.cli import main
+from vigil.tsdb_readback import READY_TIMEOUT_S, tsdb_prometheus
+
+
+def vigil(*args: str, run_dir: Path):
+    result = CliRunner().invoke(main, [*args, "--run-dir", str(run_dir)], env={"USER": "tester"})
+    assert "Traceback" not in result.output and (result.exception is None or isinstance(result.exception, SystemExit))
+    return result
+
+
+@pytest.fixture
+def stopped(tmp_path):
+    """A run directory whose notifier took two alerts (one acknowledged) and stopped; yields (run_dir,
+    what `incidents list --json` and `show --json` printed while it ran, the acknowledged incident's id)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    with NotifierServer(make_settings(run, port=free_port())) as server, run_dir_for(server, run):
+        ids = []
+        for name in ("a", "b"):
+            answer = requests.post(server.url + "/api/v1/alerts/alertmanager", headers=AUTH, timeout=5,
+                                   json=payload(alert(name, node=f"node-{name}"), group_key=f"g-{name}"))
+            answer.raise_for_status()
+            ids.append(answer.json()["incident_id"])
+        assert vigil("incidents", "ack", str(ids[0]), run_dir=run).exit_code == 0
+        running = {"list": json.loads(vigil("incidents", "list", "--json", run_dir=run).stdout),
+                   "show": json.loads(vigil("incidents", "show", str(ids[0]), "--json", run_dir=run).stdout)}
+    (run / "state.json").unlink()  # as the supervisor leaves the run directory when it stops
+    yield run, running, ids[0]
+
+
+def test_list_and_show_read_the_stopped_stacks_database(stopped):
+    run, running, acked = stopped
+    listed = vigil("incidents", "list", "--json", run_dir=run)
+    assert listed.exit_code == 0, listed.output
+    assert json.loads(listed.stdout) == running["list"]  # the same rows and fields as the REST API's
+    said = f"the stack in {run} is stopped: incidents read from {run / 'notifier.db'} (read-only)\n"
+    assert listed.stderr == said  # once
+    assert [i["id"] for i in json.loads(vigil("incidents", "list", "--json", "--state", "acknowledged",
+                                              run_dir=run).stdout)["incidents"]] == [acked]
+    assert vigil("incidents", "list", "--state", "resolved", run_dir=run).stdout == "no incidents\n"
+    plain = vigil("incidents", "list", "--team", "nobody", run_dir=run)
+    assert plain.exit_code == 0 and plain.stdout == "no incidents\n"
+
+    shown = vigil("incidents", "show", str(acked), "--json", run_dir=run)
+    assert shown.exit_code == 0 and json.loads(shown.stdout) == running["show"]
+    text = vigil("incidents", "show", str(acked), run_dir=run).stdout
+    timeline = text.split("timeline:\n")[1].splitlines()
+    assert any(" acknowledged " in line and "tester" in line for line in timeline), text
+    missing = vigil("incidents", "show", "999", run_dir=run)
+    assert missing.exit_code == 1 and missing.stderr.endswith("Error: no incident 999\n")
+
+
+def test_the_database_is_opened_read_only(stopped):
+    run, running, _ = stopped
+    before = (run / "notifier.db").read_bytes()
+    assert vigil("incidents", "list", run_dir=run).exit_code == 0
+    assert (run / "notifier.db").read_bytes() == before
+
+
+@pytest.mark.parametrize("verb", [["ack"], ["resolve"], ["escalate"], ["reopen"], ["note", "looked at it"]])
+def test_changing_an_incident_needs_the_running_stack(stopped, verb):
+    run, _, acked = stopped
+    result = vigil("incidents", verb[0], str(acked), *verb[1:], run_dir=run)
+    assert result.exit_code == 1
+    what = f"add a note to incident {acked}" if verb[0] == "note" else f"{verb[0]} incident {acked}"
+    assert result.stderr == (f"Error: cannot {what}: no vigil stack is running in {run}; start the stack first "
+                             f"(vigil up --run-dir {run})\n")
+
+
+def test_a_run_directory_without_a_database_says_no_stack_runs(tmp_path):
+    result = vigil("incidents", "list", run_dir=tmp_path)
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: no vigil stack is running in {tmp_path} (start one with: vigil up --run-dir {tmp_path})\n"
+
+
+def test_an_unreadable_database_is_a_one_line_error(tmp_path):
+    (tmp_path / "notifier.db").write_text("not a database\n")
+    result = vigil("incidents", "list", run_dir=tmp_path)
+    assert result.exit_code == 1 and len(result.stderr.splitlines()) == 1
+    assert f"its notifier database {tmp_path / 'notifier.db'} cannot be read" in result.stderr
+
+
+def test_a_postmortem_without_the_tsdb_has_no_charts_and_says_why(stopped, tmp_path):
+    run, running, acked = stopped
+    out = tmp_path / "pm.md"
+    result = vigil("postmortem", str(acked), "-o", str(out), run_dir=run)
+    assert result.exit_code == 0, result.output
+    why = f"the stack is stopped and its metrics cannot be read back: the run directory has no Prometheus data " \
+          f"({run / 'prometheus' / 'data'} does not exist)"
+    assert f"no charts: {why}\n" in result.stderr
+    text = out.read_text()
+    assert f"(incident #{acked})" in text and running["show"]["title"] in text
+    assert f"No charts: {why}." in text and not list(tmp_path.glob("pm-chart-*.png"))
+
+
+def test_a_postmortem_without_the_prometheus_binary_has_no_charts(stopped, tmp_path, monkeypatch):
+    run, _, acked = stopped
+    (run / "prometheus" / "data").mkdir(parents=True)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-binaries"))
+    result = vigil("postmortem", str(acked), run_dir=run)
+    assert result.exit_code == 0, result.output
+    assert "the prometheus binary is not installed (Debian package prometheus)" in result.stdout
+    assert "no charts: " in result.stderr
+
+
+def test_a_pdf_is_refused_when_the_output_is_a_terminal(tmp_path):
+    controller, terminal = pty.openpty()
+    try:
+        for where in ("/dev/tty", os.ttyname(terminal)):
+            result = vigil("postmortem", "1", "--format", "pdf", "-o", where, run_dir=tmp_path)
+            assert result.exit_code == 2, result.output
+            assert f"Error: a PDF is not for a terminal: {where} is a terminal" in result.stderr
+        os.set_blocking(controller, False)
+        with pytest.raises(BlockingIOError):
+            os.read(controller, 100)  # nothing reached the terminal
+    finally:
+        os.close(terminal)
+        os.close(controller)
+    # a file, even one named like a device, is written (here: refused only for want of a stack)
+    result = vigil("postmortem", "1", "--format", "pdf", "-o", str(tmp_path / "tty"), run_dir=tmp_path)
+    assert result.exit_code == 1 and "no vigil stack is running" in result.stderr
+
+
+def test_a_postmortem_whose_tsdb_is_locked_has_no_charts_and_says_why(stopped, tmp_path):
+    """Another Prometheus serves the TSDB (here: a read-back one): no second one is started on it, and the
+    postmortem is written all the same."""
+    run, _, acked = stopped
+    (run / "prometheus" / "data").mkdir(parents=True)
+    with tsdb_prometheus(run) as holder:
+        assert holder.query("vector(1)")[0].value == 1.0
+        started = time.monotonic()
+        result = vigil("postmortem", str(acked), "-o", str(tmp_path / "pm.md"), run_dir=run)
+        assert time.monotonic() - started < READY_TIMEOUT_S / 2  # it gave up when that Prometheus exited
+    assert result.exit_code == 0, result.output
+    assert f"{run / 'prometheus' / 'data'} is still served by another Prometheus (pid " in result.stderr
+    assert "No charts: the stack is stopped and its metrics cannot be read back" in (tmp_path / "pm.md").read_text()
+
+
+def test_a_postmortem_whose_tsdb_cannot_be_opened_says_what_prometheus_said(stopped, tmp_path):
+    run, _, acked = stopped
+    (run / "prometheus" / "data").mkdir(parents=True)
+    (run / "prometheus" / "data" / "wal").write_text("not a folder\n")  # a TSDB broken beyond opening
+    result = vigil("postmortem", str(acked), "-o", str(tmp_path / "pm.md"), run_dir=run)
+    assert result.exit_code == 0, result.output
+    [said] = [line for line in result.stderr.splitlines() if line.startswith("no charts: ")]
+    assert said.startswith("no charts: the stack is stopped and its metrics cannot be read back: a Prometheus on "
+                           "the run directory's TSDB did not start: opening storage failed: ")
+    assert "not a directory" in said and "restarting" not in result.stderr
+    assert said.removeprefix("no charts: ") in (tmp_path / "pm.md").read_text()

@@ -1,0 +1,88 @@
+"""The incidents of a stack that has stopped, read from its run directory's notifier database.
+
+A postmortem is written after the incident, often after `vigil down`: the notifier's SQLite database
+(`<run-dir>/notifier.db`) is still there. `StoppedStack` answers `incidents()` and `incident()` like
+`StackClient` does, with the same JSON shapes (the notifier's own queries: `Notifications.list_incidents`
+and the REST API's `incident_detail`), opening the database read-only (SQLite `mode=ro`): nothing is
+migrated or written. What changes an incident needs the running notifier (its on-call engine pages
+and escalates), so those verbs are refused with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import sqlalchemy as sa
+
+from vigil.notifier.api.incidents import incident_detail
+from vigil.notifier.migrate import SchemaError, schema_state
+from vigil.notifier.store.engine import engine_for
+from vigil.notifier.store.notifications import Notifications
+from vigil.notifier.store.outbox import Outbox
+from vigil.notifier.store.timeline import Timeline
+
+from .runstate import NoStack
+from .stack_client import StackRequestError
+from .stack_config import RunLayout
+
+
+def read_only_url(db: Path) -> str:
+    """The SQLAlchemy URL of the SQLite file `db`, opened read-only (a URI filename, `mode=ro`)."""
+    return f"sqlite:///file:{quote(str(db.resolve()))}?mode=ro&uri=true"
+
+
+@dataclass
+class ReadOnlyStore:
+    """The parts of the notifier's `Store` that reading incidents uses, on a read-only engine
+    (`Store` itself migrates the database when it opens it)."""
+
+    engine: sa.Engine
+
+    def __post_init__(self) -> None:
+        self.outbox = Outbox(self.engine)
+        self.notifications = Notifications(self.engine, self.outbox)
+        self.timeline = Timeline(self.engine)
+
+
+class StoppedStack:
+    """The incidents in `run_dir`'s notifier database, asked like the running notifier's REST API."""
+
+    def __init__(self, run_dir: Path, why: NoStack):
+        """Open `run_dir`'s notifier database; `why`: how the running stack was looked for and not found
+        (raised again when there is no database either, a NoStack saying why for one that cannot be read)."""
+        self.db = RunLayout(run_dir.resolve()).notifier_db
+        if not self.db.is_file():
+            raise why
+        engine = engine_for(read_only_url(self.db))
+        try:
+            state = schema_state(engine)
+        except (SchemaError, sa.exc.SQLAlchemyError) as exc:
+            engine.dispose()
+            raise NoStack(f"{why.reason}, and its notifier database {self.db} cannot be read: {_first_line(exc)}") from None
+        if not state.up_to_date:
+            engine.dispose()
+            raise NoStack(f"{why.reason}, and its notifier database {self.db} has an older schema "
+                          f"({state.describe_current()}; this vigil reads {state.head}): start the stack once "
+                          f"(vigil up --run-dir {run_dir}) to upgrade it")
+        self.store = ReadOnlyStore(engine)
+
+    def close(self) -> None:
+        self.store.engine.dispose()
+
+    def incidents(self, limit: int = 500, **filters: str | None) -> list[dict]:
+        """Incidents, oldest first (the newest `limit`), filtered by state, priority, team."""
+        return self.store.notifications.list_incidents(limit, filters.get("state"), filters.get("priority"),
+                                                       filters.get("team"))
+
+    def incident(self, incident_id: int) -> dict:
+        """One incident with its alerts, timeline and pages (StackRequestError if there is none)."""
+        found = incident_detail(self.store, incident_id)
+        if found is None:
+            raise StackRequestError(f"no incident {incident_id}")
+        return found
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [exc.__class__.__name__])[0]
