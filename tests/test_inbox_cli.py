@@ -45,6 +45,7 @@ def inbox(tmp_path_factory):
         wait_for(lambda: len(pages(server)) == 2)
         offset[0] = 0.0
         disk = post(server, alert("disk", alertname="DiskFailing", node="node-2", team="storage"), "disk")
+        wait_for(lambda: len(pages(server)) == 3)  # one at a time: the inbox lists pages in arrival order
         gpu = post(server, alert("gpu", node="node-3"), "gpu")
         wait_for(lambda: len(pages(server)) == 4)
         yield run_dir, {"old": old, "disk": disk, "gpu": gpu}

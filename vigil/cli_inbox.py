@@ -55,7 +55,8 @@ def _seconds(value) -> float:
 @click.option("--since", type=Duration(positive=True), metavar="DURATION",
               help="Only pages that arrived within this long before now: 30m, 2h, 1d, 90 (seconds) …")
 @click.option("--limit", type=click.IntRange(1, FILTER_WINDOW), metavar="N",
-              help=f"Only the newest N pages (after the other filters).  [default: all, at most {DEFAULT_PAGES}]")
+              help=f"Only the newest N pages (after the other filters).  [default: all of the newest {DEFAULT_PAGES}; "
+                   f"with a filter, of the newest {FILTER_WINDOW}]")
 @click.option("--json", "as_json", is_flag=True, help="Print the pages as JSON: {\"pages\": [...]}, oldest first.")
 def inbox(run_dir, to, incidents, status, since, limit, as_json):
     """List the pages delivered to the demo's local inbox, oldest first; --to, --incident, --status and
