@@ -85,7 +85,10 @@ def test_changing_an_incident_needs_the_running_stack(stopped, verb):
                              f"(vigil up --run-dir {run})\n")
 
 
-def test_a_run_directory_without_a_database_says_no_stack_runs(tmp_path):
+@pytest.mark.parametrize("database", [None, ""])  # none; empty, as `vigil up` creates it (the ha profile's stays so)
+def test_a_run_directory_without_incidents_says_no_stack_runs(tmp_path, database):
+    if database is not None:
+        (tmp_path / "notifier.db").write_text(database)
     result = vigil("incidents", "list", run_dir=tmp_path)
     assert result.exit_code == 1
     assert result.stderr == f"Error: no vigil stack is running in {tmp_path} (start one with: vigil up --run-dir {tmp_path})\n"

@@ -53,14 +53,17 @@ class StoppedStack:
         """Open `run_dir`'s notifier database; `why`: how the running stack was looked for and not found
         (raised again when there is no database either, a NoStack saying why for one that cannot be read)."""
         self.db = RunLayout(run_dir.resolve()).notifier_db
-        if not self.db.is_file():
-            raise why
+        if not self.db.is_file() or self.db.stat().st_size == 0:
+            raise why  # none, or empty as `vigil up` creates it (the ha profile keeps incidents in PostgreSQL)
         engine = engine_for(read_only_url(self.db))
         try:
             state = schema_state(engine)
         except (SchemaError, sa.exc.SQLAlchemyError) as exc:
             engine.dispose()
             raise NoStack(f"{why.reason}, and its notifier database {self.db} cannot be read: {_first_line(exc)}") from None
+        if state.current is None and not state.unversioned:
+            engine.dispose()
+            raise why  # no tables: nothing to read
         if not state.up_to_date:
             engine.dispose()
             raise NoStack(f"{why.reason}, and its notifier database {self.db} has an older schema "
