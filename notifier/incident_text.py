@@ -3,6 +3,8 @@ postmortem's timeline print the same words)."""
 
 from __future__ import annotations
 
+from vigil.common.durations import format_duration
+
 
 def event_text(event: dict) -> str:
     """One line saying what a timeline event means."""
@@ -20,9 +22,22 @@ def event_text(event: dict) -> str:
     if kind == "page_fallback":
         return f"{d.get('person')}: {d.get('failed_contact')} failed {d.get('attempts')} times, trying {d.get('contact')}"
     if kind == "page_held":
-        return f"page to {to} held: {d.get('reason')} window {d.get('window')}" + (f" ({d['why']})" if d.get("why") else "")
+        return f"page to {to} held: {_window(d)}"
+    if kind == "escalation_paused":
+        until = f" until {d['until'][:19].replace('T', ' ')} UTC" if d.get("until") else ""
+        where = f"at {tier}" if isinstance(d.get("tier"), int) else "(acknowledged: its re-page waits)"
+        return f"escalation paused {where}: {_window(d)}{until}"
+    if kind == "escalation_resumed":
+        where = f"at {tier}" if isinstance(d.get("tier"), int) else "(acknowledged: not paged)"
+        paused = "" if d.get("paused_for_s") is None else f", paused {format_duration(round(d['paused_for_s']))}"
+        return f"escalation resumed {where}: maintenance window {d.get('window')} over{paused}"
     if kind == "page_digested":
         return f"page to {to} folded into digest page {d.get('digest')} ({d.get('pages')} pages)"
     if kind == "note":
         return str(d.get("text", ""))
     return ", ".join(f"{key}={value}" for key, value in d.items() if value is not None)
+
+
+def _window(d: dict) -> str:
+    """The maintenance window of a `page_held` / `escalation_paused` event, with its reason."""
+    return f"{d.get('reason')} window {d.get('window')}" + (f" ({d['why']})" if d.get("why") else "")

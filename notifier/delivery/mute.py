@@ -11,8 +11,10 @@
   A resolved page for an incident that paged nobody while it fired (Alertmanager's firing
   notification never arrived) still goes out: the on-call learns that something happened.
 - Any page of an incident whose labels match an active maintenance window (made through the API/CLI,
-  or written in the on-call file): recorded on the incident's timeline as `page_held`, not sent. Its
-  resolved page is held too, unless the person had been sent the firing one before the window began.
+  or written in the on-call file; `window_holding`): recorded on the incident's timeline as
+  `page_held`, not sent. Its resolved page is held too, unless the person had been sent the firing one
+  before the window began. The escalation engine asks the same question before it moves a policy on:
+  while a window holds the incident, its escalation pauses (`vigil.notifier.engine.pause`).
 
 Resolved pages are otherwise never muted. A storm-control digest stands for pages of several incidents
 and is never muted here (its pages were checked before they were folded).
@@ -20,10 +22,19 @@ and is never muted here (its pages were checked before they were folded).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Mapping
+
+import sqlalchemy as sa
 
 from vigil.notifier.deliveries import Delivery
 from vigil.notifier.delivery.stage import Outcome, Page
+from vigil.notifier.store.maintenance import Maintenance
+from vigil.notifier.timefmt import rfc3339
+from vigil.oncall.model import OncallConfig
+from vigil.oncall.plan import config_maintenance
+from vigil.oncall.schedule_model import zone_named
+from vigil.oncall.schedules import to_unix
 
 # incident id -> {"state": triggered|acknowledged|resolved, "labels": {...}} (None: no such incident)
 IncidentOf = Callable[[int], Mapping | None]
@@ -62,3 +73,27 @@ class MuteStage:
         if held is not None and (firing or fate[0] != "sent"):
             return page.decided(Outcome("muted", page.now, held=held))
         return page
+
+
+@dataclass(frozen=True)
+class Held:
+    """A maintenance window holding an incident's pages: `detail` (the `page_held` event's: reason,
+    window id or "on-call file", why, by, until) and when the window ends (`until`, Unix seconds)."""
+
+    detail: dict
+    until: float
+
+
+def window_holding(maintenance: Maintenance, oncall: OncallConfig, labels: dict, now: float,
+                   conn: sa.Connection | None = None) -> Held | None:
+    """The maintenance window holding pages of `labels` at `now`, or None: the windows made through the
+    API/CLI first (read on `conn` if given), then those of the on-call file."""
+    window = maintenance.active_for(labels, now, conn)
+    if window is not None:
+        return Held(dict(reason="maintenance", window=window.id, why=window.reason, by=window.created_by,
+                         until=rfc3339(window.end)), window.end)
+    configured = config_maintenance(oncall, labels, now)
+    if configured is None:
+        return None
+    end = to_unix(configured.end, zone_named(oncall.timezone))
+    return Held(dict(reason="maintenance", window="on-call file", why=configured.reason, until=rfc3339(end)), end)

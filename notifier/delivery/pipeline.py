@@ -19,7 +19,7 @@ from vigil.notifier.delivery.channels import Channels
 from vigil.notifier.delivery.dedup import DedupStage
 from vigil.notifier.delivery.fallback import FallbackStage
 from vigil.notifier.delivery.inbox_sender import LocalInboxSender
-from vigil.notifier.delivery.mute import MuteStage
+from vigil.notifier.delivery.mute import MuteStage, window_holding
 from vigil.notifier.delivery.record import RecordStage
 from vigil.notifier.delivery.retry import RetryStage
 from vigil.notifier.delivery.send import SendStage
@@ -33,7 +33,6 @@ from vigil.notifier.store import Store, incident_state
 from vigil.notifier.store.engine import reading
 from vigil.notifier.store.maintenance import Maintenance
 from vigil.oncall.model import OncallConfig
-from vigil.oncall.plan import config_maintenance
 
 
 def delivery_stages(store: Store, oncall: OncallConfig, settings: NotifierSettings, metrics: NotifierMetrics,
@@ -64,13 +63,8 @@ class MaintenanceHold:
         self._oncall = oncall
 
     def __call__(self, labels: dict, now: float) -> dict | None:
-        window = self._maintenance.active_for(labels, now)
-        if window is not None:
-            return dict(reason="maintenance", window=window.id, why=window.reason, by=window.created_by)
-        configured = config_maintenance(self._oncall, labels, now)
-        if configured is not None:
-            return dict(reason="maintenance", window="on-call file", why=configured.reason)
-        return None
+        held = window_holding(self._maintenance, self._oncall, labels, now)
+        return None if held is None else held.detail
 
 
 def incident_for_mute(store: Store, incident_id: int) -> dict | None:

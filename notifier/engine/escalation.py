@@ -8,7 +8,9 @@ the uncommitted steps back and their rows are still due after a restart: nothing
 is paged twice (each page has a key). A tier with nobody on call is `tier_empty` and the next tier is
 paged at once; after the last tier of the last round the policy is `policy_exhausted`. A `repage`
 escalation (set by an acknowledgement) expires the acknowledgement `repage_acknowledged_after` after
-it was given and restarts the policy at the first tier.
+it was given and restarts the policy at the first tier. While a maintenance window holds the
+incident's pages, the escalation pauses at the step it reached and resumes when the window is over
+(`pause.py`).
 
 Due steps are claimed and run in batches, one transaction per batch and a SAVEPOINT per step (one
 BEGIN and one durable COMMIT for many steps: the webhook's group commits share the write lock).
@@ -29,7 +31,7 @@ import sqlalchemy as sa
 
 from vigil.notifier.after_commit import AfterCommit
 from vigil.notifier.clock import Clock
-from vigil.notifier.engine import sla
+from vigil.notifier.engine import pause, sla
 from vigil.notifier.engine.paging import LinkMaker, page_people
 from vigil.notifier.engine.steps import after_page, normalized
 from vigil.notifier.loop_thread import LoopThread
@@ -62,6 +64,9 @@ def run_step(conn: sa.Connection, oncall: OncallConfig, escalation: Escalation, 
                     incident.id, escalation.policy)
         escalations.delete(conn, incident.id)
         return 0
+    held = pause.holding(conn, oncall, incident, now)
+    if pause.before_step(conn, oncall, spec, incident, escalation, held, now):
+        return 0
     if escalation.mode == REPAGE and incident.acknowledged_at is not None:
         escalation = _expire_acknowledgement(conn, spec, incident, escalation, now)
         if escalation is None:
@@ -83,6 +88,8 @@ def run_step(conn: sa.Connection, oncall: OncallConfig, escalation: Escalation, 
                         people=people, repeat=repeat, round=round, pages=added)
         if metrics is not None:
             counted.add(partial(_count_page, metrics, tier, max(0.0, now - escalation.due_at)))
+        if pause.pause_after_paging(conn, oncall, incident, step, held, now):
+            return added  # a maintenance window holds the incident: the escalation waits at this step
         following = after_page(spec, tier, repeat, round)
         if following is None:
             _exhausted(conn, incident.id, now)

@@ -3,14 +3,16 @@
 On each engine pass, a firing incident past its `ack_due_at` and still unacknowledged, or past its
 `resolve_due_at`, is marked breached (`ack_breached_at` / `resolve_breached_at`, once), gets an
 `sla_breach` event, counts in `vigil_notifier_sla_breaches_total{priority,target}`, and its escalation
-moves to the next tier, due now, instead of waiting out the tier's `escalate_after`. An acknowledged
-incident that misses its resolve target is recorded and counted; its re-page timer stays in charge.
+moves to the next tier, due now, instead of waiting out the tier's `escalate_after` (not while a
+maintenance window has paused it: `pause.py`). An acknowledged incident that misses its resolve
+target is recorded and counted; its re-page timer stays in charge.
 """
 
 from __future__ import annotations
 
 from vigil.notifier.after_commit import AfterCommit
 from vigil.notifier.engine.actions import move_to_next_tier
+from vigil.notifier.engine.pause import paused_by
 from vigil.notifier.metrics import NotifierMetrics
 from vigil.notifier.store import Store, incident_state
 from vigil.notifier.store.engine import reading
@@ -49,6 +51,6 @@ def _breach(conn, store: Store, incident_id: int, which: str, now: float, metric
                           due_at=rfc3339(due))
     if metrics is not None:
         counted.add(metrics.sla_breaches.labels(incident.priority or "none", which).inc)
-    if incident.acknowledged_at is None:
-        move_to_next_tier(conn, store, incident, now)
+    if incident.acknowledged_at is None and paused_by(conn, incident_id) is None:
+        move_to_next_tier(conn, store, incident, now)  # (a maintenance window's pause holds it where it is)
     return 1

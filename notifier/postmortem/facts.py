@@ -172,7 +172,8 @@ def escalation_texts(events: list[dict]) -> dict[int, tuple[str, str]]:
     """What each escalation of the timeline did, as people count tiers (the first is tier 1), keyed by
     its index in `events`: an `escalated` event (someone escalated; `to_tier` is the index it asked
     for, which may be past the last tier when the policy starts again) names the tier the engine then
-    paged; a `tier_paged` event past the first tier, or one that starts a new round, names who it paged.
+    paged; a `tier_paged` event past the first tier, or one that starts a new round, names who it paged;
+    a maintenance window's `escalation_paused` / `escalation_resumed` say where it stopped and for how long.
     Each text comes in two parts, (what, a note on the round or ""), so a caller can put who did it
     between."""
     texts: dict[int, tuple[str, str]] = {}
@@ -193,6 +194,8 @@ def escalation_texts(events: list[dict]) -> dict[int, tuple[str, str]]:
                 texts[index] = (f"tier {tier + 1} paged{again}: {', '.join(d.get('people') or []) or 'nobody'}",
                                 _repeated(round) if round > round_seen else "")
             round_seen = max(round_seen, round)
+        elif event["kind"] in ("escalation_paused", "escalation_resumed"):  # a maintenance window held it
+            texts[index] = (event_text(event), "")
     return texts
 
 

@@ -2,7 +2,8 @@
 
 A window holds the pages of incidents whose labels carry every one of its matchers (label equality),
 from `starts_at` until `ends_at`, or until it is ended early (`ended_at`). Held pages are recorded on
-the incident's timeline, never sent (the mute stage). Windows written in the on-call file are the
+the incident's timeline, never sent (the mute stage), and the incident's escalation pauses until the
+window is over (`vigil.notifier.engine.pause`). Windows written in the on-call file are the
 config's (`vigil.oncall.plan.config_maintenance`); these are the ones people add while working.
 """
 
@@ -29,9 +30,13 @@ class Window:
     created_at: float
     ended_at: float | None
 
+    @property
+    def end(self) -> float:
+        """When the window ends (or was ended)."""
+        return self.ends_at if self.ended_at is None else min(self.ends_at, self.ended_at)
+
     def active_at(self, now: float) -> bool:
-        end = self.ends_at if self.ended_at is None else min(self.ends_at, self.ended_at)
-        return self.starts_at <= now < end
+        return self.starts_at <= now < self.end
 
     def over_at(self, now: float) -> bool:
         """Whether the window has ended (or been ended) by `now`."""
@@ -84,13 +89,17 @@ class Maintenance:
             row = conn.execute(sa.select(maintenance_windows).where(maintenance_windows.c.id == window_id)).first()
         return None if row is None else _window(row)
 
-    def active_for(self, labels: dict[str, str], now: float) -> Window | None:
-        """The first window active at `now` whose matchers all match `labels`, else None."""
+    def active_for(self, labels: dict[str, str], now: float, conn: sa.Connection | None = None) -> Window | None:
+        """The first window active at `now` whose matchers all match `labels`, else None (read on `conn`,
+        the caller's transaction, if given)."""
         query = (sa.select(maintenance_windows)
                  .where(maintenance_windows.c.starts_at <= now, *_not_over(now))
                  .order_by(maintenance_windows.c.id))
-        with reading(self._engine) as conn:
+        if conn is not None:
             rows = conn.execute(query).all()
+        else:
+            with reading(self._engine) as own:
+                rows = own.execute(query).all()
         return next((window for window in map(_window, rows) if window.matches(labels)), None)
 
 

@@ -2,7 +2,8 @@
 
 Kinds (design §3): opened, alert_added, reopened, routed, tier_paged, tier_empty, page_queued,
 page_attempt, page_fallback, page_held, page_digested, acknowledged, ack_expired, escalated, sla_breach,
-note, resolved, policy_exhausted. `detail` is a JSON object whose keys depend on the kind.
+note, resolved, policy_exhausted, escalation_paused, escalation_resumed. `detail` is a JSON object whose
+keys depend on the kind.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ _DETAIL = json.JSONEncoder(sort_keys=True, default=str)
 KINDS = frozenset({
     "opened", "alert_added", "reopened", "routed", "tier_paged", "tier_empty", "page_queued", "page_attempt",
     "page_fallback", "page_held", "page_digested", "acknowledged", "ack_expired", "escalated", "sla_breach",
-    "note", "resolved", "policy_exhausted",
+    "note", "resolved", "policy_exhausted", "escalation_paused", "escalation_resumed",
 })
 
 
@@ -49,6 +50,13 @@ class Timeline:
     def record_all(self, conn: sa.Connection, events: list[dict]) -> None:
         """Add `events` (made by `event`, oldest first) on `conn` in one statement."""
         _INSERT.many(conn, events)
+
+    def latest(self, conn: sa.Connection, incident_id: int, kinds: tuple[str, ...]) -> dict | None:
+        """The incident's newest event of one of `kinds`, read on `conn`: {at (Unix seconds), kind, detail}."""
+        row = conn.execute(sa.select(incident_events.c.at, incident_events.c.kind, incident_events.c.detail)
+                           .where(incident_events.c.incident_id == incident_id, incident_events.c.kind.in_(kinds))
+                           .order_by(incident_events.c.id.desc()).limit(1)).first()
+        return None if row is None else dict(at=row.at, kind=row.kind, detail=json.loads(row.detail))
 
     def of(self, incident_id: int) -> list[dict]:
         """The incident's events, oldest first: {at (RFC 3339), kind, actor, detail}."""
