@@ -9,9 +9,10 @@ from vigil.common.prometheus_api import PrometheusClient
 
 from .compose import compose
 from .examples import load_examples, nearest
-from .intent import parse_question
+from .intent import Intent, parse_question
 from .knowledge import Knowledge, load_knowledge
-from .retrieve import Unanswerable, best_metric
+from .retrieve import Match, Unanswerable, best_metric
+from .subjects import owner, person_label
 from .validate import InvalidQuery, validate
 
 MAX_QUESTION = 500
@@ -51,7 +52,7 @@ def ask(question: str, knowledge: Knowledge | None = None) -> Answer:
     examples = load_examples()
     intent = parse_question(question, knowledge)
     near = nearest(set(intent.words), examples)
-    match = best_metric(intent.words, knowledge, near, frozenset(intent.filter_words))
+    match = _retrieve(intent, knowledge, near)
     composed = compose(intent, match, knowledge)
     try:
         metrics = validate(composed.promql, knowledge)
@@ -62,6 +63,40 @@ def ask(question: str, knowledge: Knowledge | None = None) -> Answer:
     if alike:
         steps.append(f"closest worked example: {alike[0].question!r} -> {alike[0].promql}")
     return Answer(composed.promql, metrics, "; ".join(steps))
+
+
+def _retrieve(intent: Intent, knowledge: Knowledge, near: list) -> Match:
+    """The best match among the metrics the question's subjects allow, with their matchers set: the
+    person's label, the component's job on series every job has (`up`), the alert's name."""
+    component, person = intent.component, intent.person
+
+    def allowed(name: str) -> bool:
+        if person and not person_label(knowledge.labels(name), knowledge):
+            return False  # a per-person question is not answered for everyone
+        job = owner(name, knowledge)
+        return component is None or job is None or job == component.job
+    try:
+        match = best_metric(intent.words, knowledge, near, frozenset(intent.filter_words),
+                            allowed if component or person else None)
+    except Unanswerable as exc:
+        if not person:
+            raise
+        labels = " or ".join(knowledge.lexicon.get("person_labels", ()))
+        try:
+            closest = best_metric(intent.words, knowledge, near, frozenset(intent.filter_words)).name
+        except Unanswerable:
+            raise Unanswerable(f"{person!r} reads as a person, and no metric with a per-person label ({labels}) "
+                               f"answers the rest: {exc}") from None
+        raise Unanswerable(f"{person!r} reads as a person, but {closest}, the metric for the rest of the question, "
+                           f"has no per-person label ({labels}): vigil does not count it per person") from None
+    if person:
+        intent.matchers[person_label(knowledge.labels(match.name), knowledge)] = person
+    if component and owner(match.name, knowledge) is None and match.alert is None \
+            and "job" in (knowledge.labels(match.name) or ()) and intent.which != "target":
+        intent.matchers.setdefault("job", component.job)  # `up{job="vigil-notifier"}`: that component's target
+    if match.alert:
+        intent.matchers["alertname"] = match.alert
+    return match
 
 
 def run_query(promql: str, prometheus_url: str, at: float | None = None) -> list[dict]:

@@ -9,12 +9,12 @@ a "which node" question asks for); the ranking (`topk`, `bottomk`, `sort_desc`).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from vigil.rules.promql import format_number, quote
 
 from .intent import Intent
-from .knowledge import STACK_TARGET_LABELS, Knowledge, name_tokens
+from .knowledge import STACK_TARGET_LABELS, Knowledge, name_tokens, stem
 from .retrieve import Match
 
 ENTITY_LABELS = ("node", "gpu", "device", "job_id", "alertname", "mountpoint")
@@ -62,12 +62,14 @@ def _sibling_record(name: str, intent: Intent, knowledge: Knowledge) -> str:
     return name
 
 
-def _counts_itself(name: str, intent: Intent) -> bool:
+def _counts_itself(name: str, intent: Intent, synonyms: dict[str, list[str]]) -> bool:
     """The series already count what the question counts (`vigil_node_gpus_visible` for "how many GPUs")."""
     if name.startswith("ALERTS"):  # one series per alert, each 1
         return False
     nouns = {"gpus", "series", "processes", "incidents", "deliveries", "escalations", "alerts", "pages"}
     asked = set(re.findall(r"[a-z]+", intent.question.lower()))
+    meant = {synonym for word in asked for synonym in synonyms.get(stem(word), ())}  # "paged": page
+    asked |= {noun for noun in nouns if stem(noun) in meant}
     return bool(name_tokens(name) & nouns & asked)
 
 
@@ -100,10 +102,11 @@ def compose(intent: Intent, match: Match, knowledge: Knowledge) -> Composed:
         steps.append(f"not on this metric, ignored: {', '.join(dropped)}")
     facts = _Facts(name, labels, counter, help_text, unit, _single(labels, matchers),
                    any(phrase in intent.question.lower() for phrase in ("how many", "number of", "how much")),
-                   _counts_itself(name, intent))
+                   _counts_itself(name, intent, knowledge.lexicon["synonyms"]))
     expr = _over_window(expr, intent, facts, match.measure is not None, steps)
-    expr = _condition(expr, intent, facts, steps)
-    expr = _aggregate(expr, intent, facts, steps)
+    conditioned = _condition(expr, intent, facts, steps)
+    facts = replace(facts, filtered=conditioned != expr)
+    expr = _aggregate(conditioned, intent, facts, steps)
     if intent.rank:
         fn, k = intent.rank
         expr = f"{fn}({expr})" if fn in ("sort", "sort_desc") else f"{fn}({k}, {expr})"
@@ -123,6 +126,7 @@ class _Facts:
     single: bool  # the filters name one entity
     how_many: bool  # "how many", "number of", "how much"
     counts_itself: bool  # the series already count what is asked (vigil_node_gpus_visible)
+    filtered: bool = False  # a condition keeps some series (`> 0`, `== 1`, `< 0.1`)
 
     @property
     def zero_one(self) -> bool:
@@ -181,7 +185,9 @@ def _aggregate(expr: str, intent: Intent, facts: _Facts, steps: list[str]) -> st
         steps.append(f"the series are per {', '.join(group)} already")
         group = ()
     amount = facts.counter or facts.counts_itself or facts.unit in _SUMMED
-    if (intent.count or (facts.how_many and intent.which)) and not facts.counts_itself and not facts.counter:
+    # "how many GPUs had XID 79": the GPUs whose counter moved, counted; "how many XID errors": the sum
+    if (intent.count or (facts.how_many and intent.which)) and not facts.counts_itself \
+            and (not facts.counter or facts.filtered):
         steps.append("count the series" + (f" per {', '.join(group)}" if group else ""))
         return f"count{_by(group)}({expr})"
     if group:

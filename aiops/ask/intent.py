@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 
 from .knowledge import Knowledge, stem, words
+from .subjects import Component, find_component, find_person, find_xid
 
 MAX_WORDS = {"max", "maximum", "highest", "peak", "hottest", "warmest", "largest", "biggest", "worst", "top",
              "hotter", "most", "slowest"}
@@ -81,6 +82,8 @@ class Intent:
     group_words: tuple[str, ...] = ()  # "per X" words the lexicon does not know: a label of the metric?
     # (label, value, the only metrics it applies to or None) from words like "uncorrected", "zombie", "disks"
     value_words: list[tuple[str, str, tuple[str, ...] | None]] = field(default_factory=list)
+    component: Component | None = None  # "the notifier": its scrape job and its own series (subjects.py)
+    person: str | None = None  # "did ana get": a matcher on the metric's per-person label
 
 
 def _number(text: str | None, default: int) -> int:
@@ -197,6 +200,12 @@ def parse_question(question: str, knowledge: Knowledge) -> Intent:
     text = " " + question.lower().replace("?", " ").replace(",", " ") + " "
     text = _window(text, intent)
     text = _filters(text, intent, knowledge)
+    intent.component = find_component(text, knowledge)
+    if intent.component:  # its name sets the job; it needs no metric of its own to be explained
+        intent.filter_words.update(intent.component.words)
+    intent.person = find_person(text, knowledge)
+    if intent.person:
+        text = re.sub(rf"(?<![\w-]){re.escape(intent.person)}(?:'s)?(?![\w-])", " ", text)
     match = _COMPARE.search(text)
     if match:
         op = _OPS.get(match.group(1), ">")
@@ -228,7 +237,11 @@ def parse_question(question: str, knowledge: Knowledge) -> Intent:
             entry = dict(entry)
             only = entry.pop("only", None)
             intent.value_words += [(label, value, tuple(only) if only else None) for label, value in entry.items()]
-    shape = MAX_WORDS | MIN_WORDS | AVG_WORDS | SUM_WORDS | {"busiest", "idlest"}
+    shape = MAX_WORDS | MIN_WORDS | AVG_WORDS | SUM_WORDS | {"busiest", "idlest", "throughput"}  # "throughput": a rate
     intent.words = [w for w in words(" ".join(t for t in tokens if t not in shape or t in _CONCEPT_SUPERLATIVES))
                     if w not in _STOP and (len(w) > 1 or w.isdigit())]
+    described = None if "xid" in intent.matchers else find_xid(intent.words, knowledge)
+    if described:  # "fell off the bus": XID 79 of the XID counter, whose words these are not
+        intent.matchers["xid"] = described[0]
+        intent.words = [w for w in intent.words if w not in described[1]] + ["xid"]
     return intent

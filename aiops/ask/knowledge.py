@@ -15,7 +15,7 @@ import importlib
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -75,6 +75,8 @@ class Knowledge:
     catalog: MetricCatalog
     lexicon: dict
     alerts: dict[str, tuple[str, str]]  # alert name -> (severity, team)
+    # alert name -> its words (name parts, summary): a state only a rule defines ("hung") is its alert
+    alert_docs: dict[str, MetricDoc] = field(default_factory=dict)
 
     @property
     def teams(self) -> frozenset[str]:
@@ -131,10 +133,12 @@ def _stemmed_lexicon(lexicon: dict) -> dict:
 def load_knowledge() -> Knowledge:
     catalog = load_catalog()
     alerts: dict[str, tuple[str, str]] = {}
+    alert_docs: dict[str, MetricDoc] = {}
     try:
         rule_set = load_specs(default_spec_paths())
         catalog = with_records(catalog, rule_set.records)
         alerts = {a.name: (a.severity, dict(a.labels).get("team", "")) for a in rule_set.alerts}
+        alert_docs = {a.name: _alert_doc(a.name, a.summary) for a in rule_set.alerts}
     except SpecError:
         pass  # `vigil rules check` reports those; ask still knows the scraped series
     lexicon = _stemmed_lexicon(yaml.safe_load(LEXICON_PATH.read_text(encoding="utf-8")))
@@ -147,4 +151,11 @@ def load_knowledge() -> Knowledge:
         unit, help_text = docs.get(name, ("", extra_help.get(name, "")))
         metrics[name] = MetricDoc(name, info.type, info.labels, unit, help_text, _name_words(name),
                                   frozenset(words(help_text + " " + unit)))
-    return Knowledge(metrics, catalog, lexicon, alerts)
+    return Knowledge(metrics, catalog, lexicon, alerts, alert_docs)
+
+
+def _alert_doc(name: str, summary: str) -> MetricDoc:
+    """An alert as a document: `JobHung` -> job, hung; its summary without the template parts."""
+    parts = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+", name)
+    text = re.sub(r"\{\{.*?\}\}", " ", summary)
+    return MetricDoc("ALERTS", "gauge", None, "", text, frozenset(words(" ".join(parts))), frozenset(words(text)))

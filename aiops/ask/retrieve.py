@@ -8,6 +8,7 @@ A question none of whose words a metric explains is refused rather than answered
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .examples import Example
@@ -31,6 +32,7 @@ class Match:
     score: float
     matched: frozenset[str]
     measure: dict | None = None
+    alert: str | None = None  # the name of the alert whose firing series (ALERTS) answer
 
 
 class Unanswerable(ValueError):
@@ -60,7 +62,9 @@ def _score(doc: MetricDoc, terms: dict[str, float], weights: dict[str, float]) -
     return score / (1 + 0.15 * unmatched), frozenset(matched)
 
 
-def rank(content: list[str], knowledge: Knowledge, near: list[tuple[float, Example]]) -> list[Match]:
+def rank(content: list[str], knowledge: Knowledge, near: list[tuple[float, Example]],
+         allowed: Callable[[str], bool] | None = None) -> list[Match]:
+    """The metrics and measures (those `allowed` only) by score, best first."""
     weights = knowledge.idf
     terms = expand(content, knowledge)
     boosts: Counter[str] = Counter()
@@ -69,12 +73,14 @@ def rank(content: list[str], knowledge: Knowledge, near: list[tuple[float, Examp
             boosts[metric] = max(boosts[metric], similarity * EXAMPLE_WEIGHT)
     matches = []
     for doc in knowledge.metrics.values():
+        if allowed is not None and not allowed(doc.name):
+            continue
         score, matched = _score(doc, terms, weights)
         if score > 0:
             matches.append(Match(doc.name, score + boosts[doc.name] * (1 if matched - _WEAK else 0), matched))
     for measure in knowledge.lexicon.get("measures", ()):
         wanted = set(measure["needs"]) <= set(terms) and set(measure["words"]) & set(content)
-        if wanted and not set(measure["not"]) & set(content):
+        if wanted and not set(measure["not"]) & set(content) and (allowed is None or allowed(measure["metrics"][0])):
             names = set().union(*(knowledge.metrics[m].name_words for m in measure["metrics"] if m in knowledge.metrics))
             matched = frozenset(measure["needs"]) | (set(measure["words"]) | names) & set(terms)
             matches.append(Match(measure["name"], 1e6, matched, measure))
@@ -83,23 +89,55 @@ def rank(content: list[str], knowledge: Knowledge, near: list[tuple[float, Examp
 
 
 def best_metric(content: list[str], knowledge: Knowledge, near: list[tuple[float, Example]],
-                filters: frozenset[str] = frozenset()) -> Match:
+                filters: frozenset[str] = frozenset(), allowed: Callable[[str], bool] | None = None) -> Match:
     """The best match, or `Unanswerable` when the question's own words are not about any metric.
-    `filters`: words that set a label value ("sms", "muted"), which need no metric of their own."""
+    `filters`: words that set a label value ("sms", "muted"), which need no metric of their own;
+    `allowed`: the metrics that may answer (those of a component or with a person label).
+    An alert whose name or summary explains more of the question than the best metric answers instead:
+    a state only a rule defines ("which jobs are hung": JobHung) is read from the alert, not guessed."""
     strong = [w for w in dict.fromkeys(content) if w not in _WEAK and w not in filters and not w.isdigit()] or [w for w in dict.fromkeys(content)
                                                                         if w in ("up", "rate")]
-    matches = rank(content, knowledge, near)
+    matches = rank(content, knowledge, near, allowed)
     if not matches or not strong:
         raise Unanswerable("no metric in vigil's catalog matches the question"
                            + (f" (words: {', '.join(strong)})" if strong else " (it names no measurement)"))
     best = matches[0]
+    unknown = _unexplained(best.matched, strong, knowledge)
+    orphans = _orphans(unknown, knowledge)
+    if orphans and (allowed is None or allowed("ALERTS")):  # a word only a rule's alert may explain
+        alert = _best_alert(content, strong, knowledge)
+        left = _unexplained(alert.matched, strong, knowledge) if alert else unknown
+        if alert is not None and set(orphans) - set(left) and len(left) <= len(unknown):
+            best, unknown = alert, left
     synonyms = knowledge.lexicon["synonyms"]
-
-    def explains(word: str) -> bool:
-        return word in best.matched or bool(set(synonyms.get(word, ())) & best.matched)
-    explained = [w for w in dict.fromkeys(content) if (w in strong or w in filters) and explains(w)]
-    unknown = [w for w in strong if not explains(w)]
+    explained = [w for w in dict.fromkeys(content) if (w in strong or w in filters)
+                 and (w in best.matched or set(synonyms.get(w, ())) & best.matched)]
     if len(explained) < MIN_COVERAGE * (len(explained) + len(unknown)) or not explained:
         raise Unanswerable(f"no metric in vigil's catalog measures {', '.join(repr(w) for w in unknown)} "
                            f"(closest: {best.name}, which matches only {', '.join(sorted(best.matched)) or 'nothing'})")
     return best
+
+
+def _unexplained(matched: frozenset[str], strong: list[str], knowledge: Knowledge) -> list[str]:
+    synonyms = knowledge.lexicon["synonyms"]
+    return [w for w in strong if w not in matched and not set(synonyms.get(w, ())) & matched]
+
+
+def _orphans(unknown: list[str], knowledge: Knowledge) -> list[str]:
+    """The unexplained words that are no word of any metric's name or help ("hung", "hanging")."""
+    return [w for w in unknown if w not in knowledge.idf]
+
+
+def _best_alert(content: list[str], strong: list[str], knowledge: Knowledge) -> Match | None:
+    """The alert explaining most of the question's strong words (a rule's state), by score on a tie."""
+    terms = expand(content, knowledge)
+    scored = []
+    for name, doc in knowledge.alert_docs.items():
+        score, matched = _score(doc, terms, knowledge.idf)
+        if matched - _WEAK:
+            explained = len(strong) - len(_unexplained(matched, strong, knowledge))
+            scored.append((explained, score, name, matched))
+    if not scored:
+        return None
+    explained, score, name, matched = max(scored, key=lambda item: item[:2])
+    return Match("ALERTS", score, matched, alert=name)
