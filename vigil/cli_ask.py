@@ -42,7 +42,7 @@ def _print_text(answer: Answer, result: list[dict] | None) -> None:
 @click.option("--run", "run", is_flag=True, help="Also run the query on Prometheus and show the result.")
 @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Run directory of the stack whose Prometheus --run queries [default: .vigil].")
-@click.option("--prometheus", metavar="URL", help="Prometheus to run the query on (instead of --run-dir's).")
+@click.option("--prometheus", "--prometheus-url", "prometheus", metavar="URL", help="Prometheus to run the query on (instead of --run-dir's).")
 @click.option("--llm-url", metavar="URL", help="OpenAI-compatible endpoint (vLLM, Ollama) to write the query; "
               "it gets the same retrieved context and its query is validated the same way.")
 @click.option("--llm-model", default="default", show_default=True, help="Model name sent to --llm-url.")
