@@ -10,12 +10,14 @@ config's (`vigil.oncall.plan.config_maintenance`); these are the ones people add
 from __future__ import annotations
 
 import json
+from collections import namedtuple
 from dataclasses import dataclass
 
 import sqlalchemy as sa
 
 from vigil.notifier.schema import maintenance_windows
 from vigil.notifier.store.engine import reading
+from vigil.notifier.store.prepared import Prepared
 from vigil.notifier.timefmt import rfc3339
 
 
@@ -92,14 +94,11 @@ class Maintenance:
     def active_for(self, labels: dict[str, str], now: float, conn: sa.Connection | None = None) -> Window | None:
         """The first window active at `now` whose matchers all match `labels`, else None (read on `conn`,
         the caller's transaction, if given)."""
-        query = (sa.select(maintenance_windows)
-                 .where(maintenance_windows.c.starts_at <= now, *_not_over(now))
-                 .order_by(maintenance_windows.c.id))
-        if conn is not None:
-            rows = conn.execute(query).all()
-        else:
+        if conn is None:
             with reading(self._engine) as own:
-                rows = own.execute(query).all()
+                return self.active_for(labels, now, own)
+        # asked on every escalation step and page: a statement made once (`Prepared`)
+        rows = [_Row(*values) for values in _ACTIVE.rows(conn, {"b_now": now})]
         return next((window for window in map(_window, rows) if window.matches(labels)), None)
 
 
@@ -107,6 +106,12 @@ def _not_over(now: float) -> tuple:
     """Conditions of a window that has not ended by `now`."""
     return (maintenance_windows.c.ends_at > now,
             sa.or_(maintenance_windows.c.ended_at.is_(None), maintenance_windows.c.ended_at > now))
+
+
+_NOW = sa.bindparam("b_now", type_=sa.Float)
+_ACTIVE = Prepared(sa.select(*maintenance_windows.c).where(maintenance_windows.c.starts_at <= _NOW, *_not_over(_NOW))
+                   .order_by(maintenance_windows.c.id))
+_Row = namedtuple("_Row", [column.key for column in maintenance_windows.c])
 
 
 def _window(row) -> Window:
