@@ -15,7 +15,8 @@ import pytest
 import requests
 from click.testing import CliRunner
 
-from test_notifier_support import AUTH, NotifierServer, alert, free_port, make_settings, payload, run_dir_for
+from test_notifier_support import (AUTH, NotifierServer, alert, free_port, make_settings, payload, run_dir_for,
+                                   wait_for)
 from vigil.cli import main
 from vigil.tsdb_readback import READY_TIMEOUT_S, tsdb_prometheus
 
@@ -40,6 +41,11 @@ def stopped(tmp_path):
             answer.raise_for_status()
             ids.append(answer.json()["incident_id"])
         assert vigil("incidents", "ack", str(ids[0]), run_dir=run).exit_code == 0
+
+        def delivered():  # no page left to send: nothing changes once the notifier stops
+            return all(page["state"] != "pending" for i in ids for page in
+                       requests.get(f"{server.url}/api/v1/incidents/{i}", headers=AUTH, timeout=5).json()["pages"])
+        wait_for(delivered)
         running = {"list": json.loads(vigil("incidents", "list", "--json", run_dir=run).stdout),
                    "show": json.loads(vigil("incidents", "show", str(ids[0]), "--json", run_dir=run).stdout)}
     (run / "state.json").unlink()  # as the supervisor leaves the run directory when it stops

@@ -119,7 +119,12 @@ def test_incidents_are_read_from_a_stopped_stack(stopped):
     stack, incident, listed = stopped
     result = stack.cli("incidents", "list", "--json")
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == listed and incident["id"] in [i["id"] for i in listed["incidents"]]
+    after = {i["id"]: i for i in json.loads(result.stdout)["incidents"]}
+    before = {i["id"]: i for i in listed["incidents"]}
+    # the drill's incident, resolved, reads the same; the stack's other incidents (exporters absent …) may
+    # have moved on until `vigil down`, but every one is there with the same fields
+    assert after[incident["id"]] == before[incident["id"]]
+    assert before.keys() <= after.keys() and all(after[k].keys() == before[k].keys() for k in before)
     assert result.stderr == (f"the stack in {stack.run_dir} is stopped: incidents read from "
                              f"{stack.run_dir / 'notifier.db'} (read-only)\n")
     resolved = json.loads(stack.cli("incidents", "list", "--json", "--state", "resolved").stdout)["incidents"]
