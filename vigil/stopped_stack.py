@@ -5,7 +5,7 @@ A postmortem is written after the incident, often after `vigil down`: the notifi
 `StackClient` does, with the same JSON shapes (the notifier's own queries: `Notifications.list_incidents`
 and the REST API's `incident_detail`), opening the database read-only (SQLite `mode=ro`): nothing is
 migrated or written. What changes an incident needs the running notifier (its on-call engine pages
-and escalates), so those verbs are refused with the reason.
+and escalates): `vigil incidents` refuses those verbs on a stopped stack, saying so.
 """
 
 from __future__ import annotations
