@@ -6,8 +6,9 @@ is over.
   pages: `page_held`), then the escalation pauses at that step instead of moving on: one
   `escalation_paused` event (the window's id, reason, author, end), no further tiers, repeats, rounds
   or `policy_exhausted`. The row keeps its position and is due again when the window ends, or
-  `HOLD_RECHECK_S` sooner (a window ended early through the API or the console, or taken out of the
-  on-call file, is noticed within that time). Another window holding the incident after the first
+  `HOLD_RECHECK_S` sooner (a window taken out of the on-call file is noticed within that time; one
+  ended early through the API or the console makes the paused escalations due at once:
+  `Escalations.paused_due_now`). Another window holding the incident after the first
   one ended is one more `escalation_paused` event, still without a page.
 - An acknowledgement ends the pause (the escalation stops; its re-page timer runs as usual), and it
   does not expire while a window holds its incident: the re-page that would have come then pauses
@@ -33,13 +34,11 @@ from vigil.notifier.delivery.mute import Held, window_holding
 from vigil.notifier.store import incident_state
 from vigil.notifier.store.escalations import REPAGE, Escalation, Escalations
 from vigil.notifier.store.maintenance import Maintenance
-from vigil.notifier.store.timeline import Timeline
+from vigil.notifier.store.timeline import PAUSE_KINDS, PAUSED, RESUMED, Timeline
 from vigil.oncall.model import OncallConfig
 from vigil.oncall.plan import PolicySpec, sla_for
 
 HOLD_RECHECK_S = 30.0  # a held escalation looks again this often whether its window is still on
-PAUSED, RESUMED = "escalation_paused", "escalation_resumed"
-_ENDS_A_PAUSE = ("acknowledged", "resolved", "reopened")
 
 
 def holding(conn: sa.Connection, oncall: OncallConfig, incident, now: float) -> Held | None:
@@ -50,7 +49,7 @@ def holding(conn: sa.Connection, oncall: OncallConfig, incident, now: float) -> 
 def paused_by(conn: sa.Connection, incident_id: int) -> dict | None:
     """The `escalation_paused` event the incident's escalation is paused by, or None when it is not: an
     acknowledgement (the escalation stops: only its re-page is left), a resolve and a reopen end a pause."""
-    last = Timeline(conn.engine).latest(conn, incident_id, (PAUSED, RESUMED, *_ENDS_A_PAUSE))
+    last = Timeline(conn.engine).latest(conn, incident_id, PAUSE_KINDS)
     return last if last is not None and last["kind"] == PAUSED else None
 
 

@@ -16,9 +16,10 @@ from typing import Callable
 
 import sqlalchemy as sa
 
-from vigil.notifier.schema import deliveries, escalations
+from vigil.notifier.schema import deliveries, escalations, incident_events
 from vigil.notifier.store.engine import reading
 from vigil.notifier.store.prepared import Prepared
+from vigil.notifier.store.timeline import PAUSE_KINDS, PAUSED
 
 ESCALATE, REPAGE = "escalate", "repage"
 
@@ -93,6 +94,17 @@ class Escalations:
         if conn.dialect.name == "postgresql":
             query = query.with_for_update(skip_locked=True)
         return [Escalation(**found._mapping) for found in conn.execute(query)]
+
+    def paused_due_now(self, conn: sa.Connection, now: float) -> int:
+        """Make every escalation a maintenance window paused due `now` (a window ended early: the engine
+        looks at once whether it resumes, instead of at its next re-check); returns how many."""
+        event = incident_events.alias("event")
+        newest = (sa.select(sa.func.max(event.c.id))
+                  .where(event.c.incident_id == escalations.c.incident_id, event.c.kind.in_(PAUSE_KINDS))
+                  .correlate(escalations).scalar_subquery())
+        paused = sa.exists().where(incident_events.c.id == newest, incident_events.c.kind == PAUSED)
+        return conn.execute(escalations.update().where(escalations.c.due_at > now, paused)
+                            .values(due_at=now)).rowcount
 
     def next_due(self) -> float | None:
         """The earliest due time of any pending escalation."""

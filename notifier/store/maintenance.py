@@ -17,6 +17,7 @@ import sqlalchemy as sa
 
 from vigil.notifier.schema import maintenance_windows
 from vigil.notifier.store.engine import reading
+from vigil.notifier.store.escalations import Escalations
 from vigil.notifier.store.prepared import Prepared
 from vigil.notifier.timefmt import rfc3339
 
@@ -82,12 +83,15 @@ class Maintenance:
 
     def end(self, window_id: int, now: float) -> Window | None:
         """End the window now (a window not started yet is cancelled); None if there is no such window.
+        The escalations a window paused are due now (the engine resumes those no other window holds).
 
         A window already over is returned unchanged: the caller tells the user so.
         """
         with self._engine.begin() as conn:
-            conn.execute(maintenance_windows.update()
-                         .where(maintenance_windows.c.id == window_id, *_not_over(now)).values(ended_at=now))
+            ended = conn.execute(maintenance_windows.update().where(maintenance_windows.c.id == window_id,
+                                                                    *_not_over(now)).values(ended_at=now)).rowcount
+            if ended:
+                Escalations(self._engine).paused_due_now(conn, now)
             row = conn.execute(sa.select(maintenance_windows).where(maintenance_windows.c.id == window_id)).first()
         return None if row is None else _window(row)
 

@@ -27,6 +27,11 @@ KINDS = frozenset({
 })
 
 
+# a maintenance window's pause of an escalation (`vigil.notifier.engine.pause`): an escalation is paused
+# while the newest of its incident's events of PAUSE_KINDS is `escalation_paused`
+PAUSED, RESUMED = "escalation_paused", "escalation_resumed"
+PAUSE_KINDS = (PAUSED, RESUMED, "acknowledged", "resolved", "reopened")
+
 _INSERT = Prepared(incident_events.insert(), ["incident_id", "at", "kind", "actor", "detail"])
 _LATEST: dict[tuple[str, ...], Prepared] = {}  # kinds -> the newest event of those kinds (`Timeline.latest`)
 
