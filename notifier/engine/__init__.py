@@ -6,5 +6,6 @@
   escalation goes next);
 - `sla.py`: acknowledge / resolve targets, breaches, and the escalation they trigger;
 - `actions.py`: what people do (acknowledge, resolve, note, escalate now, reopen);
-- `paging.py`: pages for a tier's people (their contact plans) and for everyone already paged.
+- `paging.py`: pages for a tier's people (their contact plans) and for everyone already paged;
+- `pause.py`: an escalation paused while a maintenance window holds its incident, resumed after.
 """
