@@ -165,6 +165,19 @@ def test_an_incident_acknowledged_or_resolved_during_the_window_is_not_paged_whe
     assert notifier.delivered() == ["carol"] and len(notifier.events(incident, "ack_expired")) == 1
 
 
+def test_an_escalation_asked_for_during_the_window_is_paged_when_it_ends(notifier):
+    notifier.window()
+    incident = notifier.open()
+    notifier.run_until(600)
+    notifier.post(f"/api/v1/incidents/{incident}/escalate", {"by": "carol"})
+    notifier.run_until(WINDOW_S - 60)
+    assert notifier.delivered() == [] and [p["person"] for p in notifier.detail(incident)["pages"]] == ["carol"]
+    notifier.at(WINDOW_S)
+    assert notifier.delivered() == ["dave"]  # tier 2, as asked, once nobody holds its pages
+    notifier.at(WINDOW_S + TIER_3_AFTER - TIER_2_AFTER)
+    assert notifier.delivered() == ["dave", "mgr"]
+
+
 def test_pages_sent_before_the_window_stand_and_the_next_tier_waits_for_its_end(notifier):
     incident = notifier.open()
     notifier.at(0)

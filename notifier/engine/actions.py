@@ -9,7 +9,8 @@ a resolved incident, resolve one twice …) raises `TransitionRefused` with the 
   `repage_acknowledged_after` (the escalation waits in mode `repage`; pending firing pages are muted by
   the delivery pipeline's mute stage);
 - resolve: ends the escalation and pages "resolved" to every (person, contact) that had a firing page;
-- escalate now: the next tier is paged at once (an acknowledgement is handed on with it: cleared);
+- escalate now: the next tier is paged at once (an acknowledgement is handed on with it: cleared; while
+  a maintenance window holds the incident, it is the tier paged when the window is over);
 - reopen: a resolved incident fires again, unacknowledged, from the policy's first tier.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from vigil.notifier.engine.paging import page_contacts
+from vigil.notifier.engine.pause import paused_by
 from vigil.notifier.engine.steps import next_tier
 from vigil.notifier.store import Store, incident_state
 from vigil.notifier.store.escalations import REPAGE
@@ -109,7 +111,8 @@ def move_to_next_tier(conn: sa.Connection, store: Store, incident, now: float) -
     policy = escalation.policy if escalation is not None else incident.policy
     if policy is None:
         return None
-    moved = next_tier(incident.id, escalation, store.escalations.last_paged_tier(conn, incident.id), policy, now)
+    moved = next_tier(incident.id, escalation, store.escalations.last_paged_tier(conn, incident.id), policy, now,
+                      paused=paused_by(conn, incident.id) is not None)
     store.escalations.put(conn, incident.id, policy, now, tier=moved.tier, round=moved.round)
     return moved.tier
 

@@ -32,15 +32,16 @@ def after_page(spec: PolicySpec, tier: int, repeat: int, round: int) -> Position
 
 
 def next_tier(incident_id: int, escalation: Escalation | None, last_paged_tier: int | None, policy: str,
-              now: float) -> Escalation:
+              now: float, paused: bool = False) -> Escalation:
     """The escalation moved to the tier after the one paged last, due now (SLA breach, escalate now).
 
     A pending escalation that would page a new tier already points at the next tier; one that would
-    page the same tier again (a repeat) or re-page an acknowledged incident moves one tier on. The
-    engine wraps a tier past the last into the next round (`normalized`).
+    page the same tier again (a repeat), one `paused` by a maintenance window (it waits at the tier whose
+    pages were held) or re-page an acknowledged incident moves one tier on. The engine wraps a tier
+    past the last into the next round (`normalized`).
     """
     if escalation is not None and escalation.mode == ESCALATE:
-        tier = escalation.tier + 1 if escalation.repeat > 0 else escalation.tier
+        tier = escalation.tier + 1 if escalation.repeat > 0 or paused else escalation.tier
         return Escalation(incident_id, escalation.policy, tier, 0, escalation.round, ESCALATE, now)
     round = escalation.round if escalation is not None else 0
     tier = 0 if last_paged_tier is None else last_paged_tier + 1
