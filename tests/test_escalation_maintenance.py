@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 
 from pg_support import db_url, postgres_server  # noqa: F401 (fixtures)
 from vigil.notifier.app import create_app
+from vigil.notifier.postmortem import render_postmortem
 from vigil.notifier.postmortem.facts import incident_facts, parse_time
 from vigil.notifier.timefmt import rfc3339
 from vigil.oncall.loader import parse_oncall
@@ -205,3 +206,6 @@ def test_the_postmortem_tells_of_the_pause_and_the_resume(notifier):
         f"escalation resumed at tier 1: maintenance window {window['id']} over, paused 2h"]
     assert [p.result for p in facts.pages if p.status == "firing"] == [
         f"held: maintenance window {window['id']}", "sent"]
+    markdown = render_postmortem(notifier.detail(incident), [], "md", now=T0 + WINDOW_S + 120)[0].decode()
+    assert f"escalation paused at tier 1: maintenance window {window['id']} (firmware)" in markdown
+    assert "escalation resumed at tier 1" in markdown and "policy_exhausted" not in markdown
