@@ -3,7 +3,8 @@ the on-call file are listed with them, `source: "on-call file"`, without an id),
 `POST /api/v1/maintenance` (a new window, 201) and `POST /api/v1/maintenance/{id}/end` (end it now).
 
 While a window is active, pages of incidents whose labels match it are held: recorded on the
-incident's timeline (`page_held`), not sent (the delivery's mute stage).
+incident's timeline (`page_held`), not sent (the delivery's mute stage), and their escalations pause
+until it is over (`vigil.notifier.engine.pause`; ending a window resumes them at once).
 """
 
 from __future__ import annotations
