@@ -68,6 +68,7 @@ DURATION_FLAGS = [
     (("down",), [], "--timeout"),
     (("maintenance", "add"), ["--match", "node=n"], "--for"),
     (("dashboards", "preview"), [], "--window"),
+    (("inbox",), [], "--since"),
 ]
 
 
