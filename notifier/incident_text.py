@@ -6,6 +6,11 @@ from __future__ import annotations
 from vigil.common.durations import format_duration
 
 
+# the kinds `event_text` says in a sentence of their own (the others: their detail as key=value)
+SENTENCE_KINDS = frozenset({"page_queued", "tier_paged", "page_attempt", "page_fallback", "page_held",
+                            "escalation_paused", "escalation_resumed", "page_digested", "note"})
+
+
 def event_text(event: dict) -> str:
     """One line saying what a timeline event means."""
     d, kind = event.get("detail") or {}, event["kind"]

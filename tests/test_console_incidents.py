@@ -87,7 +87,7 @@ def test_the_incident_page_shows_alerts_labels_and_the_sla_clock(user, clock):
     assert "Acknowledge by" in text and "3m left" in text and "Resolve by" in text and "58m left" in text
     clock.now = T0 + 400  # past the 5 min acknowledge target: the engine's check marks the breach
     from vigil.notifier.engine import sla
-    sla.check(client.app.state.store, clock.now)
+    sla.check(client.app.state.store, client.app.state.oncall, clock.now)
     later = client.get(f"/console/incidents/{incident}").text
     assert "breached by 1m" in later and "sla breach" in later
     assert client.get("/console/incidents/999").status_code == 404
@@ -115,6 +115,26 @@ def test_acknowledge_note_escalate_and_resolve_each_show_in_the_timeline_by_the_
     assert refused.status_code == 409 and "Nothing was done" in refused.text and "is resolved" in refused.text
     empty = client.post(f"/console/incidents/{incident}/note", data={"csrf_token": token, "text": "  "})
     assert empty.status_code == 409 and "needs some text" in empty.text
+
+
+def test_the_timeline_says_in_words_who_was_paged_and_why_a_window_held_it(user, clock):
+    client = user
+    window = client.post("/api/v1/maintenance", headers=AUTH,
+                         json={"match": {"node": "n7"}, "for": "2h", "reason": "firmware", "by": "bob"}).json()
+    incident = fire(client, "held", node="n7")
+    for minutes in (0, 6, 12):  # tier 1 due at once (its page held), then the pause instead of tier 2
+        clock.now = T0 + 60 * minutes
+        client.app.state.engine.run_once()
+        while client.app.state.worker.run_once():
+            pass
+    page = client.get(f"/console/incidents/{incident}").text
+    held = f"maintenance window {window['id']} (firmware)"
+    assert f"page to alice via phone held: {held}" in page
+    assert f"escalation paused at tier 1: {held} until" in page
+    assert "tier=" not in page and "person=" not in page  # no paging event left as raw key=value
+    assert "tier 2" not in page and "sla breach" not in page  # bob was not paged, nobody could be: no breach
+    pages = page[page.index('id="pages"'):page.index("</table>", page.index('id="pages"'))]
+    assert f'class="warn">held: maintenance window {window["id"]}<' in pages  # why, not the outbox's "muted"
 
 
 def test_a_one_click_link_from_an_inbox_page_opens_the_incident_in_the_console(tmp_path, clock):

@@ -28,6 +28,7 @@ from vigil.notifier.api.incidents import IncidentId, incident_detail
 from vigil.notifier.console.auth import CheckedForm, ConsoleUser
 from vigil.notifier.console.render import seconds_of, render
 from vigil.notifier.engine import actions
+from vigil.notifier.postmortem.page_fate import page_results
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 STATES = ("open", "triggered", "acknowledged", "resolved")
@@ -161,7 +162,8 @@ async def _incident_page(request: Request, incident_id: int, status: int = 200, 
     return render(request, "incident.html", status=status, incident=found, node=node_of(found["labels"]),
                   sla=sla_clock(found, now), notice=notice, done=request.query_params.get("done"),
                   version=version_of(found, found["timeline"]), refresh_s=REFRESH_S,
-                  notes=[e for e in found["timeline"] if e["kind"] == "note"])
+                  notes=[e for e in found["timeline"] if e["kind"] == "note"],
+                  fates=page_results(found["pages"], found["timeline"], found["state"] == "resolved", seconds_of))
 
 
 @router.get("/incidents/{incident_id}")

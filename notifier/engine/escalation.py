@@ -180,7 +180,7 @@ class EscalationEngine:
         """
         now = self._clock()
         if self._sla_checked_at is None or not 0 <= now - self._sla_checked_at < self._poll_interval_s:
-            sla.check(self._store, now, self._metrics)
+            sla.check(self._store, self._oncall, now, self._metrics)
             self._sla_checked_at = now
         added, failed = 0, 0
         while self._due(now):

@@ -67,7 +67,7 @@ def before_step(conn: sa.Connection, oncall: OncallConfig, spec: PolicySpec, inc
         Timeline(conn.engine).record(conn, incident.id, now, RESUMED, window=paused["detail"].get("window"),
                                      paused_for_s=round(now - paused["at"], 3),
                                      tier=None if acknowledged else escalation.tier)
-        _restart_ack_target(conn, oncall, incident, now)
+        restart_ack_target(conn, oncall, incident, now)
         if expired:  # held past its expiry: the acknowledgement lasts its full time again from now
             Escalations(conn.engine).put(conn, incident.id, escalation.policy, now + after, mode=REPAGE)
             return True
@@ -103,10 +103,10 @@ def _postpone(conn: sa.Connection, oncall: OncallConfig, incident, escalation: E
     due = min(held.until, now + HOLD_RECHECK_S)
     Escalations(conn.engine).put(conn, escalation.incident_id, escalation.policy, due, tier=escalation.tier,
                                  repeat=escalation.repeat, round=escalation.round, mode=escalation.mode)
-    _restart_ack_target(conn, oncall, incident, due)
+    restart_ack_target(conn, oncall, incident, due)
 
 
-def _restart_ack_target(conn: sa.Connection, oncall: OncallConfig, incident, start: float) -> None:
+def restart_ack_target(conn: sa.Connection, oncall: OncallConfig, incident, start: float) -> None:
     """An unacknowledged incident's acknowledge target counts from `start` (a paused escalation's next
     look, the resume), so it is not breached while nobody could be paged, nor at once after."""
     if incident.acknowledged_at is not None or incident.ack_due_at is None or incident.ack_breached_at is not None:
