@@ -1,5 +1,6 @@
 """`vigil maintenance list|add|end`: maintenance windows of the running stack's notifier. While a
-window lasts, pages of incidents whose labels match it are recorded on the incident, not sent."""
+window lasts, pages of incidents whose labels match it are recorded on the incident, not sent, and their
+escalation pauses; it resumes when the window ends (docs/oncall.md)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ UTC = ZoneInfo("UTC")
 
 @click.group()
 def maintenance():
-    """Maintenance windows: pages of matching alerts are held (recorded, not sent) while one lasts."""
+    """Maintenance windows: pages of matching alerts are held (recorded, not sent) and their escalation
+    pauses while one lasts; an incident still open when it ends pages its tier then."""
 
 
 @maintenance.command("list")
@@ -73,6 +75,6 @@ def add(run_dir, matchers, duration, until, start, reason, by):
 @run_dir_option
 @click.argument("window_id", type=click.IntRange(min=1))
 def end(run_dir, window_id):
-    """End a maintenance window now (one not begun is cancelled)."""
+    """End a maintenance window now (one not begun is cancelled): the escalations it paused resume."""
     ended = call_notifier(run_dir, lambda c: c.end_maintenance(window_id))
     click.echo(f"maintenance window #{ended['id']} ended at {when(ended['ended_at'])} UTC")
