@@ -12,6 +12,8 @@ from click.testing import CliRunner
 
 from test_notifier_support import AUTH, NotifierServer, alert, free_port, make_settings, payload, run_dir_for, wait_for
 from vigil.cli import main
+from vigil.notifier.timefmt import rfc3339
+from vigil.stack_client import StackClient
 
 ONCALL = """
 people:
@@ -128,3 +130,24 @@ def test_the_listing_shows_only_the_chosen_pages_and_says_when_none_match(inbox)
 def test_a_bad_filter_is_a_usage_error_naming_it(inbox, args, message):
     result = vigil_inbox(inbox[0], *args)
     assert result.exit_code == 2 and message in result.output, result.output
+
+
+@pytest.mark.parametrize("query, names", [
+    ({"incident": "0"}, "incident"), ({"incident": "x"}, "incident"), ({"incident": str(2**63)}, "incident"),
+    ({"status": "maybe"}, "status"), ({"since": "yesterday"}, "since"), ({"since": "2026-11-24T10:00:00"}, "since"),
+])
+def test_the_inbox_route_refuses_a_bad_filter_with_a_422_naming_it(inbox, query, names):
+    run_dir, _ = inbox
+    client = StackClient.from_run_dir(run_dir)
+    answer = requests.get(client.notifier + "/api/v1/inbox", params=query, headers=AUTH, timeout=5)
+    assert answer.status_code == 422 and names in answer.json()["error"], answer.text
+
+
+def test_the_inbox_route_filters_before_it_counts_the_limit(inbox):
+    run_dir, ids = inbox
+    client = StackClient.from_run_dir(run_dir)
+    since = rfc3339(time.time() - 600)
+    assert [(p["incident_id"], p["status"]) for p in client.pages(limit=1, to=["alice"], status="firing")] == \
+        [(ids["gpu"], "firing")]
+    assert [p["incident_id"] for p in client.pages(limit=5, incident=[ids["old"], ids["disk"]], since=since)] == \
+        [ids["disk"]]  # the old incident's pages are two hours old

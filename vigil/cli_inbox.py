@@ -1,7 +1,5 @@
-"""`vigil inbox`: the pages delivered to the stack's local inbox, optionally only some of them.
-
-The notifier's `GET /api/v1/inbox` takes only `?limit=N` (the newest N), so `--limit` alone is asked of
-the notifier and the other filters are applied here, to the newest `FILTER_WINDOW` pages it returns.
+"""`vigil inbox`: the pages delivered to the stack's local inbox, optionally only some of them (the
+notifier's `GET /api/v1/inbox` filters them: `to`, `incident`, `status`, `since`, `limit`).
 """
 
 from __future__ import annotations
@@ -14,35 +12,14 @@ import click
 import requests
 
 from vigil.common.click_types import Duration
+from vigil.notifier.timefmt import rfc3339
 
 from .cli_stack import run_dir_option
 from .runstate import NoStack
-from .stack_client import StackClient
+from .stack_client import StackClient, StackRequestError
 
-DEFAULT_PAGES = 500  # what `vigil inbox` without filters lists (the notifier's default page of rows)
-FILTER_WINDOW = 5000  # with a filter: the newest pages it looks through (the most the notifier lists)
-
-
-def select_pages(pages: list[dict], *, to: tuple[str, ...] = (), incidents: tuple[int, ...] = (),
-                 status: str | None = None, newer_than: float | None = None, limit: int | None = None) -> list[dict]:
-    """The pages (oldest first) sent to one of `to`, about one of `incidents`, of `status`, that arrived at
-    or after `newer_than` (UNIX seconds): each filter given must hold; then the newest `limit` of them."""
-    chosen = [page for page in pages
-              if (not to or page.get("recipient") in to)
-              and (not incidents or page.get("incident_id") in incidents)
-              and (status is None or page.get("status") == status)
-              and (newer_than is None or _seconds(page.get("time")) >= newer_than)]
-    return chosen[-limit:] if limit else chosen
-
-
-def _seconds(value) -> float:
-    """UNIX seconds of a page's `time` (RFC 3339 from the API); a time that cannot be read is oldest."""
-    if isinstance(value, (int, float)):
-        return float(value)
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return float("-inf")
+DEFAULT_PAGES = 500  # what `vigil inbox` lists without --limit (the notifier's default page of rows)
+MAX_PAGES = 5000  # the most the notifier lists at once
 
 
 @click.command()
@@ -54,23 +31,21 @@ def _seconds(value) -> float:
 @click.option("--status", type=click.Choice(["firing", "resolved"]), help="Only firing or only resolved pages.")
 @click.option("--since", type=Duration(positive=True), metavar="DURATION",
               help="Only pages that arrived within this long before now: 30m, 2h, 1d, 90 (seconds) …")
-@click.option("--limit", type=click.IntRange(1, FILTER_WINDOW), metavar="N",
-              help=f"Only the newest N pages (after the other filters).  [default: all of the newest {DEFAULT_PAGES}; "
-                   f"with a filter, of the newest {FILTER_WINDOW}]")
+@click.option("--limit", type=click.IntRange(1, MAX_PAGES), metavar="N", default=DEFAULT_PAGES, show_default=True,
+              help="Only the newest N pages (of those the other filters keep).")
 @click.option("--json", "as_json", is_flag=True, help="Print the pages as JSON: {\"pages\": [...]}, oldest first.")
 def inbox(run_dir, to, incidents, status, since, limit, as_json):
     """List the pages delivered to the demo's local inbox, oldest first; --to, --incident, --status and
     --since keep only some (all of them must hold), --limit the newest N."""
     filtered = bool(to or incidents or status or since)
-    fetch = FILTER_WINDOW if filtered else (limit or DEFAULT_PAGES)
+    newer_than = rfc3339(time.time() - since) if since else None
     try:
-        pages = StackClient.from_run_dir(run_dir).pages(limit=fetch)
-    except NoStack as exc:
+        pages = StackClient.from_run_dir(run_dir).pages(limit=limit, to=list(to), incident=list(incidents),
+                                                        status=status, since=newer_than)
+    except (NoStack, StackRequestError) as exc:
         raise click.ClickException(str(exc)) from None
     except requests.RequestException as exc:
         raise click.ClickException(f"cannot reach the notifier: {exc}") from None
-    pages = select_pages(pages, to=to, incidents=incidents, status=status,
-                         newer_than=time.time() - since if since else None, limit=limit)
     if as_json:
         click.echo(json.dumps({"pages": pages}, indent=2))
         return

@@ -60,9 +60,11 @@ class StackClient:
     def notifications(self, limit: int = RECENT_ROWS) -> list[dict]:
         return self._notifier_get("/api/v1/notifications", "notifications", limit)
 
-    def pages(self, limit: int = 500) -> list[dict]:
-        """Pages delivered to the local inbox, oldest first (the newest `limit`)."""
-        return self._notifier_get("/api/v1/inbox", "pages", limit)
+    def pages(self, limit: int = 500, **filters) -> list[dict]:
+        """Pages delivered to the local inbox, oldest first (the newest `limit`), filtered by the inbox
+        route's `to`, `incident` (lists), `status` and `since` (RFC 3339) where given."""
+        params = {"limit": limit, **{key: value for key, value in filters.items() if value}}
+        return self._notifier("GET", "/api/v1/inbox", params=params)["pages"]
 
     def incidents(self, limit: int = 500, **filters: str | None) -> list[dict]:
         """Incidents, oldest first (the newest `limit`), filtered by state, priority, team."""

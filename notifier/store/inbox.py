@@ -57,9 +57,22 @@ class Inbox:
                  labels=json.dumps(json.loads(labels[d.incident_id]), sort_keys=True))
             for d, at in arrivals])
 
-    def list_pages(self, limit: int) -> list[dict]:
+    def list_pages(self, limit: int, *, recipients: tuple[str, ...] = (), incident_ids: tuple[int, ...] = (),
+                   status: str | None = None, since: float | None = None) -> list[dict]:
+        """The newest `limit` pages (oldest first) sent to one of `recipients`, about one of `incident_ids`,
+        of `status`, arrived at or after `since` (Unix seconds): each filter given must hold."""
+        c = inbox_pages.c
+        query = sa.select(inbox_pages)
+        if recipients:
+            query = query.where(c.recipient.in_(recipients))
+        if incident_ids:
+            query = query.where(c.incident_id.in_(incident_ids))
+        if status is not None:
+            query = query.where(c.status == status)
+        if since is not None:
+            query = query.where(c.time >= since)
         with reading(self._engine) as conn:
-            rows = conn.execute(sa.select(inbox_pages).order_by(inbox_pages.c.id.desc()).limit(limit)).all()
+            rows = conn.execute(query.order_by(c.id.desc()).limit(limit)).all()
         # `tier` is the policy's tier index like everywhere in the API: 0 is the first line (tier 1);
         # null: a page of no escalation tier
         return [dict(id=r.id, time=rfc3339(r.time), recipient=r.recipient, channel=r.channel, title=r.title,
