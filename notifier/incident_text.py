@@ -27,11 +27,11 @@ def event_text(event: dict) -> str:
     if kind == "page_fallback":
         return f"{d.get('person')}: {d.get('failed_contact')} failed {d.get('attempts')} times, trying {d.get('contact')}"
     if kind == "page_held":
-        return f"page to {to} held: {_window(d)}"
+        return f"page to {to} held: {window_text(d)}"
     if kind == "escalation_paused":
         until = f" until {d['until'][:19].replace('T', ' ')} UTC" if d.get("until") else ""
         where = f"at {tier}" if isinstance(d.get("tier"), int) else "(acknowledged: its re-page waits)"
-        return f"escalation paused {where}: {_window(d)}{until}"
+        return f"escalation paused {where}: {window_text(d)}{until}"
     if kind == "escalation_resumed":
         where = f"at {tier}" if isinstance(d.get("tier"), int) else "(acknowledged: not paged)"
         paused = "" if d.get("paused_for_s") is None else f", paused {format_duration(round(d['paused_for_s']))}"
@@ -43,6 +43,6 @@ def event_text(event: dict) -> str:
     return ", ".join(f"{key}={value}" for key, value in d.items() if value is not None)
 
 
-def _window(d: dict) -> str:
+def window_text(d: dict) -> str:
     """The maintenance window of a `page_held` / `escalation_paused` event, with its reason."""
     return f"{d.get('reason')} window {d.get('window')}" + (f" ({d['why']})" if d.get("why") else "")

@@ -133,6 +133,8 @@ def test_the_timeline_says_in_words_who_was_paged_and_why_a_window_held_it(user,
     assert f"escalation paused at tier 1: {held} until" in page
     assert "tier=" not in page and "person=" not in page  # no paging event left as raw key=value
     assert "tier 2" not in page and "sla breach" not in page  # bob was not paged, nobody could be: no breach
+    sla = page[page.index("SLA clock"):page.index("Facts")]
+    assert f"paused: {held}" in sla and "left" not in sla.split("Resolve by")[0]  # the ack target waits for the window
     pages = page[page.index('id="pages"'):page.index("</table>", page.index('id="pages"'))]
     assert f'class="warn">held: maintenance window {window["id"]}<' in pages  # why, not the outbox's "muted"
 

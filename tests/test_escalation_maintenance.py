@@ -14,6 +14,7 @@ from vigil.notifier.postmortem import render_postmortem
 from vigil.notifier.postmortem.facts import incident_facts, parse_time
 from vigil.notifier.timefmt import rfc3339
 from vigil.oncall.loader import parse_oncall
+from vigil.cli_incidents import describe_incident
 from test_notifier_support import AUTH, alert, make_settings, payload
 from test_oncall_engine import ONCALL, SATURDAY_3AM as T0  # 3 tiers: carol (the rota), dave after 5 m, mgr after 10 m
 
@@ -85,12 +86,17 @@ def test_a_window_pauses_the_escalation_at_the_held_page_and_resumes_it_when_ove
                                 "until": window["ends_at"], "tier": 0}
     assert [e["detail"]["tier"] for e in notifier.events(incident, "tier_paged")] == [0]
     assert notifier.events(incident, "policy_exhausted") == [] and notifier.events(incident, "escalation_resumed") == []
+    detail = notifier.detail(incident)  # the API and `vigil incidents show` say the ack target waits for the window
+    assert detail["escalation_paused"] == {**paused["detail"], "since": paused["at"]} and detail["sla"]["ack"] == "pending"
+    until = window["ends_at"][:19].replace("T", " ")
+    assert f"ack target paused: maintenance window {window['id']} (firmware) until {until} UTC" in "\n".join(describe_incident(detail))
 
     notifier.at(WINDOW_S)  # the window is over: carol never heard of it, she is paged now
     assert notifier.delivered() == ["carol"]
     [resumed] = notifier.events(incident, "escalation_resumed")
     assert resumed["at"] == rfc3339(T0 + WINDOW_S) and resumed["detail"]["window"] == window["id"]
     assert resumed["detail"]["tier"] == 0 and resumed["detail"]["paused_for_s"] == WINDOW_S
+    assert notifier.detail(incident)["escalation_paused"] is None
     notifier.at(WINDOW_S + TIER_2_AFTER - 1)
     assert notifier.delivered() == ["carol"]  # the step timing restarted when the window ended
     notifier.at(WINDOW_S + TIER_2_AFTER)

@@ -16,7 +16,7 @@ from typing import Callable, TypeVar
 import click
 import requests
 
-from vigil.notifier.incident_text import event_text as what
+from vigil.notifier.incident_text import event_text as what, window_text
 from vigil.notifier.postmortem.facts import escalation_texts
 
 from .cli_stack import run_dir_option
@@ -133,9 +133,15 @@ def show(run_dir, incident_id, as_json):
         click.echo(line)
 
 
+def paused_text(paused: dict) -> str:
+    """`paused: maintenance window 3 (firmware) until 2026-11-24 10:00:00 UTC` (the API's `escalation_paused`)."""
+    return f"paused: {window_text(paused)}" + (f" until {when(paused['until'])} UTC" if paused.get("until") else "")
+
+
 def describe_incident(incident: dict) -> list[str]:
-    sla = incident.get("sla") or {}
+    sla, paused = incident.get("sla") or {}, incident.get("escalation_paused")
     due = [f"{target} due {when(incident.get(f'{target}_due_at'))} ({sla.get(target)})"
+           if not (paused and target == "ack" and sla.get(target) == "pending") else f"ack target {paused_text(paused)}"
            for target in ("ack", "resolve") if incident.get(f"{target}_due_at")]
     lines = [f"#{incident['id']} {incident['title']}",
              f"  state {incident.get('state')}, priority {incident.get('priority') or '-'}, team "

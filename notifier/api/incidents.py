@@ -23,6 +23,7 @@ from vigil.notifier.engine import actions
 from vigil.notifier.store import Store
 from vigil.notifier.store.engine import reading
 from vigil.notifier.store.notifications import latest_payload
+from vigil.notifier.store.timeline import pause_of
 
 router = APIRouter()
 IncidentId = Annotated[int, Path(ge=1, le=MAX_ROW_ID)]
@@ -57,8 +58,9 @@ def incident_detail(store: Store, incident_id: int) -> dict | None:
     alerts = [] if payload is None else [
         dict(status=a.status, labels=a.labels, summary=a.annotations.get("summary", ""), startsAt=a.startsAt,
              endsAt=a.endsAt, fingerprint=a.fingerprint) for a in payload.alerts]
-    return {**incident, "alerts": alerts, "timeline": store.timeline.of(incident_id),
-            "pages": store.outbox.pages_of(incident_id)}
+    timeline = store.timeline.of(incident_id)
+    return {**incident, "alerts": alerts, "timeline": timeline, "pages": store.outbox.pages_of(incident_id),
+            "escalation_paused": pause_of(timeline)}
 
 
 def _actor_route(verb: str, action) -> None:

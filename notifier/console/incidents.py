@@ -28,6 +28,7 @@ from vigil.notifier.api.incidents import IncidentId, incident_detail
 from vigil.notifier.console.auth import CheckedForm, ConsoleUser
 from vigil.notifier.console.render import seconds_of, render
 from vigil.notifier.engine import actions
+from vigil.notifier.incident_text import window_text
 from vigil.notifier.postmortem.page_fate import page_results
 
 router = APIRouter(prefix="/console", include_in_schema=False)
@@ -133,7 +134,9 @@ def sla_clock(incident: dict, now: float) -> list[dict]:
             remaining = due_s - now
         else:
             remaining = due_s - seconds_of(done_at) if done_at else due_s - now
-        clock.append(dict(label=label, due=due, status=status, remaining=remaining, done_at=done_at))
+        paused = incident.get("escalation_paused") if which == "ack" and status == "pending" else None
+        clock.append(dict(label=label, due=due, status=status, remaining=remaining, done_at=done_at,
+                          paused=window_text(paused) if paused else None, until=(paused or {}).get("until")))
     return clock
 
 

@@ -32,6 +32,14 @@ KINDS = frozenset({
 PAUSED, RESUMED = "escalation_paused", "escalation_resumed"
 PAUSE_KINDS = (PAUSED, RESUMED, "acknowledged", "resolved", "reopened")
 
+
+def pause_of(events: list[dict]) -> dict | None:
+    """The pause an incident's escalation is in, from its timeline (`Timeline.of`, oldest first): the
+    window's detail with `since` (when it paused, RFC 3339), or None when it is not paused."""
+    last = next((e for e in reversed(events) if e["kind"] in PAUSE_KINDS), None)
+    return {**last["detail"], "since": last["at"]} if last is not None and last["kind"] == PAUSED else None
+
+
 _INSERT = Prepared(incident_events.insert(), ["incident_id", "at", "kind", "actor", "detail"])
 _LATEST: dict[tuple[str, ...], Prepared] = {}  # kinds -> the newest event of those kinds (`Timeline.latest`)
 
