@@ -30,3 +30,23 @@ def test_a_page_still_waiting_says_when_it_is_due():
               {"kind": "resolved", "at": at(24), "detail": {}}]
     assert page_results(pages, events, True, parse) == ["sent", "not sent yet: due 16:35:34"]
     assert page_results(pages, events, False, parse) == ["sent", "pending"]
+
+
+def test_a_fallback_sent_when_it_was_due_is_not_late_and_one_sent_well_after_is():
+    """The SMS a policy sends a minute after the call (`due_in_s` 60) is on time when it goes out then;
+    lateness counts from when a page was due, not from when it was queued."""
+    from vigil.notifier.postmortem.facts import incident_facts
+
+    def incident(sms_sent_after: float) -> dict:
+        page = dict(person="ana", status="firing", tier=0, state="sent", created_at=at(0), attempts=[{"ok": True}])
+        return {"id": 1, "title": "t", "opened_at": at(0), "status": "resolved", "resolved_at": at(600),
+                "pages": [{**page, "contact": "phone", "kind": "phone", "sent_at": at(2)},
+                          {**page, "contact": "sms", "kind": "sms", "sent_at": at(sms_sent_after)}],
+                "timeline": [{"kind": "page_queued", "at": at(0), "detail": {"person": "ana", "contact": c,
+                              "status": "firing", "tier": 0, "due_in_s": due}} for c, due in (("phone", 0), ("sms", 60))]}
+
+    on_time = incident_facts(incident(62), [], T0 + 900)
+    assert [(p.contact, p.late, p.delay_s) for p in on_time.pages] == [("phone", False, 2), ("sms", False, 2)]
+    assert on_time.troubled_pages == []
+    late = incident_facts(incident(60 + 61), [], T0 + 900)
+    assert [(p.contact, p.late) for p in late.pages] == [("phone", False), ("sms", True)]

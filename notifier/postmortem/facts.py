@@ -13,10 +13,11 @@ from datetime import datetime, timezone
 
 from vigil.notifier.incident_text import event_text
 
-from .page_fate import page_results, queued_events
+from .page_fate import due_times, page_results, queued_events
 
 RELATED_WITHIN_S = 30 * 86400
-# a page sent this long after it was queued (or after more than one attempt) counts as late
+# a page sent this long after it was due (queued, plus the delay its policy step asked for), or after
+# more than one attempt, counts as late
 LATE_AFTER_S = 60.0
 
 
@@ -40,6 +41,7 @@ class Page:
     tier: int | None
     status: str  # firing | resolved (what the page said)
     queued_at: float | None
+    due_at: float | None  # when it was to go out: queued_at plus its step's delay (queued_at when unknown)
     sent_at: float | None
     attempts: int
     result: str  # sent | failed | pending | digested | not sent: acknowledged | held: maintenance window 3 | … (page_fate)
@@ -48,7 +50,8 @@ class Page:
 
     @property
     def delay_s(self) -> float | None:
-        return None if self.sent_at is None or self.queued_at is None else self.sent_at - self.queued_at
+        """How long after it was due it went out."""
+        return None if self.sent_at is None or self.due_at is None else self.sent_at - self.due_at
 
 
 @dataclass
@@ -144,6 +147,7 @@ def incident_facts(incident: dict, others: list[dict], now: float, jobs_seen: li
     escalated = escalation_texts(events)
     pages = incident.get("pages") or []
     results = page_results(pages, events, incident.get("status") == "resolved", parse_time)
+    due = due_times(pages, events, parse_time)
     fates = {event: results[page] for event, page in queued_events(pages, events, parse_time).items()
              if results[page] not in ("sent", "pending", "digested")}
     gpus = {(l["node"], l["gpu"]): l.get("uuid", "") for l in labels if "node" in l and "gpu" in l}
@@ -158,7 +162,7 @@ def incident_facts(incident: dict, others: list[dict], now: float, jobs_seen: li
         first_alert=dict(name=(first.get("labels") or {}).get("alertname", "?"), at=first_at,
                          summary=first.get("summary", "")),
         first_sign_at=first_sign_at, first_sign_how=first_sign_how,
-        pages=[_page(p, result) for p, result in zip(pages, results)],
+        pages=[_page(p, result, due.get(i)) for i, (p, result) in enumerate(zip(pages, results))],
         escalations=[dict(at=parse_time(events[i]["at"]), text=what + _by(events[i]) + note)
                      for i, (what, note) in escalated.items()],
         timeline=[dict(at=parse_time(e["at"]), kind=e["kind"], actor=e.get("actor") or "",
@@ -203,12 +207,14 @@ def _repeated(round: int) -> str:
     return f" (the policy repeated from the first tier: round {round + 1})"
 
 
-def _page(page: dict, result: str) -> Page:
+def _page(page: dict, result: str, due: float | None) -> Page:
+    """`page` of the API as a Page; `due`: when it was to go out (from its `page_queued` event), if known."""
     attempts = page.get("attempts") or []
     queued, sent = parse_time(page.get("created_at")), parse_time(page.get("sent_at"))
-    late = sent is not None and (len(attempts) > 1 or (queued is not None and sent - queued > LATE_AFTER_S))
+    due = queued if due is None else due
+    late = sent is not None and (len(attempts) > 1 or (due is not None and sent - due > LATE_AFTER_S))
     return Page(person=page.get("person") or "?", contact=page.get("contact") or "", kind=page.get("kind") or "",
-                tier=page.get("tier"), status=page.get("status") or "firing", queued_at=queued, sent_at=sent,
+                tier=page.get("tier"), status=page.get("status") or "firing", queued_at=queued, due_at=due, sent_at=sent,
                 attempts=len(attempts), result=result,
                 errors=[a["error"] for a in attempts if not a.get("ok") and a.get("error")], late=late)
 

@@ -24,8 +24,7 @@ def page_results(pages: list[dict], events: list[dict], incident_resolved: bool,
     `held: maintenance window N`, `not sent: acknowledged` / `resolved` / `firing page never reached it`,
     or `not sent yet: due HH:MM:SS` (still waiting in the outbox after the incident resolved)."""
     held = {e["detail"].get("delivery"): e["detail"] for e in events if e["kind"] == "page_held"}
-    queued = queued_events(pages, events, parse_time)
-    due = {page: parse_time(events[e]["at"]) + float(events[e]["detail"].get("due_in_s") or 0) for e, page in queued.items()}
+    due = due_times(pages, events, parse_time)
     results = []
     for index, page in enumerate(pages):
         state = page.get("state") or "pending"
@@ -38,6 +37,13 @@ def page_results(pages: list[dict], events: list[dict], incident_resolved: bool,
                            events, parse_time)
         results.append(state)
     return results
+
+
+def due_times(pages: list[dict], events: list[dict], parse_time) -> dict[int, float]:
+    """When each page was due to go out (index in `pages` -> Unix seconds): its `page_queued` event's time
+    plus the event's `due_in_s` (a fallback channel a minute after the call), for the pages one queued."""
+    return {page: parse_time(events[e]["at"]) + float(events[e]["detail"].get("due_in_s") or 0)
+            for e, page in queued_events(pages, events, parse_time).items()}
 
 
 def queued_events(pages: list[dict], events: list[dict], parse_time) -> dict[int, int]:
