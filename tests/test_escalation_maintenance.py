@@ -15,6 +15,7 @@ from vigil.notifier.postmortem.facts import incident_facts, parse_time
 from vigil.notifier.timefmt import rfc3339
 from vigil.oncall.loader import parse_oncall
 from vigil.cli_incidents import describe_incident
+from vigil.notifier.incident_text import event_text as what
 from test_notifier_support import AUTH, alert, make_settings, payload
 from test_oncall_engine import ONCALL, SATURDAY_3AM as T0  # 3 tiers: carol (the rota), dave after 5 m, mgr after 10 m
 
@@ -97,6 +98,11 @@ def test_a_window_pauses_the_escalation_at_the_held_page_and_resumes_it_when_ove
     assert resumed["at"] == rfc3339(T0 + WINDOW_S) and resumed["detail"]["window"] == window["id"]
     assert resumed["detail"]["tier"] == 0 and resumed["detail"]["paused_for_s"] == WINDOW_S
     assert notifier.detail(incident)["escalation_paused"] is None
+    lines = describe_incident(notifier.detail(incident))
+    timeline = lines[lines.index("timeline:") + 1:]
+    texts = [what(e) for e in notifier.detail(incident)["timeline"]]
+    starts = {line.index(text) for line, text in zip(timeline, texts) if text and "escalated" not in line}
+    assert len(starts) == 1, timeline  # "escalation_resumed" is longer than the others: the texts still line up
     notifier.at(WINDOW_S + TIER_2_AFTER - 1)
     assert notifier.delivered() == ["carol"]  # the step timing restarted when the window ended
     notifier.at(WINDOW_S + TIER_2_AFTER)

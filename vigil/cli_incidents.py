@@ -152,9 +152,11 @@ def describe_incident(incident: dict) -> list[str]:
     lines.append("timeline:")
     events = incident.get("timeline", [])
     escalated = escalation_texts(events)  # the tier an escalation paged, as the postmortem names it
+    kind_w = max([16, *(len(e["kind"]) for e in events)])  # columns as wide as their longest entry
+    actor_w = max([14, *(len(e.get("actor") or "") for e in events)])
     for index, event in enumerate(events):
         text = "".join(escalated[index]) if event["kind"] == "escalated" else what(event)
-        lines.append(f"  {when(event['at'])}  {event['kind']:<16} {event.get('actor') or '':<14} {text}".rstrip())
+        lines.append(f"  {when(event['at'])}  {event['kind']:<{kind_w}} {event.get('actor') or '':<{actor_w}} {text}".rstrip())
     return lines
 
 
