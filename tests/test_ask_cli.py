@@ -39,6 +39,14 @@ def test_run_without_a_stack_is_a_clear_error(tmp_path):
     assert "--prometheus" in result.stderr
 
 
+def test_a_prometheus_url_runs_the_query_there_and_a_malformed_one_is_refused_before_any_request():
+    result = vigil("ask", "GPU power draw on node-1", "--prometheus-url", f"http://127.0.0.1:{free_port()}")
+    assert result.returncode == 1 and "cannot reach Prometheus at http://127.0.0.1:" in result.stderr  # no --run needed
+    result = vigil("ask", "GPU power draw on node-1", "--prometheus", "not-a-url")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "'not-a-url' is not an http:// or https:// URL" in result.stderr
+
+
 def test_the_service_handler_answers_like_the_cli_and_refuses_bad_requests():
     status, body = handle_ask(b'{"question": "top 3 GPUs by power draw"}', None)
     assert status == 200 and body["promql"] == "topk(3, vigil_gpu_power_watts)"

@@ -10,6 +10,7 @@ import click
 import pytest
 
 from vigil.cli import main
+from vigil.common.click_types import HttpUrl
 
 SPELLINGS = ("--prometheus", "--prometheus-url")
 URL = "http://127.0.0.1:9/some-prometheus"
@@ -50,6 +51,7 @@ def test_both_spellings_are_accepted_and_shown(command: click.Command, option: c
     for spelling in SPELLINGS:  # parsed as a user types it: both land in the same parameter
         ctx = command.make_context(command.name, [spelling, URL], resilient_parsing=True)
         assert ctx.params[option.name] == URL, spelling
+    assert isinstance(option.type, HttpUrl), f"{option.opts}: type=HttpUrl() refuses a malformed URL before a request"
     shown = option.get_help_record(click.Context(command))[0]
     assert all(spelling in shown.replace(",", " ").split() for spelling in SPELLINGS), shown
 

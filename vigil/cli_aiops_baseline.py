@@ -13,7 +13,7 @@ from vigil.aiops.baseline.store import StoreError
 from vigil.aiops.baseline.train import TrainSettings, history_from_files, history_from_prometheus, save_result
 from vigil.aiops.baseline.train import train as train_baselines
 from vigil.aiops.history.series import HistoryError
-from vigil.common.click_types import Duration, HostPort
+from vigil.common.click_types import Duration, HostPort, HttpUrl
 from vigil.common.hostport import http_url
 
 
@@ -27,7 +27,7 @@ DURATION = Duration(positive=True)
 
 
 @click.command("train")
-@click.option("--prometheus", "--prometheus-url", "prometheus_url", metavar="URL", help="Prometheus to read history from (query_range).")
+@click.option("--prometheus", "--prometheus-url", "prometheus_url", type=HttpUrl(), metavar="URL", help="Prometheus to read history from (query_range).")
 @click.option("--match", "selectors", multiple=True, metavar="SELECTOR", help="Series selector, repeatable (e.g. vigil_gpu_utilization_ratio).")
 @click.option("--lookback", type=DURATION, default="14d", show_default=True, help="History to learn from.")
 @click.option("--step", type=DURATION, default="5m", show_default=True, help="Grid step the series are resampled to.")
@@ -75,7 +75,7 @@ def train(prometheus_url, selectors, lookback, step, max_gap, inputs, model_dir,
 @click.option("--listen", default="127.0.0.1:9605", show_default=True, type=HostPort(default_host="0.0.0.0"),
               help="HOST:PORT to serve /metrics and /healthz on (:PORT: every interface).")
 @click.option("--model-dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="Model store directory.")
-@click.option("--prometheus", "--prometheus-url", "prometheus_url", metavar="URL", help="Train at start (when no model) and refit from this Prometheus.")
+@click.option("--prometheus", "--prometheus-url", "prometheus_url", type=HttpUrl(), metavar="URL", help="Train at start (when no model) and refit from this Prometheus.")
 @click.option("--match", "selectors", multiple=True, metavar="SELECTOR", help="Series selector to refit, repeatable.")
 @click.option("--refit-interval", type=DURATION, default="1h", show_default=True, help="How often to refit (or reload the store without Prometheus).")
 @click.option("--lookback", type=DURATION, default="14d", show_default=True, help="History each refit learns from.")

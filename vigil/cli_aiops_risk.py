@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from vigil.common.click_types import Duration
+from vigil.common.click_types import Duration, HttpUrl
 
 
 @click.command("train-disk")
@@ -144,7 +144,7 @@ def calibrate_risk(seed, days, gpu_nodes, disks, model_dir, weights_dir, write, 
 
 
 @click.command("suggest-inhibitions")
-@click.option("--prometheus", "--prometheus-url", "prometheus_url", metavar="URL",
+@click.option("--prometheus", "--prometheus-url", "prometheus_url", type=HttpUrl(), metavar="URL",
               help="Read ALERTS{alertstate=\"firing\"} history from this Prometheus (--prometheus-url: the same).")
 @click.option("--input", "input_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="JSON: Alertmanager webhook payloads or {labels, startsAt, endsAt} alerts.")

@@ -10,6 +10,7 @@ import click
 from vigil.aiops.ask.answer import Answer, ask, run_query
 from vigil.aiops.ask.llm import LlmUnavailable, ask_llm
 from vigil.aiops.ask.retrieve import Unanswerable
+from vigil.common.click_types import HttpUrl
 from vigil.common.prometheus_api import PrometheusUnavailable
 from vigil.runstate import NoStack, read_state
 
@@ -41,8 +42,8 @@ def _print_text(answer: Answer, result: list[dict] | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help='Print {"promql", "metrics", "explanation"[, "result"]}.')
 @click.option("--run", "run", is_flag=True, help="Also run the query on Prometheus and show the result.")
 @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Run directory of the stack whose Prometheus --run queries [default: .vigil].")
-@click.option("--prometheus", "--prometheus-url", "prometheus", metavar="URL", help="Prometheus to run the query on (instead of --run-dir's).")
+              help="Run directory of the stack whose Prometheus --run queries [default: .vigil]; implies --run.")
+@click.option("--prometheus", "--prometheus-url", "prometheus", type=HttpUrl(), metavar="URL", help="Prometheus to run the query on (instead of --run-dir's); implies --run.")
 @click.option("--llm-url", metavar="URL", help="OpenAI-compatible endpoint (vLLM, Ollama) to write the query; "
               "it gets the same retrieved context and its query is validated the same way.")
 @click.option("--llm-model", default="default", show_default=True, help="Model name sent to --llm-url.")
@@ -61,7 +62,7 @@ def ask_command(question, as_json, run, run_dir, prometheus, llm_url, llm_model)
             click.echo(json.dumps({"error": str(exc)}))
         raise click.ClickException(f"cannot answer: {exc}") from None
     result = None
-    if run:
+    if run or run_dir is not None or prometheus:  # saying where to run it asks for it to be run
         try:
             result = run_query(answer.promql, _prometheus_url(run_dir, prometheus))
         except PrometheusUnavailable as exc:

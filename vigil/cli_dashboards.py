@@ -10,7 +10,7 @@ from typing import Callable
 
 import click
 
-from vigil.common.click_types import Duration
+from vigil.common.click_types import Duration, HttpUrl
 from vigil.common.generated_files import write_or_check
 from vigil.dashboards.build import DEFAULT_OUTPUT, DEFAULT_PROMETHEUS_URL, GRAFANA_VERSION, render
 from vigil.dashboards.check import check_dashboards
@@ -97,7 +97,7 @@ def dashboards():
               help="Folder to write json/*.json and provisioning/ into.")
 @click.option("--check", "check_only", is_flag=True,
               help="Write nothing; exit 1 when a file under --output differs from what would be generated.")
-@click.option("--prometheus", "--prometheus-url", "prometheus_url", default=DEFAULT_PROMETHEUS_URL, show_default=True,
+@click.option("--prometheus", "--prometheus-url", "prometheus_url", type=HttpUrl(), default=DEFAULT_PROMETHEUS_URL, show_default=True,
               help="URL of Prometheus in the datasource provisioning file (as Grafana's server reaches it).")
 def build(output: Path, check_only: bool, prometheus_url: str):
     """Generate the dashboards (Grafana {version}) and provisioning files; the offline checks run first."""
@@ -135,7 +135,7 @@ def check(files: tuple[Path, ...]):
 
 
 @dashboards.command()
-@click.option("--prometheus", "--prometheus-url", "prometheus_url", default=DEFAULT_PROMETHEUS_URL, show_default=True,
+@click.option("--prometheus", "--prometheus-url", "prometheus_url", type=HttpUrl(), default=DEFAULT_PROMETHEUS_URL, show_default=True,
               help="The Prometheus to fill the panels from (a running `vigil up` stack's).")
 @click.option("-o", "--output", type=_DIR, default=Path("docs/img/dashboards"), show_default=True,
               help="Folder to write <uid>.png into.")
@@ -163,7 +163,7 @@ def preview(prometheus_url: str, output: Path, window: float):
 
 @dashboards.command()
 @grafana_options(required=True)
-@click.option("--prometheus", "--prometheus-url", "prometheus_url", metavar="URL",
+@click.option("--prometheus", "--prometheus-url", "prometheus_url", type=HttpUrl(), metavar="URL",
               help="Prometheus URL for the datasource, as Grafana's server reaches it.  "
                    "[default: the Prometheus of the stack running in --run-dir]")
 @click.option("--run-dir", type=click.Path(path_type=Path), default=Path(".vigil"), show_default=True,

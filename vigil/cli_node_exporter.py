@@ -5,11 +5,10 @@ from __future__ import annotations
 import shutil
 import socket
 import time
-from urllib.parse import urlsplit
 
 import click
 
-from vigil.common.click_types import Duration, HostPort
+from vigil.common.click_types import Duration, HostPort, is_http_url
 from vigil.common.hostport import http_url
 from vigil.exporters.node_health import NodeHealthCollector
 from vigil.exporters.smart import SmartReader, subprocess_runner
@@ -42,7 +41,7 @@ def node(listen, node, smartctl, no_smart, simulate, sim_disks, sim_faults, sim_
     node_name = node or socket.gethostname()
     if sim_chaos_url and not simulate:
         raise click.BadParameter("only with --simulate", param_hint="--sim-chaos-url")
-    if sim_chaos_url and not _is_http_url(sim_chaos_url):  # the reader retries quietly: say it now
+    if sim_chaos_url and not is_http_url(sim_chaos_url):  # the reader retries quietly: say it now
         raise click.BadParameter(f"expected an http:// URL such as http://127.0.0.1:10835, got {sim_chaos_url!r}",
                                  param_hint="--sim-chaos-url")
     reader = None if no_smart else _smart_reader(node_name, smartctl, simulate, sim_disks, sim_faults, sim_chaos_url)
@@ -64,11 +63,6 @@ def node(listen, node, smartctl, no_smart, simulate, sim_disks, sim_faults, sim_
     click.echo(f"vigil node exporter for {node_name} on {http_url(host, port, '/metrics')}", err=True)
     while True:
         time.sleep(3600)
-
-
-def _is_http_url(url: str) -> bool:
-    parts = urlsplit(url)
-    return parts.scheme in ("http", "https") and bool(parts.netloc)
 
 
 def _smart_reader(node_name, smartctl, simulate, sim_disks, sim_faults, sim_chaos_url) -> SmartReader | None:

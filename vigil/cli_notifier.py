@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from pydantic import ValidationError
 
-from vigil.common.click_types import HostPort
+from vigil.common.click_types import HostPort, HttpUrl
 from vigil.common.durations import format_duration
 from vigil.notifier.settings import DEFAULT_MAX_BODY_BYTES
 
@@ -65,7 +65,7 @@ def notifier():
               help="Reconcile only groups routed to this Alertmanager receiver (default: all).")
 @click.option("--public-url", default=None,
               help="URL at which the notifier reaches itself for inbox pages (default: the --listen address).")
-@click.option("--prometheus", "--prometheus-url", "prometheus_url", default=None,
+@click.option("--prometheus", "--prometheus-url", "prometheus_url", type=HttpUrl(), default=None,
               help="Prometheus to chart an incident's metrics from in its postmortem (docs/postmortems.md).")
 @click.option("--postmortem-templates", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="Folder of Jinja2 templates replacing the shipped postmortem templates.")

@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 import requests
 
-from vigil.common.click_types import Duration
+from vigil.common.click_types import Duration, HttpUrl
 from vigil.common.durations import format_duration, parse_duration
 from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
 from vigil.oncall.schedules import LATEST, moment_at
@@ -97,7 +97,7 @@ def _notifier(notifier_url: str | None, token_file: Path | None, stack: StackCli
 @click.argument("specs", nargs=-1, type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--from", "start", type=Moment(), default="-1d", show_default=True, help=f"Start: {TIME_FORMS}.")
 @click.option("--to", "end", type=Moment(), default="now", show_default=True, help="End, in the same forms.")
-@click.option("--prometheus", "--prometheus-url", "prometheus", metavar="URL", help="Prometheus with the history. Default: the stack in --run-dir.")
+@click.option("--prometheus", "--prometheus-url", "prometheus", type=HttpUrl(), metavar="URL", help="Prometheus with the history. Default: the stack in --run-dir.")
 @run_dir_option
 @click.option("--interval", type=Duration(positive=True),
               help="Evaluation interval of groups that set none. Default: the server's global evaluation_interval.")

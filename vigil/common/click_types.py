@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import click
 
 from .durations import EXAMPLES, format_duration, parse_duration
@@ -54,6 +56,25 @@ class HostPort(click.ParamType):
 
     def get_metavar(self, param, ctx=None) -> str:
         return "HOST:PORT"
+
+
+def is_http_url(url: str) -> bool:
+    parts = urlsplit(url)
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
+
+
+class HttpUrl(click.ParamType):
+    """An http(s) URL with a host (`http://prometheus:9090`); anything else is refused before a request is made."""
+
+    name = "url"
+
+    def convert(self, value, param, ctx) -> str:
+        if not is_http_url(value):
+            self.fail(f"{value!r} is not an http:// or https:// URL with a host (e.g. http://127.0.0.1:9090)", param, ctx)
+        return value
+
+    def get_metavar(self, param, ctx=None) -> str:
+        return "URL"
 
 
 def label_pairs(ctx, param, values: tuple[str, ...]) -> dict[str, str]:
