@@ -84,6 +84,10 @@ def test_the_hottest_gpus_of_a_node_in_a_window_compose_from_their_pieces(knowle
     ("how many critical alerts does team gpu have?", 'count(ALERTS{alertstate="firing", severity="critical", team="gpu"})'),
     ("rate of XID 48 errors per node", 'sum by (node) (rate(vigil_gpu_xid_errors_total{xid="48"}[5m]))'),
     ("the largest GPU failure risk per node", 'max by (node) (vigil_failure_risk{kind="gpu"})'),
+    # "the hottest GPU" asks which GPU it is (and how hot), not only the temperature; the highest temperature is a value
+    ("hottest GPU", 'topk(1, vigil_gpu_temperature_celsius{sensor="gpu"})'),
+    ("the busiest GPUs on node-2", 'sort_desc(vigil_gpu_utilization_ratio{node="node-2"})'),
+    ("highest GPU temperature", 'max(vigil_gpu_temperature_celsius{sensor="gpu"})'),
 ])
 def test_counters_units_filters_and_groups_compose_as_an_operator_would(question, expected, knowledge):
     assert ask(question, knowledge).promql == expected

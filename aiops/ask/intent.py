@@ -146,8 +146,14 @@ def _ranking(text: str, tokens: list[str], intent: Intent) -> None:
     which = re.search(r"\b(?:which|what)\s+(?:\w+\s+)?(gpus?|cards?|nodes?|hosts?|machines?|servers?|disks?|drives?|"
                       r"devices?|alerts?|targets?|jobs?|teams?|process(?:es)?|channels?|reasons?)\b", text)
     leading = re.match(r"\s*(gpus|nodes|hosts|disks|drives|devices|alerts|targets|jobs|processes)\b", text)
+    # "the hottest GPU": a superlative that names its measure, put before a thing, asks which one it is
+    named = re.search(r"\b(?:%s)\s+(gpus?|cards?|nodes?|hosts?|machines?|servers?|disks?|drives?|devices?)\b"
+                      % "|".join(sorted(_CONCEPT_SUPERLATIVES)), text)
     if which:
         intent.which = ENTITIES[which.group(1)]
+    elif named:
+        intent.which = ENTITIES[named.group(1)]
+        which = named
     elif leading:  # "GPUs throttled by ...": a list of the flagged ones, like "which GPUs ..."
         intent.listing = True
     many = re.search(r"\b(?:how many|number of|count of|count)\s+(?:\w+\s+)?(gpus|cards|nodes|hosts|machines|servers|"
