@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 
 import matplotlib.image
 import pypdfium2
@@ -111,7 +112,11 @@ def stopped(drilled):
     stack, incident = drilled
     listed = json.loads(stack.cli("incidents", "list", "--json").stdout)
     incident = json.loads(stack.cli("incidents", "show", str(incident["id"]), "--json").stdout)
+    before = time.time()
     assert stack.cli("down").returncode == 0
+    # when it stopped, recorded for the postmortems written after
+    stopped_at = parse_time(json.loads((stack.run_dir / "stopped.json").read_text())["stopped_at"])
+    assert before - 0.001 <= stopped_at <= time.time()
     yield stack, incident, listed
 
 
@@ -153,7 +158,7 @@ def test_the_postmortem_of_a_stopped_stack_reads_the_tsdb_back(stopped, tmp_path
     assert result.returncode == 0, result.stderr
     assert "no charts" not in result.stderr
     text = out.read_text()
-    assert incident["title"] in text
+    assert incident["title"] in text and "when the stack stopped" not in text  # resolved while it ran
     # the first sign and the chart come from the TSDB, through the alert's expression in the rule files
     assert re.search(r"First visible sign in the metrics: \S+ \S+ UTC; first sample of GpuOverheating", text), text
     assert "(after-chart-1.png)" in text

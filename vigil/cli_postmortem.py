@@ -8,7 +8,9 @@ are embedded as data URLs.
 
 On a stopped stack (after `vigil down`) the incident comes from the run directory's notifier database
 (`vigil.stopped_stack`) and the metrics from a temporary Prometheus on its TSDB (`vigil.tsdb_readback`);
-when that cannot be started the postmortem is written without charts, saying why.
+when that cannot be started the postmortem is written without charts, saying why. It stands as of when the
+stack stopped (`StoppedStack.stopped_at`): an incident still open then is measured up to that moment and
+said to be open when the stack stopped, not now.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from vigil.notifier.postmortem import CONTENT_TYPES, TemplateProblem, gather, re
 from .cli_incidents import call_notifier
 from .cli_stack import run_dir_option
 from .stack_client import StackClient
+from .stopped_stack import StoppedStack
 from .tsdb_readback import read_back
 
 # related incidents are searched among the newest this many
@@ -53,7 +56,8 @@ def postmortem(run_dir, incident_id, fmt, output, templates):
     client, incident, others = call_notifier(run_dir, lambda c: (c, c.incident(incident_id),
                                                                   c.incidents(RELATED_SEARCH_LIMIT)), stopped_ok=True)
     with metrics_of(client, run_dir) as prometheus:
-        found = gather(incident, others, prometheus, now=time.time())
+        found = gather(incident, others, prometheus, now=time.time(),
+                       stopped_at=client.stopped_at if isinstance(client, StoppedStack) else None)
     if not isinstance(client, StackClient) and not found.facts.charts:
         problems = found.evidence.problems if found.evidence else []
         click.echo("no charts: " + ("; ".join(problems) or "Prometheus has no series of these alerts"), err=True)

@@ -6,10 +6,17 @@ A postmortem is written after the incident, often after `vigil down`: the notifi
 and the REST API's `incident_detail`), opening the database read-only (SQLite `mode=ro`): nothing is
 migrated or written. What changes an incident needs the running notifier (its on-call engine pages
 and escalates): `vigil incidents` refuses those verbs on a stopped stack, saying so.
+
+`stopped_at` is when the stack stopped, the moment a postmortem measures an incident still open then up
+to: what `vigil down` recorded (`stopped.json`), unless the database holds newer records (the stack ran
+again since and was stopped otherwise: Ctrl-C, killed); else, for those and for run directories of an
+older vigil, the newest time the database recorded (an alert received, an incident event, a page
+tried, a heartbeat), a moment the stack still ran; else the database file's last change.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -18,7 +25,9 @@ import sqlalchemy as sa
 
 from vigil.notifier.api.incidents import incident_detail
 from vigil.notifier.migrate import SchemaError, schema_state
-from vigil.notifier.store.engine import engine_for
+from vigil.notifier.postmortem.facts import parse_time
+from vigil.notifier.schema import delivery_attempts, heartbeats, incident_events, notifications
+from vigil.notifier.store.engine import engine_for, reading
 from vigil.notifier.store.notifications import Notifications
 from vigil.notifier.store.outbox import Outbox
 from vigil.notifier.store.timeline import Timeline
@@ -26,6 +35,10 @@ from vigil.notifier.store.timeline import Timeline
 from .runstate import NoStack
 from .stack_client import StackRequestError
 from .stack_config import RunLayout
+from .stack_stop import STOPPED_FILE
+
+# the times the notifier records as things happen: the newest is a moment the stack still ran
+RECORD_TIMES = (notifications.c.received_at, incident_events.c.at, delivery_attempts.c.at, heartbeats.c.last_seen_at)
 
 
 def read_only_url(db: Path) -> str:
@@ -70,6 +83,7 @@ class StoppedStack:
                           f"({state.describe_current()}; this vigil reads {state.head}): start the stack once "
                           f"(vigil up --run-dir {run_dir}) to upgrade it")
         self.store = ReadOnlyStore(engine)
+        self.stopped_at = stop_time(run_dir, self.db, newest_record(engine))
 
     def close(self) -> None:
         self.store.engine.dispose()
@@ -85,6 +99,23 @@ class StoppedStack:
         if found is None:
             raise StackRequestError(f"no incident {incident_id}")
         return found
+
+
+def stop_time(run_dir: Path, db: Path, newest: float | None) -> float:
+    """When the stack in `run_dir` stopped (see the module's doc); `newest`: the database's newest record."""
+    try:
+        recorded = parse_time(json.loads((run_dir / STOPPED_FILE).read_text()).get("stopped_at"))
+    except (OSError, ValueError, AttributeError, TypeError):  # none, or not one we wrote
+        recorded = None
+    if recorded is not None and (newest is None or recorded >= newest):
+        return recorded
+    return newest if newest is not None else db.stat().st_mtime
+
+
+def newest_record(engine: sa.Engine) -> float | None:
+    with reading(engine) as conn:
+        return max((t for c in RECORD_TIMES if (t := conn.execute(sa.select(sa.func.max(c))).scalar()) is not None),
+                   default=None)
 
 
 def _first_line(exc: Exception) -> str:

@@ -2,7 +2,8 @@
 
 Input is the incident as the REST API shows it (`notifier.api.incidents.incident_detail`: the incident
 with its `alerts`, `timeline` and `pages`), the other incidents (for "related"), the metric evidence
-gathered from Prometheus (`evidence.Evidence`, or None when Prometheus was not asked) and `now`.
+gathered from Prometheus (`evidence.Evidence`, or None when Prometheus was not asked) and `now` (for a
+stopped stack: when it stopped, `stopped_at`, which an incident still open then is measured up to).
 Every time is Unix seconds here; the templates format them.
 """
 
@@ -73,6 +74,12 @@ class Facts:
     timeline: list[dict]  # {at, kind, actor, text}
     related: list[dict]  # {id, title, opened_at, state, shares}
     charts: list = field(default_factory=list)  # evidence.Chart
+    stopped_at: float | None = None  # when the stack stopped, for a postmortem written after (then `now` too)
+
+    @property
+    def open_at_stop(self) -> float | None:
+        """When the stack stopped, if the incident was still open then (None otherwise)."""
+        return self.stopped_at if self.resolved_at is None else None
 
     @property
     def end(self) -> float:

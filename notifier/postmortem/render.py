@@ -36,6 +36,7 @@ class TemplateProblem(ValueError):
 class Postmortem:
     facts: Facts
     evidence: evidence.Evidence | None
+    generated_at: float
 
 
 def when(seconds: float | None) -> str:
@@ -70,9 +71,11 @@ def environment(templates: Path | None = None) -> jinja2.Environment:
 
 
 def gather(incident: dict, others: list[dict], prometheus: PrometheusClient | None = None,
-           now: float | None = None) -> Postmortem:
-    """The facts of `incident`, with the metric evidence and charts when `prometheus` is given."""
-    now = time.time() if now is None else now
+           now: float | None = None, stopped_at: float | None = None) -> Postmortem:
+    """The facts of `incident`, with the metric evidence and charts when `prometheus` is given; with
+    `stopped_at` (a stopped stack's) as they stood then: an incident still open is measured up to it."""
+    generated_at = time.time() if now is None else now
+    now = generated_at if stopped_at is None else stopped_at
     found = evidence.gather(prometheus, incident, now) if prometheus is not None else None
     facts = incident_facts(incident, others, now, jobs_seen=found.jobs if found else (),
                            first_sign_at=found.first_sign_at if found else None,
@@ -83,7 +86,8 @@ def gather(incident: dict, others: list[dict], prometheus: PrometheusClient | No
         for chart in found.charts:
             chart.png = charts.draw(chart, marks)
         facts.charts = found.charts
-    return Postmortem(facts, found)
+    facts.stopped_at = stopped_at
+    return Postmortem(facts, found, generated_at)
 
 
 def render(postmortem: Postmortem, fmt: str = "md", templates: Path | None = None,
@@ -94,7 +98,7 @@ def render(postmortem: Postmortem, fmt: str = "md", templates: Path | None = Non
         raise ValueError(f"unknown postmortem format {fmt!r}; expected one of {', '.join(CONTENT_TYPES)}")
     f = postmortem.facts
     urls = chart_urls or ["data:image/png;base64," + base64.b64encode(c.png).decode() for c in f.charts]
-    context = dict(f=f, ev=postmortem.evidence, charts=list(zip(f.charts, urls)), generated_at=f.now)
+    context = dict(f=f, ev=postmortem.evidence, charts=list(zip(f.charts, urls)), generated_at=postmortem.generated_at)
     name = "postmortem.md.j2" if fmt == "md" else "postmortem.html.j2"
     try:
         text = environment(templates).get_template(name).render(**context)
