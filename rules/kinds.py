@@ -11,6 +11,7 @@ from types import MappingProxyType
 
 from vigil.common.durations import parse_prometheus_duration
 
+from .kinds_job import job_xid
 from .located import Located
 from .promql import format_number, label_list, selector
 from .reader import Reader
@@ -189,23 +190,6 @@ def _xid_recurring(r: Reader) -> str | None:
     return f"count_over_time(({events})[{over}:{window}]) >= {occasions}"
 
 
-JOB_METRIC = "vigil_gpu_job"  # 1 per (GPU, job holding it): job attribution (vigil.exporters.jobs)
-JOB_INFO = "vigil_job_info"  # job_id -> user, tenant (one series per node the job runs on)
-JOB_OWNER = f"on (job_id) group_left (tenant, user) topk by (job_id) (1, {JOB_INFO})"
-
-
-def _job_xid(r: Reader) -> str | None:
-    """`xid_events` on the GPUs a job holds, with the job's `job_id` and its owner (`tenant`, `user`).
-
-    Only GPUs held by exactly one job: PromQL cannot join one XID series to several jobs (many-to-many),
-    so a GPU shared by several jobs (time-slicing, MPS) is left to the GPU team's XID alerts."""
-    expr = _xid_events(r)
-    if expr is None:
-        return None
-    sole = f"{JOB_METRIC} unless on (node, gpu) (count by (node, gpu) ({JOB_METRIC}) > 1)"
-    return f"{expr} * on (node, gpu) group_left (job_id) ({sole}) * {JOB_OWNER}"
-
-
 KINDS = MappingProxyType({
     "expr": _expr,
     "threshold": _threshold,
@@ -219,7 +203,7 @@ KINDS = MappingProxyType({
     "stale": _stale,
     "xid_events": _xid_events,
     "xid_recurring": _xid_recurring,
-    "job_xid": _job_xid,
+    "job_xid": job_xid,
 })
 
 

@@ -30,12 +30,17 @@ def load(tmp_path, keys: str):
 
 def test_job_xid_joins_the_sole_job_of_the_gpu_and_its_owner(tmp_path):
     [alert] = load(tmp_path, "window: 5m\nabove: 2").alerts
-    events = ('((vigil_gpu_xid_errors_total{class="application"} unless vigil_gpu_xid_errors_total{class="application"} '
-              'offset 5m) or increase(vigil_gpu_xid_errors_total{class="application"}[5m])) > 2')
+    xids = 'vigil_gpu_xid_errors_total{class="application"}'
+    events = (f'((({xids} unless (count_over_time({xids}[5m:1m]) >= scalar(count_over_time(vector(1)[5m:1m])))) '
+              'and on (node, gpu) (time() - vigil_gpu_last_xid_timestamp_seconds < 300)) '
+              f'or increase({xids}[5m])) > 2')
     assert alert.expr.startswith('label_replace(label_replace(label_replace(label_replace(' + events + ', "action", ')
+    # the GPU's current sole job, else the sole job it held within the window and the 5-minute lookback
     assert alert.expr.endswith(
-        ' * on (node, gpu) group_left (job_id) (vigil_gpu_job unless on (node, gpu) (count by (node, gpu) (vigil_gpu_job) > 1))'
-        ' * on (job_id) group_left (tenant, user) topk by (job_id) (1, vigil_job_info)')
+        ' * on (node, gpu) group_left (job_id) ((vigil_gpu_job unless on (node, gpu) (count by (node, gpu) (vigil_gpu_job) > 1))'
+        ' or on (node, gpu) (last_over_time(vigil_gpu_job[10m]) unless on (node, gpu)'
+        ' (count by (node, gpu) (last_over_time(vigil_gpu_job[10m])) > 1)))'
+        ' * on (job_id) group_left (tenant, user) topk by (job_id) (1, last_over_time(vigil_job_info[10m]))')
 
 
 def test_job_xid_reports_a_missing_window_and_an_unknown_key_with_their_lines(tmp_path):
