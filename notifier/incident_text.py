@@ -4,6 +4,7 @@ postmortem's timeline print the same words)."""
 from __future__ import annotations
 
 from vigil.common.durations import format_duration
+from vigil.notifier.timefmt import utc_text
 
 
 # the kinds `event_text` says in a sentence of their own (the others: their detail as key=value)
@@ -29,7 +30,7 @@ def event_text(event: dict) -> str:
     if kind == "page_held":
         return f"page to {to} held: {window_text(d)}"
     if kind == "escalation_paused":
-        until = f" until {d['until'][:19].replace('T', ' ')} UTC" if d.get("until") else ""
+        until = f" until {utc_text(d['until'])}" if d.get("until") else ""
         where = f"at {tier}" if isinstance(d.get("tier"), int) else "(acknowledged: its re-page waits)"
         return f"escalation paused {where}: {window_text(d)}{until}"
     if kind == "escalation_resumed":

@@ -10,3 +10,8 @@ def rfc3339(seconds: float | None) -> str | None:
         return None
     moment = datetime.fromtimestamp(seconds, tz=timezone.utc)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def utc_text(rfc3339_time: str | None) -> str:
+    """`2026-11-23T14:00:01.000Z` as people read it: `2026-11-23 14:00:01 UTC` (`-` for none)."""
+    return f"{rfc3339_time[:19].replace('T', ' ')} UTC" if rfc3339_time else "-"

@@ -97,6 +97,7 @@ def test_a_drill_says_when_a_maintenance_window_would_hold_its_page(stack: Runni
         said = result.stderr.strip()
         assert said.startswith(f"Error: drill failed: maintenance window {window['id']} (firmware) holds the pages "
                                "of alerts matching node=node-2 until "), said
+        assert f"until {window['ends_at'][:10]} {window['ends_at'][11:19]} UTC:" in said  # as people read a time
         assert f"vigil maintenance end {window['id']}" in said and "nothing was injected" in said
         assert chaos_state(stack)["faults"] == []
         # a window on another node does not stand in the way (checked without running the drill)

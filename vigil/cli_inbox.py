@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 import click
 import requests
 
-from vigil.common.click_types import Duration
+from vigil.common.click_types import Duration, RowNumber
 from vigil.notifier.timefmt import rfc3339
 
 from .cli_stack import run_dir_option
@@ -26,7 +26,7 @@ MAX_PAGES = 5000  # the most the notifier lists at once
 @run_dir_option
 @click.option("--to", "to", metavar="PERSON", multiple=True,
               help="Only pages sent to this person (the on-call file's key, as listed after `to`); repeat for several.")
-@click.option("--incident", "incidents", metavar="ID", type=click.IntRange(min=1), multiple=True,
+@click.option("--incident", "incidents", metavar="ID", type=RowNumber("incident"), multiple=True,
               help="Only pages about this incident; repeat for several.")
 @click.option("--status", type=click.Choice(["firing", "resolved"]), help="Only firing or only resolved pages.")
 @click.option("--since", type=Duration(positive=True), metavar="DURATION",

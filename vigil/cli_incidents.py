@@ -14,10 +14,13 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 import click
+
+from vigil.common.click_types import RowNumber
 import requests
 
 from vigil.notifier.incident_text import event_text as what, window_text
 from vigil.notifier.postmortem.facts import escalation_texts
+from vigil.notifier.timefmt import utc_text
 
 from .cli_stack import run_dir_option
 from .runstate import NoStack
@@ -121,7 +124,7 @@ def list_incidents(run_dir, state, priority, team, limit, as_json):
 
 @incidents.command()
 @run_dir_option
-@click.argument("incident_id", type=click.IntRange(min=1))
+@click.argument("incident_id", type=RowNumber("incident"))
 @json_option
 def show(run_dir, incident_id, as_json):
     """Show an incident: its state, SLA, alerts, pages and timeline (time, what happened, who)."""
@@ -135,7 +138,7 @@ def show(run_dir, incident_id, as_json):
 
 def paused_text(paused: dict) -> str:
     """`paused: maintenance window 3 (firmware) until 2026-11-24 10:00:00 UTC` (the API's `escalation_paused`)."""
-    return f"paused: {window_text(paused)}" + (f" until {when(paused['until'])} UTC" if paused.get("until") else "")
+    return f"paused: {window_text(paused)}" + (f" until {utc_text(paused['until'])}" if paused.get("until") else "")
 
 
 def describe_incident(incident: dict) -> list[str]:
@@ -163,7 +166,7 @@ def describe_incident(incident: dict) -> list[str]:
 def _action(verb: str, action: str, done: str, help_text: str):
     @incidents.command(verb)
     @run_dir_option
-    @click.argument("incident_id", type=click.IntRange(min=1))
+    @click.argument("incident_id", type=RowNumber("incident"))
     @by_option
     def command(run_dir, incident_id, by):
         incident = call_notifier(run_dir, lambda c: c.incident_action(incident_id, action, by),
@@ -183,7 +186,7 @@ reopen = _action("reopen", "reopen", "reopened",
 
 @incidents.command()
 @run_dir_option
-@click.argument("incident_id", type=click.IntRange(min=1))
+@click.argument("incident_id", type=RowNumber("incident"))
 @click.argument("text")
 @by_option
 def note(run_dir, incident_id, text, by):

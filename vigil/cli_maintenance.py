@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 import click
 
-from vigil.common.click_types import Duration, label_pairs
+from vigil.common.click_types import Duration, RowNumber, label_pairs
 from vigil.notifier.api.parse import window_body
 from vigil.oncall.schedules import moment_at
 
@@ -73,7 +73,7 @@ def add(run_dir, matchers, duration, until, start, reason, by):
 
 @maintenance.command()
 @run_dir_option
-@click.argument("window_id", type=click.IntRange(min=1))
+@click.argument("window_id", type=RowNumber("maintenance window"))
 def end(run_dir, window_id):
     """End a maintenance window now (one not begun is cancelled): the escalations it paused resume."""
     ended = call_notifier(run_dir, lambda c: c.end_maintenance(window_id))

@@ -23,6 +23,7 @@ import requests
 import vigil.rules as rulegen
 from vigil.common.prometheus_api import PrometheusUnavailable
 from vigil.exporters.sim.faults import FAULTS, per_gpu, per_job
+from vigil.notifier.timefmt import utc_text
 
 from .stack_client import RECENT_ROWS, StackClient, StackRequestError
 
@@ -165,7 +166,7 @@ class Drill:
             matchers = ", ".join(f"{key}={value}" for key, value in window["match"].items())
             end = f"`vigil maintenance end {window['id']}`" if window.get("id") else "it (in the on-call file)"
             raise DrillFailed(f"{name}{reason} holds the pages of alerts matching {matchers} until "
-                              f"{window['ends_at']}: the drill's page would be held, not sent. End {end} or "
+                              f"{utc_text(window['ends_at'])}: the drill's page would be held, not sent. End {end} or "
                               "drill another node; nothing was injected")
         body = {"fault": self.expect.fault, "node": self.node, "gpu": self.gpu}
         cleared = False

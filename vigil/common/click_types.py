@@ -77,6 +77,29 @@ class HttpUrl(click.ParamType):
         return "URL"
 
 
+class RowNumber(click.ParamType):
+    """A stored row's number (1 or more), named for what it numbers: `RowNumber("incident")` refuses
+    `abc` with "'abc' is not an incident number" rather than click's "not a valid integer range"."""
+
+    name = "integer"
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def convert(self, value, param, ctx) -> int:
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            number = 0
+        if number < 1:
+            article = "an" if self.what[:1] in "aeiou" else "a"
+            self.fail(f"{value!r} is not {article} {self.what} number (1 or more)", param, ctx)
+        return number
+
+    def get_metavar(self, param, ctx=None) -> str | None:
+        return None if param.param_type_name == "argument" else "ID"  # an argument keeps its own name
+
+
 def label_pairs(ctx, param, values: tuple[str, ...]) -> dict[str, str]:
     """A click callback: repeated LABEL=VALUE options as a dict (`--match node=node-7 --match gpu=3`)."""
     pairs = {}
