@@ -9,7 +9,10 @@ import json
 import os
 import pty
 import re
+import sqlite3
+import tempfile
 import time
+from contextlib import closing
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -83,11 +86,42 @@ def test_list_and_show_read_the_stopped_stacks_database(stopped):
     assert missing.exit_code == 1 and missing.stderr.endswith("Error: no incident 999\n")
 
 
-def test_the_database_is_opened_read_only(stopped):
-    run, running, _ = stopped
-    before = (run / "notifier.db").read_bytes()
-    assert vigil("incidents", "list", run_dir=run).exit_code == 0
-    assert (run / "notifier.db").read_bytes() == before
+def listing(root: Path) -> dict:
+    """Every path under `root` with its size and modification time, and `root`'s own (an entry added or removed)."""
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in [root, *root.rglob("*")]}
+
+
+def close_cleanly(db: Path) -> None:
+    """Leave `db` as a notifier that closes it does (`vigil down`): the WAL checkpointed into the file, no
+    `-wal` or `-shm`. (The test's notifier, served in this process, leaves a connection open: the file is
+    replaced by a copy that this connection, its last one, closes.)"""
+    clean = sqlite3.connect(db.with_name("clean.db"))
+    clean.execute("PRAGMA journal_mode=WAL")
+    with closing(sqlite3.connect(db)) as source:
+        source.backup(clean)
+    clean.close()
+    for path in db.parent.glob(db.name + "*"):
+        path.unlink()
+    db.with_name("clean.db").rename(db)
+    assert sorted(p.name for p in db.parent.glob(db.name + "*")) == [db.name]
+
+
+@pytest.mark.parametrize("closed", [True, False])
+def test_reading_a_stopped_stack_writes_nothing_in_its_run_directory(stopped, closed, tmp_path):
+    """A notifier that closed its database (`vigil down`) leaves it alone, read where it is; one killed
+    leaves commits in `notifier.db-wal` (here all of them: the file has only the schema's first page),
+    read from a copy. Either way the run directory is as it was, and the incidents are all there."""
+    run, running, acked = stopped
+    if closed:
+        close_cleanly(run / "notifier.db")
+    else:
+        assert (run / "notifier.db-wal").stat().st_size > (run / "notifier.db").stat().st_size
+    before = listing(run)
+    assert json.loads(vigil("incidents", "list", "--json", run_dir=run).stdout) == running["list"]
+    assert json.loads(vigil("incidents", "show", str(acked), "--json", run_dir=run).stdout) == running["show"]
+    assert vigil("postmortem", str(acked), "-o", str(tmp_path / "pm.md"), run_dir=run).exit_code == 0
+    assert listing(run) == before
+    assert not list(Path(tempfile.gettempdir()).glob("vigil-notifier-db-*"))  # the copy is gone too
 
 
 @pytest.mark.parametrize("verb", [["ack"], ["resolve"], ["escalate"], ["reopen"], ["note", "looked at it"]])

@@ -3,9 +3,17 @@
 A postmortem is written after the incident, often after `vigil down`: the notifier's SQLite database
 (`<run-dir>/notifier.db`) is still there. `StoppedStack` answers `incidents()` and `incident()` like
 `StackClient` does, with the same JSON shapes (the notifier's own queries: `Notifications.list_incidents`
-and the REST API's `incident_detail`), opening the database read-only (SQLite `mode=ro`): nothing is
-migrated or written. What changes an incident needs the running notifier (its on-call engine pages
-and escalates): `vigil incidents` refuses those verbs on a stopped stack, saying so.
+and the REST API's `incident_detail`), reading the database without writing anything in the run
+directory: nothing is migrated, and no `-wal`/`-shm` file is left behind. A notifier that closed its
+database (a stack stopped by `vigil down` or Ctrl-C) left it whole, so it is opened `immutable=1`: no
+lock, no `-shm`, no `-wal` (SQLite's plain `mode=ro` creates both, and leaves them). A `-wal` (or
+rollback `-journal`) with content beside it holds commits not yet in the file (a notifier killed):
+`immutable=1` would not see them, and `mode=ro` would rebuild the `-shm` index in the run directory,
+so the database and that file are copied to a temporary folder and the copy is read (once per command,
+taking the database's size in temporary space). Either way nothing may write to it meanwhile: the stack
+is stopped (no supervisor holds the run directory's lock). What changes an incident needs the running
+notifier (its on-call engine pages and escalates): `vigil incidents` refuses those verbs on a stopped
+stack, saying so.
 
 `stopped_at` is when the stack stopped, the moment a postmortem measures an incident still open then up
 to: what `vigil down` recorded (`stopped.json`), unless the database holds newer records (the stack ran
@@ -17,6 +25,8 @@ tried, a heartbeat), a moment the stack still ran; else the database file's last
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -37,13 +47,21 @@ from .stack_client import StackRequestError
 from .stack_config import RunLayout
 from .stack_stop import STOPPED_FILE
 
+# what SQLite leaves beside a database that was not closed (a notifier killed): commits not yet in the file
+UNFINISHED = ("-wal", "-journal")
 # the times the notifier records as things happen: the newest is a moment the stack still ran
 RECORD_TIMES = (notifications.c.received_at, incident_events.c.at, delivery_attempts.c.at, heartbeats.c.last_seen_at)
 
 
-def read_only_url(db: Path) -> str:
-    """The SQLAlchemy URL of the SQLite file `db`, opened read-only (a URI filename, `mode=ro`)."""
-    return f"sqlite:///file:{quote(str(db.resolve()))}?mode=ro&uri=true"
+def read_only_url(db: Path, scratch: Path) -> str:
+    """The SQLAlchemy URL that reads the SQLite file `db` without writing anything in its folder: `db` itself,
+    `immutable=1`, when nothing is left beside it; else a copy in `scratch` (see the module's doc)."""
+    left = [p for p in (db.with_name(db.name + suffix) for suffix in UNFINISHED) if p.is_file() and p.stat().st_size]
+    if not left:
+        return f"sqlite:///file:{quote(str(db.resolve()))}?mode=ro&immutable=1&uri=true"
+    for path in (db, *left):
+        shutil.copyfile(path, scratch / path.name)
+    return f"sqlite:///file:{quote(str(scratch / db.name))}?uri=true"
 
 
 @dataclass
@@ -68,17 +86,22 @@ class StoppedStack:
         self.db = RunLayout(run_dir.resolve()).notifier_db
         if not self.db.is_file() or self.db.stat().st_size == 0:
             raise why  # none, or empty as `vigil up` creates it (the ha profile keeps incidents in PostgreSQL)
-        engine = engine_for(read_only_url(self.db))
+        self._scratch = tempfile.TemporaryDirectory(prefix="vigil-notifier-db-")
+        try:
+            engine = engine_for(read_only_url(self.db, Path(self._scratch.name)))
+        except OSError as exc:
+            self._scratch.cleanup()
+            raise NoStack(f"{why.reason}, and its notifier database {self.db} cannot be read: {exc}") from None
         try:
             state = schema_state(engine)
         except (SchemaError, sa.exc.SQLAlchemyError) as exc:
-            engine.dispose()
+            self._drop(engine)
             raise NoStack(f"{why.reason}, and its notifier database {self.db} cannot be read: {_first_line(exc)}") from None
         if state.current is None and not state.unversioned:
-            engine.dispose()
+            self._drop(engine)
             raise why  # no tables: nothing to read
         if not state.up_to_date:
-            engine.dispose()
+            self._drop(engine)
             raise NoStack(f"{why.reason}, and its notifier database {self.db} has an older schema "
                           f"({state.describe_current()}; this vigil reads {state.head}): start the stack once "
                           f"(vigil up --run-dir {run_dir}) to upgrade it")
@@ -86,7 +109,11 @@ class StoppedStack:
         self.stopped_at = stop_time(run_dir, self.db, newest_record(engine))
 
     def close(self) -> None:
-        self.store.engine.dispose()
+        self._drop(self.store.engine)
+
+    def _drop(self, engine: sa.Engine) -> None:
+        engine.dispose()
+        self._scratch.cleanup()
 
     def incidents(self, limit: int = 500, **filters: str | None) -> list[dict]:
         """Incidents, oldest first (the newest `limit`), filtered by state, priority, team."""
