@@ -34,6 +34,7 @@ from vigil.notifier.engine.heartbeat import HeartbeatMonitor
 from vigil.notifier.engine.paging import page_links_for
 from vigil.notifier.metrics import HeartbeatCollector, NotifierMetrics, StoreCollector
 from vigil.notifier.reconcile import reconcile
+from vigil.notifier.reconcile_resolve import GoneAlertResolver
 from vigil.notifier.settings import NotifierSettings
 from vigil.notifier.store import Store
 from vigil.oncall.model import OncallConfig
@@ -56,6 +57,9 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
         engine = EscalationEngine(store, oncall, clock, metrics, settings.poll_interval_s, links, worker.wake)
         monitor = HeartbeatMonitor(store, settings.heartbeats, route, clock, settings.poll_interval_s, worker.wake)
         app.state.store, app.state.worker, app.state.engine, app.state.heartbeats = store, worker, engine, monitor
+        gone = app.state.gone_alerts = (None if not settings.alertmanager_url else GoneAlertResolver(
+            store, settings.alertmanager_url, settings.resolve_gone_after_s, clock, settings.resolve_gone_check_s,
+            worker.wake))
         collectors = [StoreCollector(store), HeartbeatCollector(monitor), OncallHealthCollector(store, oncall, clock)]
         for collector in collectors:
             metrics.registry.register(collector)
@@ -63,6 +67,8 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
             worker.start()
             engine.start()
             monitor.start()
+            if gone is not None:
+                gone.start()
         if settings.alertmanager_url:
             # in the background: /healthz must not wait for an Alertmanager that may be down
             threading.Thread(target=_reconcile_quietly, args=(store, route, settings, metrics, clock, worker),
@@ -70,6 +76,8 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
         try:
             yield
         finally:
+            if gone is not None:
+                gone.stop()
             monitor.stop()
             engine.stop()
             worker.stop()

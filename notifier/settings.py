@@ -37,6 +37,10 @@ class NotifierSettings(BaseModel):
     alertmanager_url: str | None = None
     # reconcile only Alertmanager groups routed to this receiver (None: every group)
     alertmanager_receiver: str | None = None
+    # a firing incident none of whose alerts Alertmanager holds for this long is resolved (their resolution
+    # was lost, e.g. during `vigil down`: `reconcile_resolve.py`); Alertmanager is asked every `..._check_s`
+    resolve_gone_after_s: float = Field(default=600.0, gt=0)
+    resolve_gone_check_s: float = Field(default=30.0, gt=0)
     # the inbox channel posts to this notifier; by default to the address it listens on
     public_url: str | None = None
     # outbox worker: how often it looks for due deliveries, and the retry schedule

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from pydantic import ValidationError
 
-from vigil.common.click_types import HostPort, HttpUrl
+from vigil.common.click_types import Duration, HostPort, HttpUrl
 from vigil.common.durations import format_duration
 from vigil.notifier.settings import DEFAULT_MAX_BODY_BYTES
 
@@ -63,6 +63,9 @@ def notifier():
               help="Alertmanager to reconcile with at start (GET /api/v2/alerts/groups).")
 @click.option("--alertmanager-receiver", default=None,
               help="Reconcile only groups routed to this Alertmanager receiver (default: all).")
+@click.option("--resolve-gone-after", "resolve_gone_after_s", type=Duration(positive=True), default="10m",
+              show_default=True, help="Resolve a firing incident none of whose alerts --alertmanager-url has held "
+                                      "this long (their resolution was lost, e.g. while the stack was down).")
 @click.option("--public-url", default=None,
               help="URL at which the notifier reaches itself for inbox pages (default: the --listen address).")
 @click.option("--prometheus", "--prometheus-url", "prometheus_url", type=HttpUrl(), default=None,
@@ -80,8 +83,9 @@ def notifier():
 @click.option("--heartbeat", "heartbeats", multiple=True, callback=_heartbeats, metavar="NAME=TIMEOUT[,LABEL=VALUE...]",
               help="Watch POST /api/v1/heartbeat/NAME: page (an incident with these labels) when it is not heard "
                    "for TIMEOUT, e.g. watchdog=5m,team=platform (repeatable; docs/notifier.md, Heartbeats).")
-def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmanager_receiver, public_url,
-          prometheus_url, postmortem_templates, console_templates, log_level, max_body_bytes, workers, heartbeats):
+def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmanager_receiver, resolve_gone_after_s,
+          public_url, prometheus_url, postmortem_templates, console_templates, log_level, max_body_bytes, workers,
+          heartbeats):
     """Serve the notifier API in the foreground."""
     from vigil.notifier.settings import NotifierSettings, is_loopback, others_can_read, read_token_file
     from vigil.oncall.loader import OncallConfigError, load_oncall
@@ -95,6 +99,7 @@ def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmana
         settings = NotifierSettings(host=host, port=port, db_url=db_url, token=token,
                                     oncall_config=oncall_config, alertmanager_url=alertmanager_url,
                                     alertmanager_receiver=alertmanager_receiver, public_url=public_url,
+                                    resolve_gone_after_s=resolve_gone_after_s,
                                     max_body_bytes=max_body_bytes, heartbeats=heartbeats,
                                     prometheus_url=prometheus_url, postmortem_templates=postmortem_templates,
                                     console_templates=console_templates)

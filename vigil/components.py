@@ -102,6 +102,7 @@ def notifier_spec(settings: StackSettings, layout: RunLayout, name: str, port: i
                       "--token-file", str(layout.token_file),
                       "--oncall-config", str(settings.oncall_config or layout.oncall_config),
                       "--alertmanager-url", http_url(host, alertmanager_port),
+                      "--resolve-gone-after", format_duration(settings.resolve_gone_after),
                       "--prometheus-url", prometheus_url or http_url(host, p.prometheus),  # postmortems' charts
                       # the Watchdog's heartbeat (alertmanager.yml): page when it stops
                       "--heartbeat", f"watchdog={format_duration(settings.heartbeat_timeout)},team=platform")

@@ -93,6 +93,8 @@ class StackSettings(BaseModel):
     # when it has not heard it for `heartbeat_timeout` (docs/notifier.md, Heartbeats)
     watchdog_repeat_interval: Seconds = Field(60.0, gt=0, le=3600)
     heartbeat_timeout: Seconds = Field(180.0, gt=0, le=MAX_TIMEOUT_S)  # the notifier's own bound
+    # the notifier resolves an incident whose alerts Alertmanager has not held this long (docs/notifier.md)
+    resolve_gone_after: Seconds = Field(600.0, gt=0)
     max_for: Seconds | None = Field(10.0, ge=0, description="cap on every rule's `for` (None: as written)")
     aiops: bool = True
     backfill_days: float = Field(14.0, ge=0, le=30)

@@ -54,14 +54,15 @@ def acknowledge(store: Store, incident_id: int, by: str, now: float) -> dict:
     return store.notifications.incident(incident_id)
 
 
-def resolve(store: Store, incident_id: int, by: str, now: float) -> dict:
+def resolve(store: Store, incident_id: int, by: str, now: float, reason: str | None = None) -> dict:
+    """`reason`: why, on the timeline and in the resolved page (the notifier's own resolutions say it)."""
     with store.engine.begin() as conn:
         incident = _firing(conn, incident_id, "resolve")
         incident_state.resolve(conn, incident_id, by, now)
         store.escalations.delete(conn, incident_id)
-        store.timeline.record(conn, incident_id, now, "resolved", by)
+        store.timeline.record(conn, incident_id, now, "resolved", by, **({"reason": reason} if reason else {}))
         page_contacts(conn, incident, store.escalations.paged_contacts(conn, incident_id), "resolved", now,
-                      f"resolved:{by}:{now!r}", note=f"resolved by {by}")
+                      f"resolved:{by}:{now!r}", note=f"resolved by {by}" + (f": {reason}" if reason else ""))
     store.escalations.changed()
     return store.notifications.incident(incident_id)
 
