@@ -10,24 +10,27 @@ import os
 import pty
 import re
 import sqlite3
+import subprocess
 import tempfile
 import time
 from contextlib import closing
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import requests
 from click.testing import CliRunner
 
 from test_notifier_support import (AUTH, NotifierServer, alert, free_port, make_settings, payload, run_dir_for,
                                    wait_for)
+from vigil.aiops.history.openmetrics import write_openmetrics
 from vigil.cli import main
 from vigil.notifier.postmortem.facts import parse_time
 from vigil.notifier.postmortem.render import duration, gather, render, when
 from vigil.notifier.timefmt import rfc3339
 from vigil.stack_stop import STOPPED_FILE
-from vigil.tsdb_readback import READY_TIMEOUT_S, tsdb_prometheus
+from vigil.tsdb_readback import READY_TIMEOUT_S, prometheus_on, tsdb_prometheus
 
 
 def vigil(*args: str, run_dir: Path):
@@ -107,7 +110,7 @@ def close_cleanly(db: Path) -> None:
 
 
 @pytest.mark.parametrize("closed", [True, False])
-def test_reading_a_stopped_stack_writes_nothing_in_its_run_directory(stopped, closed, tmp_path):
+def test_reading_a_stopped_stack_writes_nothing_in_its_run_directory(stopped, closed, tmp_path, monkeypatch):
     """A notifier that closed its database (`vigil down`) leaves it alone, read where it is; one killed
     leaves commits in `notifier.db-wal` (here all of them: the file has only the schema's first page),
     read from a copy. Either way the run directory is as it was, and the incidents are all there."""
@@ -117,11 +120,13 @@ def test_reading_a_stopped_stack_writes_nothing_in_its_run_directory(stopped, cl
     else:
         assert (run / "notifier.db-wal").stat().st_size > (run / "notifier.db").stat().st_size
     before = listing(run)
+    (tmp_path / "temp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "temp"))  # where a copy would go
     assert json.loads(vigil("incidents", "list", "--json", run_dir=run).stdout) == running["list"]
     assert json.loads(vigil("incidents", "show", str(acked), "--json", run_dir=run).stdout) == running["show"]
     assert vigil("postmortem", str(acked), "-o", str(tmp_path / "pm.md"), run_dir=run).exit_code == 0
     assert listing(run) == before
-    assert not list(Path(tempfile.gettempdir()).glob("vigil-notifier-db-*"))  # the copy is gone too
+    assert not list((tmp_path / "temp").iterdir())  # the copy is gone too
 
 
 @pytest.mark.parametrize("verb", [["ack"], ["resolve"], ["escalate"], ["reopen"], ["note", "looked at it"]])
@@ -191,19 +196,46 @@ def test_a_pdf_is_refused_when_the_output_is_a_terminal(tmp_path):
     assert result.exit_code == 1 and "no vigil stack is running" in result.stderr
 
 
-def test_a_postmortem_whose_tsdb_is_locked_has_no_charts_and_says_why(stopped, tmp_path):
-    """Another Prometheus serves the TSDB (here: a read-back one): no second one is started on it, and the
-    postmortem is written all the same."""
+def test_a_postmortem_whose_tsdb_is_served_has_no_charts_and_says_why(stopped, tmp_path):
+    """Another Prometheus serves the TSDB (the stack's, outliving a killed supervisor): its WAL is not copied
+    mid-write, no Prometheus is started, and the postmortem is written all the same."""
     run, _, acked = stopped
     (run / "prometheus" / "data").mkdir(parents=True)
-    with tsdb_prometheus(run) as holder:
+    (tmp_path / "holder").mkdir()
+    with prometheus_on(run / "prometheus" / "data", tmp_path / "holder") as holder:
         assert holder.query("vector(1)")[0].value == 1.0
         started = time.monotonic()
         result = vigil("postmortem", str(acked), "-o", str(tmp_path / "pm.md"), run_dir=run)
-        assert time.monotonic() - started < READY_TIMEOUT_S / 2  # it gave up when that Prometheus exited
+        assert time.monotonic() - started < READY_TIMEOUT_S / 2  # refused at once, none started
     assert result.exit_code == 0, result.output
     assert f"{run / 'prometheus' / 'data'} is still served by another Prometheus (pid " in result.stderr
     assert "No charts: the stack is stopped and its metrics cannot be read back" in (tmp_path / "pm.md").read_text()
+
+
+def test_the_tsdb_is_read_back_from_a_scratch_copy_and_left_as_it_was(stopped, tmp_path):
+    """A TSDB as a stopped stack leaves it (a block, a WAL and head chunks): the read-back answers from it,
+    and a postmortem leaves every file of the run directory as it was (a Prometheus on the TSDB itself
+    adds a WAL segment and rewrites its query log at every start)."""
+    run, _, acked = stopped
+    data = run / "prometheus" / "data"
+    data.mkdir(parents=True)
+    now = time.time()
+    t = now - 3600 + 15 * np.arange(200)
+    write_openmetrics(tmp_path / "history.om", [("vigil_gpu_temperature_celsius", {"node": "node-a", "gpu": "0"}, t,
+                                                 np.full(t.size, 60.0))])
+    subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", str(tmp_path / "history.om"), str(data)],
+                   check=True, capture_output=True)
+    (tmp_path / "stack").mkdir()
+    with prometheus_on(data, tmp_path / "stack"):  # the stack's Prometheus, since stopped
+        pass
+    before = listing(run)
+    assert {"prometheus/data/wal", "prometheus/data/chunks_head"} <= before.keys()
+    assert [p for p in data.glob("*/meta.json")]
+    with tsdb_prometheus(run) as prometheus:
+        [sample] = prometheus.query("count_over_time(vigil_gpu_temperature_celsius[2h])", at=now)
+        assert sample.value == t.size
+    assert vigil("postmortem", str(acked), "-o", str(tmp_path / "pm.md"), run_dir=run).exit_code == 0
+    assert listing(run) == before
 
 
 def test_a_postmortem_whose_tsdb_cannot_be_opened_says_what_prometheus_said(stopped, tmp_path):

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from markdown_it import MarkdownIt
 
 from stack_support import start_stack
+from test_incidents_stopped import listing
 from vigil.cli import main
 from vigil.notifier.postmortem.facts import parse_time
 from vigil.notifier.postmortem.render import duration, when
@@ -108,7 +109,7 @@ def test_an_unknown_incident_is_a_one_line_error(drilled):
 @pytest.fixture(scope="module")
 def stopped(drilled):
     """The drilled stack stopped with `vigil down`; yields (stack, the incident and `incidents list --json` as
-    the running stack printed them just before)."""
+    the running stack printed them just before); checks, once they ran, that its run directory is unchanged."""
     stack, incident = drilled
     listed = json.loads(stack.cli("incidents", "list", "--json").stdout)
     incident = json.loads(stack.cli("incidents", "show", str(incident["id"]), "--json").stdout)
@@ -117,7 +118,10 @@ def stopped(drilled):
     # when it stopped, recorded for the postmortems written after
     stopped_at = parse_time(json.loads((stack.run_dir / "stopped.json").read_text())["stopped_at"])
     assert before - 0.001 <= stopped_at <= time.time()
+    left = listing(stack.run_dir)
     yield stack, incident, listed
+    # reading the stopped stack (list, show, postmortem) left every file of its run directory as it was
+    assert listing(stack.run_dir) == left
 
 
 def test_incidents_are_read_from_a_stopped_stack(stopped):

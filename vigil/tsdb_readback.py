@@ -1,15 +1,18 @@
-"""Read a stopped stack's metrics back: a temporary Prometheus on its run directory's TSDB.
+"""Read a stopped stack's metrics back: a temporary Prometheus on a copy of its run directory's TSDB.
 
 `vigil postmortem` on a stopped stack still wants the charts and the first sign of the fault. The
-stack's own launcher (`components.prometheus_spec`, run by the `Supervisor`) starts a Prometheus on
-`<run-dir>/prometheus/data` with a configuration of its own: no scrape targets, no Alertmanager and no
-rule files, so it only answers queries (it evaluates nothing and writes no samples), on a free random
-loopback port; it is stopped once the postmortem has its answers. Debian's Prometheus takes no lock on
-its TSDB unless asked, and two servers on one TSDB would both compact it: none is started while a
-process (the stack's Prometheus outliving its supervisor, another read-back) has the TSDB as its
-`--storage.tsdb.path`, and the read-back takes the lock, so two read-backs at once exclude each other. The alert expressions the evidence
-needs (`/api/v1/rules` on a running stack) are read from the rule files the stack's Prometheus loaded
-(its `prometheus.yml`'s `rule_files`) instead.
+stack's own launcher (`components.prometheus_spec`, run by the `Supervisor`) starts a Prometheus with a
+configuration of its own: no scrape targets, no Alertmanager and no rule files, so it only answers
+queries (it evaluates nothing and writes no samples), on a free random loopback port; it is stopped
+once the postmortem has its answers. A Prometheus writes to the TSDB it opens even so (measured on the
+e2e stack: a new WAL segment at every start, its query log `queries.active`; on a bigger head it
+compacts blocks and truncates the WAL), and it cannot open one read-only: it serves a scratch TSDB
+instead (`scratch_tsdb`), whose blocks are symbolic links to the stack's (a block's files are never
+changed in place) and whose WAL and `chunks_head` are copies (bounded by the head: the last hours). The
+run directory is left exactly as it was. None is started while a process (the stack's Prometheus
+outliving its supervisor) has the TSDB as its `--storage.tsdb.path`: its WAL would be copied mid-write.
+The alert expressions the evidence needs (`/api/v1/rules` on a running stack) are read from the rule
+files the stack's Prometheus loaded (its `prometheus.yml`'s `rule_files`) instead.
 """
 
 from __future__ import annotations
@@ -84,30 +87,64 @@ def tsdb_prometheus(run_dir: Path, ready_timeout_s: float = READY_TIMEOUT_S) -> 
     data = layout.prometheus_data
     if not data.is_dir():
         raise ReadBackUnavailable(f"the run directory has no Prometheus data ({data} does not exist)")
+    if holders := serving(data):
+        raise ReadBackUnavailable(f"{data} is still served by another Prometheus (pid {holders[0]}): stop it first")
+    with tempfile.TemporaryDirectory(prefix="vigil-readback-") as scratch:
+        try:
+            tsdb = scratch_tsdb(data, Path(scratch) / "data")
+        except OSError as exc:
+            raise ReadBackUnavailable(f"cannot lay out a copy of {data}: {exc}") from None
+        with prometheus_on(tsdb, Path(scratch), ready_timeout_s) as prometheus:
+            yield RuleFileClient(prometheus.url, stack_rule_files(layout))
+
+
+@contextmanager
+def prometheus_on(tsdb: Path, scratch: Path, ready_timeout_s: float = READY_TIMEOUT_S) -> Iterator[PrometheusClient]:
+    """A Prometheus that only answers queries, on the TSDB `tsdb` (its configuration and log in `scratch`)."""
     binary, package = SYSTEM_BINARIES["prometheus"]
     found = shutil.which(binary)
     if found is None:
         raise ReadBackUnavailable(f"the {binary} binary is not installed (Debian package {package})")
-    if holders := serving(data):
-        raise ReadBackUnavailable(f"{data} is still served by another Prometheus (pid {holders[0]}): stop it first")
     settings = StackSettings()
-    with tempfile.TemporaryDirectory(prefix="vigil-readback-") as scratch:
-        config = Path(scratch) / "prometheus.yml"
-        # no scrape_configs, alerting or rule_files: a Prometheus that only answers queries
-        config.write_text(yaml.safe_dump({"global": {"evaluation_interval": "1h", "scrape_interval": "1h"}}))
-        spec = prometheus_spec(settings, {"prometheus": found}, NAME, free_port(settings.host), config, data,
-                               extra=("--storage.tsdb.use-lockfile",))
-        supervisor = Supervisor([spec], Path(scratch) / "logs")
-        quiet = logging.getLogger("vigil.supervisor")  # its restarts are ours to tell, as why it failed
-        level = quiet.level
-        quiet.setLevel(logging.ERROR)
-        supervisor.start()
-        try:
-            _wait_ready(supervisor, Path(scratch) / "logs" / f"{NAME}.log", ready_timeout_s)
-            yield RuleFileClient(spec.url, stack_rule_files(layout))
-        finally:
-            supervisor.stop()
-            quiet.setLevel(level)
+    config = scratch / "prometheus.yml"
+    # no scrape_configs, alerting or rule_files: a Prometheus that only answers queries
+    config.write_text(yaml.safe_dump({"global": {"evaluation_interval": "1h", "scrape_interval": "1h"}}))
+    spec = prometheus_spec(settings, {"prometheus": found}, NAME, free_port(settings.host), config, tsdb)
+    supervisor = Supervisor([spec], scratch / "logs")
+    quiet = logging.getLogger("vigil.supervisor")  # its restarts are ours to tell, as why it failed
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    supervisor.start()
+    try:
+        _wait_ready(supervisor, scratch / "logs" / f"{NAME}.log", ready_timeout_s)
+        yield PrometheusClient(spec.url)
+    finally:
+        supervisor.stop()
+        quiet.setLevel(level)
+
+
+def scratch_tsdb(data: Path, scratch: Path) -> Path:
+    """A TSDB at `scratch` that reads as `data` and whose changes stay there: each block's files linked
+    (symbolic links; Prometheus never changes a block's file in place: it replaces meta.json by renaming
+    and deletes whole blocks), the rest (the WAL, `chunks_head`, whatever Prometheus may repair, append
+    to or truncate) copied; its own lock and query log left out."""
+    scratch.mkdir()
+    for entry in sorted(data.iterdir()):
+        if entry.name in ("lock", "queries.active"):
+            continue
+        if entry.is_dir() and (entry / "meta.json").is_file():
+            (scratch / entry.name).mkdir()
+            for path in sorted(entry.rglob("*")):
+                target = scratch / path.relative_to(data)
+                if path.is_dir():
+                    target.mkdir()
+                else:
+                    target.symlink_to(path)
+        elif entry.is_dir():
+            shutil.copytree(entry, scratch / entry.name)
+        else:
+            shutil.copyfile(entry, scratch / entry.name)
+    return scratch
 
 
 def serving(data: Path, proc: Path = Path("/proc")) -> list[int]:
