@@ -29,7 +29,7 @@ from vigil.cli import main
 from vigil.notifier.postmortem.facts import parse_time
 from vigil.notifier.postmortem.render import duration, gather, render, when
 from vigil.notifier.timefmt import rfc3339
-from vigil.stack_stop import STOPPED_FILE
+from vigil.stack_config import RunLayout
 from vigil.tsdb_readback import READY_TIMEOUT_S, prometheus_on, tsdb_prometheus
 
 
@@ -260,7 +260,7 @@ def test_the_postmortem_of_an_incident_open_at_the_stop_ends_at_the_stop(stopped
     """Written two days after `vigil down`: the incident still open then is measured up to the stop, not now."""
     run, running, _ = stopped
     stop = parse_time(rfc3339(running["stopped"]))
-    (run / STOPPED_FILE).write_text(json.dumps({"stopped_at": rfc3339(stop)}))  # as `vigil down` records it
+    RunLayout(run).stopped_file.write_text(json.dumps({"stopped_at": rfc3339(stop)}))  # as the supervisor records it on its way out
     later = stop + 2 * 86400
     monkeypatch.setattr("vigil.cli_postmortem.time", SimpleNamespace(time=lambda: later))
     out = tmp_path / "pm.md"
@@ -292,7 +292,7 @@ def test_without_a_recorded_stop_the_newest_record_stands_for_it(stopped, record
     notifier's database recorded: a time the stack still ran, not now."""
     run, running, _ = stopped
     if recorded is not None:
-        (run / STOPPED_FILE).write_text(json.dumps({"stopped_at": rfc3339(running["stopped"] + recorded)}))
+        RunLayout(run).stopped_file.write_text(json.dumps({"stopped_at": rfc3339(running["stopped"] + recorded)}))
     monkeypatch.setattr("vigil.cli_postmortem.time", SimpleNamespace(time=lambda: running["stopped"] + 86400))
     result = vigil("postmortem", str(running["open"]["id"]), run_dir=run)
     assert result.exit_code == 0, result.output

@@ -9,8 +9,12 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import time
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from vigil.notifier.timefmt import rfc3339
 
 from .stack_config import RunLayout
 
@@ -43,6 +47,13 @@ class StackState:
         tmp = layout.state_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(asdict(self), indent=2, sort_keys=True) + "\n")
         os.replace(tmp, layout.state_file)  # atomic: readers never see half a file
+
+
+def record_stopped(layout: RunLayout) -> None:
+    """Write when the stack stopped (now) for the postmortems written after (`vigil.stopped_stack`): the
+    supervisor does on its way out, however it was asked to stop (`vigil down`, Ctrl-C, SIGTERM)."""
+    with suppress(OSError):  # a record for postmortems, not worth failing a stop that happened
+        layout.stopped_file.write_text(json.dumps({"stopped_at": rfc3339(time.time())}) + "\n")
 
 
 def pid_alive(pid: int) -> bool:

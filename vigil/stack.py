@@ -16,7 +16,7 @@ from .components import GpuBackend, component_specs, detect_gpu_backend, find_bi
 from .components_ha import ha_component_specs
 from .components_sharded import backfill_shards, sharded_component_specs
 from .history import backfill_simulated_history
-from .runstate import ComponentState, StackState
+from .runstate import ComponentState, StackState, record_stopped
 from .settings import StackSettings
 from .stack_config import RunLayout, ensure_demo_password, write_stack_files
 from .stack_config.demo_oncall import DEMO_CONSOLE_USER
@@ -164,6 +164,7 @@ def run_stack(settings: StackSettings, gpu_backend: str, say: Callable[[str], No
         return 0
     finally:
         supervisor.stop()
+        record_stopped(layout)
         layout.state_file.unlink(missing_ok=True)
         lock.close()
         say("stopped")

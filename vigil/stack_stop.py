@@ -4,28 +4,23 @@ Nothing running there is not an error: it is said on one line. A state file left
 died without cleaning up (killed, out of memory) is removed, under the run directory's lock so that a
 stack starting meanwhile cannot lose its own. What stays an error: a supervisor that cannot be signalled
 or does not stop in time, and a stack that is starting (it holds the lock but has no state file yet).
-Once the supervisor has exited, when it did is written to `<run-dir>/stopped.json` (`{"stopped_at": RFC 3339}`):
+The supervisor, on its way out, writes when it stopped to `<run-dir>/stopped.json` (`runstate.record_stopped`):
 `vigil postmortem` on the stopped stack measures an incident still open then up to that moment.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
-from contextlib import suppress
 from pathlib import Path
 from typing import Callable
-
-from vigil.notifier.timefmt import rfc3339
 
 from .runstate import NoStack, pid_alive, read_state, supervisor_holds_lock
 from .stack import StackError, lock_run_dir
 from .stack_config import RunLayout
 
 POLL_S = 0.2
-STOPPED_FILE = "stopped.json"  # in the run directory: when `vigil down` last stopped its stack
 
 
 class StopFailed(Exception):
@@ -59,8 +54,6 @@ def stop_stack(run_dir: Path, timeout_s: float, clock: Callable[[], float] = tim
     if pid_alive(pid):
         raise StopFailed(f"the supervisor (pid {pid}) did not stop within {timeout_s:g}s; "
                          f"see {layout.logs_dir / 'supervisor.log'}, or run vigil down again with a longer --timeout")
-    with suppress(OSError):  # a record for postmortems, not worth failing a stop that happened
-        (layout.root / STOPPED_FILE).write_text(json.dumps({"stopped_at": rfc3339(time.time())}) + "\n")
     return f"stopped the stack in {run_dir}"
 
 

@@ -45,7 +45,6 @@ from vigil.notifier.store.timeline import Timeline
 from .runstate import NoStack
 from .stack_client import StackRequestError
 from .stack_config import RunLayout
-from .stack_stop import STOPPED_FILE
 
 # what SQLite leaves beside a database that was not closed (a notifier killed): commits not yet in the file
 UNFINISHED = ("-wal", "-journal")
@@ -131,7 +130,7 @@ class StoppedStack:
 def stop_time(run_dir: Path, db: Path, newest: float | None) -> float:
     """When the stack in `run_dir` stopped (see the module's doc); `newest`: the database's newest record."""
     try:
-        recorded = parse_time(json.loads((run_dir / STOPPED_FILE).read_text()).get("stopped_at"))
+        recorded = parse_time(json.loads(RunLayout(run_dir).stopped_file.read_text()).get("stopped_at"))
     except (OSError, ValueError, AttributeError, TypeError):  # none, or not one we wrote
         recorded = None
     if recorded is not None and (newest is None or recorded >= newest):

@@ -68,3 +68,8 @@ class RunLayout:
     @property
     def lock_file(self) -> Path:
         return self.root / "supervisor.lock"
+
+    @property
+    def stopped_file(self) -> Path:
+        """When the stack's supervisor last stopped (`{"stopped_at": RFC 3339}`; `runstate.record_stopped`)."""
+        return self.root / "stopped.json"
