@@ -59,7 +59,11 @@ def stopped(tmp_path):
             return all(page["state"] != "pending" for i in ids for page in
                        requests.get(f"{server.url}/api/v1/incidents/{i}", headers=AUTH, timeout=5).json()["pages"])
         wait_for(delivered)
-        running = {"list": json.loads(vigil("incidents", "list", "--json", run_dir=run).stdout),
+        assert vigil("maintenance", "add", "--match", "node=node-z", "--for", "2h", "--reason", "firmware",
+                     run_dir=run).exit_code == 0  # a window that holds neither incident
+        running = {"inbox": json.loads(vigil("inbox", "--json", run_dir=run).stdout),
+                   "windows": json.loads(vigil("maintenance", "list", "--all", "--json", run_dir=run).stdout),
+                   "list": json.loads(vigil("incidents", "list", "--json", run_dir=run).stdout),
                    "show": json.loads(vigil("incidents", "show", str(ids[0]), "--json", run_dir=run).stdout),
                    "open": json.loads(vigil("incidents", "show", str(ids[1]), "--json", run_dir=run).stdout)}
     running["stopped"] = time.time()
@@ -87,6 +91,24 @@ def test_list_and_show_read_the_stopped_stacks_database(stopped):
     assert any(" acknowledged " in line and "tester" in line for line in timeline), text
     missing = vigil("incidents", "show", "999", run_dir=run)
     assert missing.exit_code == 1 and missing.stderr.endswith("Error: no incident 999\n")
+
+
+def test_the_inbox_and_the_maintenance_windows_are_read_too(stopped):
+    run, running, acked = stopped
+    assert running["inbox"]["pages"] and running["windows"]["windows"]
+    inbox = vigil("inbox", "--json", run_dir=run)
+    assert inbox.exit_code == 0 and json.loads(inbox.stdout) == running["inbox"]
+    assert inbox.stderr == f"the stack in {run} is stopped: pages read from {run / 'notifier.db'} (read-only)\n"
+    paged = running["inbox"]["pages"][0]["incident_id"]
+    one = json.loads(vigil("inbox", "--incident", str(paged), "--json", run_dir=run).stdout)["pages"]
+    assert one == [p for p in running["inbox"]["pages"] if p["incident_id"] == paged]  # filters still hold
+    assert json.loads(vigil("inbox", "--to", "nobody", "--json", run_dir=run).stdout) == {"pages": []}
+    windows = vigil("maintenance", "list", "--all", "--json", run_dir=run)
+    assert windows.exit_code == 0 and json.loads(windows.stdout) == running["windows"]
+    assert "node=node-z" in vigil("maintenance", "list", run_dir=run).stdout
+    refused = vigil("maintenance", "end", "1", run_dir=run)  # changing one needs the running notifier
+    assert refused.exit_code == 1 and "cannot end maintenance window 1: " in refused.output
+    assert "start the stack first" in refused.output
 
 
 def listing(root: Path) -> dict:

@@ -1,5 +1,6 @@
 """`vigil inbox`: the pages delivered to the stack's local inbox, optionally only some of them (the
-notifier's `GET /api/v1/inbox` filters them: `to`, `incident`, `status`, `since`, `limit`).
+notifier's `GET /api/v1/inbox` filters them: `to`, `incident`, `status`, `since`, `limit`). On a stopped
+stack they are read from its notifier database (`vigil.stopped_stack`), as `vigil incidents list` does.
 """
 
 from __future__ import annotations
@@ -9,14 +10,12 @@ import time
 from datetime import datetime, timezone
 
 import click
-import requests
 
 from vigil.common.click_types import Duration, RowNumber
 from vigil.notifier.timefmt import rfc3339
 
+from .cli_incidents import call_notifier
 from .cli_stack import run_dir_option
-from .runstate import NoStack
-from .stack_client import StackClient, StackRequestError
 
 DEFAULT_PAGES = 500  # what `vigil inbox` lists without --limit (the notifier's default page of rows)
 MAX_PAGES = 5000  # the most the notifier lists at once
@@ -39,13 +38,8 @@ def inbox(run_dir, to, incidents, status, since, limit, as_json):
     --since keep only some (all of them must hold), --limit the newest N."""
     filtered = bool(to or incidents or status or since)
     newer_than = rfc3339(time.time() - since) if since else None
-    try:
-        pages = StackClient.from_run_dir(run_dir).pages(limit=limit, to=list(to), incident=list(incidents),
-                                                        status=status, since=newer_than)
-    except (NoStack, StackRequestError) as exc:
-        raise click.ClickException(str(exc)) from None
-    except requests.RequestException as exc:
-        raise click.ClickException(f"cannot reach the notifier: {exc}") from None
+    pages = call_notifier(run_dir, lambda c: c.pages(limit=limit, to=list(to), incident=list(incidents), status=status,
+                                                     since=newer_than), stopped_ok=True, what="pages")
     if as_json:
         click.echo(json.dumps({"pages": pages}, indent=2))
         return

@@ -33,16 +33,16 @@ PRIORITIES = ("P1", "P2", "P3", "P4", "P5")
 
 
 def call_notifier(run_dir: Path, call: Callable[[StackClient], T], *, stopped_ok: bool = False,
-                  refused: str | None = None) -> T:
+                  refused: str | None = None, what: str = "incidents") -> T:
     """`call(client)` on the running stack's notifier; its refusals and absence as a one-line error.
 
-    With `stopped_ok`, a stopped stack's incidents are read from its run directory instead (`call` gets a
-    `StoppedStack`, said once on stderr); `refused` names what a stopped stack cannot do, for the error."""
+    With `stopped_ok`, a stopped stack's `what` (incidents, pages, …) are read from its run directory instead
+    (`call` gets a `StoppedStack`, said once on stderr); `refused` names what a stopped stack cannot do."""
     try:
         client = StackClient.from_run_dir(run_dir)
     except NoStack as exc:
         if stopped_ok:
-            return call_stopped(run_dir, exc, call)
+            return call_stopped(run_dir, exc, call, what)
         if refused:
             raise click.ClickException(f"cannot {refused}: {exc.reason}; start the stack first "
                                        f"(vigil up --run-dir {run_dir})") from None
@@ -55,13 +55,13 @@ def call_notifier(run_dir: Path, call: Callable[[StackClient], T], *, stopped_ok
         raise click.ClickException(f"cannot reach the notifier: {exc}") from None
 
 
-def call_stopped(run_dir: Path, why: NoStack, call: Callable[[StoppedStack], T]) -> T:
-    """`call(stopped)` on the incidents in the run directory of the stack that is not running."""
+def call_stopped(run_dir: Path, why: NoStack, call: Callable[[StoppedStack], T], what: str = "incidents") -> T:
+    """`call(stopped)` on the notifier database in the run directory of the stack that is not running."""
     try:
         stopped = StoppedStack(run_dir, why)
     except NoStack as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(f"the stack in {run_dir} is stopped: incidents read from {stopped.db} (read-only)", err=True)
+    click.echo(f"the stack in {run_dir} is stopped: {what} read from {stopped.db} (read-only)", err=True)
     try:
         return call(stopped)
     except StackRequestError as exc:

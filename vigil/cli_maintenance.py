@@ -32,7 +32,7 @@ def maintenance():
 @json_option
 def list_windows(run_dir, include_past, as_json):
     """List the maintenance windows active now or to come."""
-    windows = call_notifier(run_dir, lambda c: c.maintenance(include_past))
+    windows = call_notifier(run_dir, lambda c: c.maintenance(include_past), stopped_ok=True, what="maintenance windows")
     if printed_plainly("windows", windows, as_json):
         return
     for w in windows:
@@ -66,7 +66,7 @@ def add(run_dir, matchers, duration, until, start, reason, by):
     if (duration is None) == (until is None):
         raise click.UsageError("give exactly one of --for DURATION and --until TIME")
     window = window_body(matchers, by, reason, start, until, duration)
-    added = call_notifier(run_dir, lambda c: c.add_maintenance(window))
+    added = call_notifier(run_dir, lambda c: c.add_maintenance(window), refused="add a maintenance window")
     click.echo(f"maintenance window #{added['id']}: {when(added['starts_at'])} → {when(added['ends_at'])} UTC "
                f"({'active now' if added['active'] else 'not begun'})")
 
@@ -76,5 +76,5 @@ def add(run_dir, matchers, duration, until, start, reason, by):
 @click.argument("window_id", type=RowNumber("maintenance window"))
 def end(run_dir, window_id):
     """End a maintenance window now (one not begun is cancelled): the escalations it paused resume."""
-    ended = call_notifier(run_dir, lambda c: c.end_maintenance(window_id))
+    ended = call_notifier(run_dir, lambda c: c.end_maintenance(window_id), refused=f"end maintenance window {window_id}")
     click.echo(f"maintenance window #{ended['id']} ended at {when(ended['ended_at'])} UTC")

@@ -1,8 +1,8 @@
 """The incidents of a stack that has stopped, read from its run directory's notifier database.
 
 A postmortem is written after the incident, often after `vigil down`: the notifier's SQLite database
-(`<run-dir>/notifier.db`) is still there. `StoppedStack` answers `incidents()` and `incident()` like
-`StackClient` does, with the same JSON shapes (the notifier's own queries: `Notifications.list_incidents`
+(`<run-dir>/notifier.db`) is still there. `StoppedStack` answers `incidents()`, `incident()`, `pages()`
+(`vigil inbox`) and `maintenance()` like `StackClient` does, with the same JSON shapes (the notifier's own queries: `Notifications.list_incidents`
 and the REST API's `incident_detail`), reading the database without writing anything in the run
 directory: nothing is migrated, and no `-wal`/`-shm` file is left behind. A notifier that closed its
 database (a stack stopped by `vigil down` or Ctrl-C) left it whole, so it is opened `immutable=1`: no
@@ -16,8 +16,8 @@ notifier (its on-call engine pages and escalates): `vigil incidents` refuses tho
 stack, saying so.
 
 `stopped_at` is when the stack stopped, the moment a postmortem measures an incident still open then up
-to: what `vigil down` recorded (`stopped.json`), unless the database holds newer records (the stack ran
-again since and was stopped otherwise: Ctrl-C, killed); else, for those and for run directories of an
+to: what the supervisor recorded on its way out (`stopped.json`), unless the database holds newer records
+(the stack ran again since and its supervisor was killed); else, for those and for run directories of an
 older vigil, the newest time the database recorded (an alert received, an incident event, a page
 tried, a heartbeat), a moment the stack still ran; else the database file's last change.
 """
@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -38,6 +39,8 @@ from vigil.notifier.migrate import SchemaError, schema_state
 from vigil.notifier.postmortem.facts import parse_time
 from vigil.notifier.schema import delivery_attempts, heartbeats, incident_events, notifications
 from vigil.notifier.store.engine import engine_for, reading
+from vigil.notifier.store.inbox import Inbox
+from vigil.notifier.store.maintenance import Maintenance
 from vigil.notifier.store.notifications import Notifications
 from vigil.notifier.store.outbox import Outbox
 from vigil.notifier.store.timeline import Timeline
@@ -74,6 +77,7 @@ class ReadOnlyStore:
         self.outbox = Outbox(self.engine)
         self.notifications = Notifications(self.engine, self.outbox)
         self.timeline = Timeline(self.engine)
+        self.inbox = Inbox(self.engine, self.outbox, self.notifications)
 
 
 class StoppedStack:
@@ -118,6 +122,19 @@ class StoppedStack:
         """Incidents, oldest first (the newest `limit`), filtered by state, priority, team."""
         return self.store.notifications.list_incidents(limit, filters.get("state"), filters.get("priority"),
                                                        filters.get("team"))
+
+    def pages(self, limit: int = 500, **filters) -> list[dict]:
+        """The local inbox's pages, oldest first (the newest `limit`), filtered as `StackClient.pages`."""
+        since = filters.get("since")
+        return self.store.inbox.list_pages(limit, recipients=tuple(filters.get("to") or ()),
+                                           incident_ids=tuple(filters.get("incident") or ()),
+                                           status=filters.get("status"), since=parse_time(since) if since else None)
+
+    def maintenance(self, include_past: bool = False) -> list[dict]:
+        """The maintenance windows made with `vigil maintenance add` (the on-call file's are in the file),
+        as the API lists them; `active` means now, where they would apply if the stack started again."""
+        now = time.time()
+        return [window.as_json(now) for window in Maintenance(self.store.engine).windows(now, include_past)]
 
     def incident(self, incident_id: int) -> dict:
         """One incident with its alerts, timeline and pages (StackRequestError if there is none)."""
