@@ -7,11 +7,13 @@ are reported with their line) and returns the expression, or None when its keys 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from types import MappingProxyType
 
 from vigil.common.durations import parse_prometheus_duration
 
 from .kinds_job import job_xid
+from .kinds_xid import xid_counted
 from .located import Located
 from .promql import format_number, label_list, selector
 from .reader import Reader
@@ -52,12 +54,18 @@ def _flag(r: Reader, key: str, default: bool) -> bool | None:
     return item.value
 
 
-def _counter_increase(r: Reader) -> str | None:
+def _new_or_increase(series: str, window: str) -> str:
+    """A series that did not exist `window` ago counts with its whole value, else its `increase()`."""
+    return f"({series} unless {series} offset {window}) or increase({series}[{window}])"
+
+
+def _counter_increase(r: Reader, counted_with_new: Callable[[str, str], str] = _new_or_increase) -> str | None:
     """Events counted by a counter within `window`, above `above` (default 0), optionally summed `by`.
 
     A counter series that is created by its first event (the usual way for per-XID counters) has no
     earlier sample, so `increase()` misses that first jump. With `new_series` (default true) a series
-    that did not exist `window` ago counts with its whole value instead.
+    that did not exist `window` ago counts with its whole value instead (`counted_with_new`: XID
+    counters also count one back after an exporter restart, `rules.kinds_xid`).
     """
     series, window = _series(r), r.duration("window", required=True)
     above = r.number("above") or "0"
@@ -65,9 +73,7 @@ def _counter_increase(r: Reader) -> str | None:
     new_series = _flag(r, "new_series", True)
     if None in (series, window, new_series) or (r.has("by") and by is None):
         return None
-    counted = f"increase({series}[{window}])"
-    if new_series:
-        counted = f"({series} unless {series} offset {window}) or {counted}"
+    counted = counted_with_new(series, window) if new_series else f"increase({series}[{window}])"
     if by:
         return f"sum by ({label_list(by)}) ({counted}) > {above}"
     return f"({counted}) > {above}" if new_series else f"{counted} > {above}"
@@ -168,8 +174,9 @@ def _stale(r: Reader) -> str | None:
 
 
 def _xid_events(r: Reader) -> str | None:
-    """`counter_increase` of an XID counter, with the catalogue's `action` label (`rules.xid_catalog`)."""
-    expr = _counter_increase(r)
+    """`counter_increase` of an XID counter, a counter back after an exporter restart counted as new
+    (`rules.kinds_xid`), with the catalogue's `action` label (`rules.xid_catalog`)."""
+    expr = _counter_increase(r, xid_counted)
     return None if expr is None else with_action_label(expr)
 
 
@@ -179,14 +186,14 @@ def _xid_recurring(r: Reader) -> str | None:
 
     A window counts when the counter rose in it or its series appeared (after a reboot the exporter
     starts again and the counter comes back with the next event, so `increase()` over `over` alone
-    would miss the repeats)."""
+    would miss the repeats): `rules.kinds_xid`."""
     metric, labels = r.metric("metric"), r.string_map("selector")
     window, over = r.duration("window", required=True), r.duration("over", required=True)
     occasions = r.number("occasions", required=True)
     if None in (metric, labels, window, over, occasions):
         return None
     series = selector(metric, {**labels, "xid": "=~" + xid_regex(hardware_suspect_xids())})
-    events = f"sum by (node, gpu, uuid) (({series} unless {series} offset {window}) or increase({series}[{window}])) > 0"
+    events = f"sum by (node, gpu, uuid) ({xid_counted(series, window)}) > 0"
     return f"count_over_time(({events})[{over}:{window}]) >= {occasions}"
 
 

@@ -54,8 +54,13 @@ def test_xid_kinds_expand_to_an_action_label_and_recurring_occasions(tmp_path):
         """), "  "), encoding="utf-8")
     exprs = {r["alert"]: r["expr"] for r in rules.prometheus_rule_file(rules.load_specs([spec]))["groups"][0]["rules"]}
     assert 'label_replace(' in exprs["Xid"] and '"action", "reboot_node", "xid", "64|74|79|95|119|120|143|158"' in exprs["Xid"]
-    assert 'increase(vigil_gpu_xid_errors_total{class="critical"}[5m])' in exprs["Xid"]
+    # a counter that appeared within the window (new, or back after an exporter restart) counts whole
+    # while its GPU's last XID lies within the window, as in `job_xid` (rules/kinds_xid.py)
+    xids = 'vigil_gpu_xid_errors_total{class="critical"}'
+    assert (f'((({xids} and (count_over_time(({xids} unless {xids} offset 1m)[5m:1m]))) and on (node, gpu) '
+            f'(time() - vigil_gpu_last_xid_timestamp_seconds < 300)) or increase({xids}[5m])) > 0') in exprs["Xid"]
     suspects = "|".join(map(str, hardware_suspect_xids()))
-    assert exprs["Again"].startswith("count_over_time((sum by (node, gpu, uuid) ((vigil_gpu_xid_errors_total{xid=~"
-                                     f'"{suspects}"}} unless ')
+    assert exprs["Again"].startswith("count_over_time((sum by (node, gpu, uuid) (((vigil_gpu_xid_errors_total{xid=~"
+                                     f'"{suspects}"}} and (count_over_time((')
+    assert "time() - vigil_gpu_last_xid_timestamp_seconds < 600" in exprs["Again"]
     assert exprs["Again"].endswith(") > 0)[1d:10m]) >= 2")

@@ -1,0 +1,31 @@
+"""What an XID counter counted within a window: the events every XID kind (`xid_events`, `xid_recurring`,
+`job_xid`) is built on.
+
+XID counts live in the exporter's memory (`vigil.exporters.nvml_collector`): a counter is created by its
+first event, and after an exporter restart (a node reboot) it comes back with its next event, counting
+from 1 again, which can equal its count before the restart, so neither `increase()` nor `offset` sees
+that event. A counter that appeared at some minute of `window` (missing the minute before) counts with
+its whole value, but only while its GPU's last XID (`vigil_gpu_last_xid_timestamp_seconds`, published
+beside the counters) lies within `window`: a counter back after a failed scrape, with no new event, is
+not an event.
+"""
+
+from __future__ import annotations
+
+from vigil.common.durations import parse_prometheus_duration
+
+LAST_XID = "vigil_gpu_last_xid_timestamp_seconds"  # per GPU: Unix time of its last XID event
+STEP = "1m"  # how finely a counter's gap (an exporter restart) is looked for
+
+
+def xid_counted(series: str, window: str) -> str:
+    """Per XID series: its increase within `window`, or its whole value when it appeared at some step of
+    `window` (present, but missing a step before: new, or back after an exporter restart) and its GPU
+    had an XID within `window`.
+
+    Appearances, not a count of the steps present: a count would be compared with the number of steps
+    (`vector(1)`), a series of its own that a subquery over days (`xid_recurring`) evaluates at every
+    step, and `vector(1)` alone is then more samples than promtool lets a query load."""
+    appeared = f"count_over_time(({series} unless {series} offset {STEP})[{window}:{STEP}])"
+    fresh = f"time() - {LAST_XID} < {parse_prometheus_duration(window):g}"
+    return f"(({series} and ({appeared})) and on (node, gpu) ({fresh})) or increase({series}[{window}])"
