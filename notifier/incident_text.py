@@ -7,9 +7,12 @@ from vigil.common.durations import format_duration
 from vigil.notifier.timefmt import utc_text
 
 
-# the kinds `event_text` says in a sentence of their own (the others: their detail as key=value)
+# the kinds `event_text` says in a sentence of their own (any other: its detail as key=value)
 SENTENCE_KINDS = frozenset({"page_queued", "tier_paged", "page_attempt", "page_fallback", "page_held",
-                            "escalation_paused", "escalation_resumed", "page_digested", "note"})
+                            "escalation_paused", "escalation_resumed", "page_digested", "note", "opened", "routed",
+                            "alert_added", "reopened", "tier_empty", "acknowledged", "ack_expired", "escalated",
+                            "sla_breach", "resolved", "policy_exhausted"})
+_TARGETS = {"ack": "acknowledge", "resolve": "resolve"}
 
 
 def event_text(event: dict) -> str:
@@ -41,6 +44,35 @@ def event_text(event: dict) -> str:
         return f"page to {to} folded into digest page {d.get('digest')} ({d.get('pages')} pages)"
     if kind == "note":
         return str(d.get("text", ""))
+    return _incident_text(kind, d, tier)
+
+
+def _incident_text(kind: str, d: dict, tier: str) -> str:
+    """The words of the events that open, route, answer and close an incident (`event_text`)."""
+    if kind == "opened":
+        return str(d.get("title") or "")
+    if kind == "routed":
+        return f"policy {d.get('policy') or '-'}, priority {d.get('priority') or '-'}, team {d.get('team') or '-'}"
+    if kind == "alert_added":
+        return "new alert: " + ", ".join(d.get("alerts") or ["?"])
+    if kind == "reopened":
+        return "firing again" if d.get("notification") is not None else ""
+    if kind == "tier_empty":
+        return f"{tier} ({d.get('tier_name')}): nobody on call, on to the next tier"
+    if kind == "ack_expired":
+        lasted = "" if d.get("acknowledged_for_s") is None else f" after {format_duration(round(d['acknowledged_for_s']))}"
+        return f"{d.get('acknowledged_by')}'s acknowledgement lapsed{lasted}: paging again"
+    if kind == "escalated":
+        return f"to tier {d['to_tier'] + 1}" if isinstance(d.get("to_tier"), int) else ""
+    if kind == "sla_breach":
+        target = _TARGETS.get(d.get("which"), d.get("which"))
+        return f"{target} target missed ({d.get('priority') or 'no priority'}, due {utc_text(d.get('due_at'))})"
+    if kind == "resolved":
+        return str(d.get("reason") or "")
+    if kind == "policy_exhausted":
+        return "every tier was paged and nobody acknowledged"
+    if kind == "acknowledged":
+        return ""
     return ", ".join(f"{key}={value}" for key, value in d.items() if value is not None)
 
 

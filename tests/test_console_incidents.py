@@ -108,7 +108,7 @@ def test_acknowledge_note_escalate_and_resolve_each_show_in_the_timeline_by_the_
     assert acted == [("acknowledged", "alice"), ("note", "alice"), ("escalated", "alice"), ("resolved", "alice")]
     page = client.get(f"/console/incidents/{incident}?done=resolved").text
     escalated = next(e for e in detail["timeline"] if e["kind"] == "escalated")["detail"]["to_tier"]
-    assert f"to_tier={escalated + 1}" in page  # tiers as people count them
+    assert f'<span class="muted">to tier {escalated + 1}</span>' in page  # tiers as people count them
     assert "drained &lt;node&gt; &amp; rebooting" in page  # escaped, not markup
     assert 'badge state-resolved' in page and "/ack\"" not in page  # no buttons left but the note
     refused = client.post(f"/console/incidents/{incident}/ack", data={"csrf_token": token})

@@ -76,6 +76,11 @@ def test_list_show_ack_note_resolve(stack):
     assert any("acknowledged" in line and "tester" in line for line in timeline)
     assert any(" note " in line and "alice" in line and line.endswith("reseated the GPU") for line in timeline)
     assert any("resolved" in line and "alice" in line for line in timeline)
+    # every event in words: the routing, and the title the incident opened with, not their key=value
+    [routed] = [line for line in timeline if " routed " in line]
+    assert routed.endswith("policy main, priority P1, team gpu"), routed
+    [opened] = [line for line in timeline if " opened " in line]
+    assert opened.endswith(lines[0].split(" ", 1)[1]) and "title=" not in opened, opened
     detail = json.loads(vigil(stack, "incidents", "show", str(incident), "--json").output)
     assert detail["resolved_by"] == "alice"
 
