@@ -114,6 +114,9 @@ def test_the_listing_shows_only_the_chosen_pages_and_says_when_none_match(inbox)
     shown = vigil_inbox(run_dir, "--to", "bob")
     assert shown.exit_code == 0
     assert f"#{ids['disk']}  FIRING    to bob via phone (tier 1)" in shown.output
+    page = json.loads(vigil_inbox(run_dir, "--to", "bob", "--json").output)["pages"][0]
+    arrived = page["time"][:19].replace("T", " ")  # as incidents show prints times, not RFC 3339's T and Z
+    assert shown.output.startswith(f"{arrived}  #{ids['disk']}  FIRING"), shown.output
     assert "to alice" not in shown.output
     none = vigil_inbox(run_dir, "--to", "carol")
     assert (none.exit_code, none.output) == (0, "no page in the inbox matches these filters\n")

@@ -14,7 +14,7 @@ import click
 from vigil.common.click_types import Duration, RowNumber
 from vigil.notifier.timefmt import rfc3339
 
-from .cli_incidents import call_notifier
+from .cli_incidents import call_notifier, when
 from .cli_stack import run_dir_option
 
 DEFAULT_PAGES = 500  # what `vigil inbox` lists without --limit (the notifier's default page of rows)
@@ -57,6 +57,7 @@ def inbox(run_dir, to, incidents, status, since, limit, as_json):
 
 
 def _format_time(value) -> str:
+    """A page's arrival as `incidents show` prints times: `2026-11-24 21:40:38` (UTC)."""
     if isinstance(value, (int, float)):
         return datetime.fromtimestamp(value, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-    return str(value)
+    return when(str(value))
