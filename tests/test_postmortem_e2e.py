@@ -19,6 +19,7 @@ from markdown_it import MarkdownIt
 
 from stack_support import start_stack
 from test_incidents_stopped import listing
+from test_postmortem_cli import on_terminal
 from vigil.cli import main
 from vigil.notifier.postmortem.facts import parse_time
 from vigil.notifier.postmortem.render import duration, when
@@ -93,6 +94,17 @@ def test_the_pdf_pages_are_not_blank(drilled, tmp_path):
         assert pixels.std() > 5, f"page {index + 1} is blank"
     words = "".join(pdf[i].get_textpage().get_text_range() for i in range(len(pdf)))
     assert f"incident #{incident['id']}" in words and "Time to detect" in words
+
+
+def test_on_a_terminal_the_markdown_names_its_charts_instead_of_pages_of_base64(drilled):
+    stack, incident = drilled
+    code, shown, said = on_terminal("postmortem", str(incident["id"]), "--run-dir", str(stack.run_dir))
+    assert code == 0, said
+    assert b"## Metrics around the incident" in shown and b"data:image" not in shown
+    assert b"](#chart-left-out-on-a-terminal)" in shown
+    assert "1 chart(s) left out on a terminal: -o FILE.md writes them" in said
+    piped = stack.cli("postmortem", str(incident["id"]))  # standard output not a terminal: self-contained
+    assert piped.returncode == 0 and "](data:image/png;base64," in piped.stdout
 
 
 def test_an_unknown_incident_is_a_one_line_error(drilled):

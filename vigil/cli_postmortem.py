@@ -33,6 +33,8 @@ from .tsdb_readback import read_back
 
 # related incidents are searched among the newest this many
 RELATED_SEARCH_LIMIT = 5000
+# where a chart's image would be in Markdown printed on a terminal (`![title](#…)`)
+TERMINAL_CHART = "#chart-left-out-on-a-terminal"
 
 
 @click.command()
@@ -62,7 +64,12 @@ def postmortem(run_dir, incident_id, fmt, output, templates):
         problems = found.evidence.problems if found.evidence else []
         click.echo("no charts: " + ("; ".join(problems) or "Prometheus has no series of these alerts"), err=True)
     urls = None
-    if fmt == "md" and output is not None:
+    if fmt == "md" and output is None and found.facts.charts and click.get_text_stream("stdout").isatty():
+        # a chart's PNG as a data URL is thousands of lines of base64 on a terminal: named, not embedded
+        urls = [TERMINAL_CHART] * len(found.facts.charts)
+        click.echo(f"{len(urls)} chart(s) left out on a terminal: -o FILE.md writes them beside it as PNGs, "
+                   "--format html embeds them, and so does redirecting standard output", err=True)
+    elif fmt == "md" and output is not None:
         urls = []
         for number, chart in enumerate(found.facts.charts, 1):
             image = output.with_name(f"{output.stem}-chart-{number}.png")
