@@ -33,6 +33,7 @@ from click.testing import CliRunner
 from prometheus_client.parser import text_string_to_metric_families
 
 from vigil.cli import main
+from vigil.cli_report import describe
 from vigil.notifier.analytics.health import report, working_hours_of
 from vigil.notifier.analytics.queries import incidents_opened
 from vigil.notifier.delivery.pipeline import delivery_stages
@@ -296,6 +297,13 @@ def test_the_cli_table_and_its_refusals(served):
     assert gpu[2:7] == ["4", "4", "50%", "4m30s", "28m"]  # incidents, paged, acked, MTTA 270 s, MTTR 1680 s
     assert any(line.split()[:3] == ["alice", "4", "3"] for line in lines)  # pages, off hours
     assert any(line.split()[:3] == ["GpuLost", "2", "3"] for line in lines)
+    # a long alert name (the SLO burn alerts') keeps the noisiest-alerts columns in line
+    found = json.loads(vigil_report(served, "--from", "2026-11-23T00:00Z", "--to", "2026-11-30T00:00Z", "--json").output)
+    found["noisiest_alerts"][0]["alertname"] = "NotifierPageDeliveryErrorBudgetBurnSlow"
+    table = describe(found)
+    header = next(line for line in table if line.startswith("noisiest alerts"))
+    row = next(line for line in table if line.startswith("NotifierPageDeliveryErrorBudgetBurnSlow "))
+    assert len(row) == len(header) and row[header.index("incidents") - 1] == " "
 
     bad = vigil_report(served, "--from", "yesterday-ish")
     assert bad.exit_code == 2 and "--from" in bad.output and "is not a time" in bad.output

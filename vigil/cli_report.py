@@ -86,7 +86,8 @@ def describe(found: dict) -> list[str]:
         lines.append(f"{p['person']:<16}{p['pages']:>8}{p['pages_outside_hours']:>10}{p['acknowledged']:>6}"
                      f"{_seconds(p['mtta_seconds']):>10}{p['notes']:>7}{p['resolved']:>10}{p['escalated']:>10}  "
                      f"{channels}")
-    lines += ["", f"{'noisiest alerts':<32}{'incidents':>10}{'pages':>8}{'acked':>8}{'acted on':>10}"]
-    lines += [f"{a['alertname']:<32}{a['incidents']:>10}{a['pages']:>8}{_share(a['acknowledged_share']):>8}"
+    width = max([32, *(len(a["alertname"]) + 2 for a in found["noisiest_alerts"])])  # the longest name fits
+    lines += ["", f"{'noisiest alerts':<{width}}{'incidents':>10}{'pages':>8}{'acked':>8}{'acted on':>10}"]
+    lines += [f"{a['alertname']:<{width}}{a['incidents']:>10}{a['pages']:>8}{_share(a['acknowledged_share']):>8}"
               f"{_share(a['acted_on_share']):>10}" for a in found["noisiest_alerts"]]
     return lines
