@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import textwrap
@@ -74,7 +75,7 @@ def test_first_rule_set_contract():
         "aiops.yaml", "baselines.yaml", "baselines_upper.yaml", "gpu.yaml", "gpu_errors.yaml", "gpu_links.yaml",
         "gpu_load.yaml", "gpu_lost.yaml", "gpu_memory.yaml", "gpu_nvlink.yaml", "gpu_nvlink_even.yaml", "gpu_pcie.yaml",
         "gpu_power.yaml", "gpu_records.yaml", "gpu_records_memory.yaml", "gpu_records_node.yaml",
-        "gpu_temperature.yaml", "jobs.yaml", "node.yaml", "service.yaml", "slo.yaml"]
+        "gpu_temperature.yaml", "gpu_xid_recurring.yaml", "jobs.yaml", "node.yaml", "service.yaml", "slo.yaml"]
     for alert in ruleset.alerts:
         anchor = alert.runbook_url.split("#")[1]
         assert alert.runbook_url == f"docs/runbooks.md#{alert.name.lower()}" == f"docs/runbooks.md#{anchor}"
@@ -183,3 +184,19 @@ def test_amtool_accepts_a_config_with_the_generated_inhibit_rules(tmp_path):
     proc = subprocess.run(["amtool", "check-config", str(path)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f" - {len(config['inhibit_rules'])} inhibit rules" in proc.stdout
+
+
+def test_a_subquery_over_days_runs_alone_in_a_slow_group_that_skips_none_of_its_steps():
+    """GpuXidRecurring reads a week of XID series at 1-minute steps, seconds of work: in a group of its
+    own (the rules of a group run one after the other, so the XID alerts that page no longer wait behind
+    it), evaluated less often than every 15 s but at most every outer step (10m), so every state of its
+    result, which changes only when a step enters or leaves the week, is evaluated."""
+    found = []
+    for group in rules.load_specs(rules.default_spec_paths()).groups:
+        for alert in group.alerts:
+            for window, step in re.findall(r"\[(\w+):(\w+)\]", alert.expr):
+                if parse_duration(window) >= 86400:
+                    found.append(alert.name)
+                    assert [a.name for a in group.alerts] == [alert.name] and not group.records, group.name
+                    assert 60 <= parse_duration(group.interval or "15s") <= parse_duration(step), group.name
+    assert found == ["GpuXidRecurring"]
