@@ -69,6 +69,7 @@ DURATION_FLAGS = [
     (("maintenance", "add"), ["--match", "node=n"], "--for"),
     (("dashboards", "preview"), [], "--window"),
     (("inbox",), [], "--since"),
+    (("notifier", "serve"), ["--token-file", __file__, "--oncall-config", __file__], "--resolve-gone-after"),
 ]
 
 
