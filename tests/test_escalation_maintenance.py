@@ -103,6 +103,9 @@ def test_a_window_pauses_the_escalation_at_the_held_page_and_resumes_it_when_ove
     texts = [what(e) for e in notifier.detail(incident)["timeline"]]
     starts = {line.index(text) for line, text in zip(timeline, texts) if text and "escalated" not in line}
     assert len(starts) == 1, timeline  # "escalation_resumed" is longer than the others: the texts still line up
+    queued = [line for line in timeline if " page_queued " in line]  # the held page says why it never went out
+    assert queued[0].endswith(f"; held: maintenance window {window['id']}"), queued
+    assert not any(";" in line for line in queued[1:]), queued  # the page sent when the window ended: no fate
     notifier.at(WINDOW_S + TIER_2_AFTER - 1)
     assert notifier.delivered() == ["carol"]  # the step timing restarted when the window ended
     notifier.at(WINDOW_S + TIER_2_AFTER)

@@ -19,7 +19,8 @@ from vigil.common.click_types import RowNumber
 import requests
 
 from vigil.notifier.incident_text import event_text as what, window_text
-from vigil.notifier.postmortem.facts import escalation_texts
+from vigil.notifier.postmortem.facts import escalation_texts, parse_time
+from vigil.notifier.postmortem.page_fate import page_results, unsent_fates
 from vigil.notifier.timefmt import utc_text
 
 from .cli_stack import run_dir_option
@@ -155,10 +156,14 @@ def describe_incident(incident: dict) -> list[str]:
     lines.append("timeline:")
     events = incident.get("timeline", [])
     escalated = escalation_texts(events)  # the tier an escalation paged, as the postmortem names it
+    pages = incident.get("pages") or []  # a queued page that never went out says why, as the postmortem does
+    unsent = unsent_fates(pages, events, page_results(pages, events, incident.get("status") == "resolved", parse_time),
+                          parse_time)
     kind_w = max([16, *(len(e["kind"]) for e in events)])  # columns as wide as their longest entry
     actor_w = max([14, *(len(e.get("actor") or "") for e in events)])
     for index, event in enumerate(events):
         text = "".join(escalated[index]) if event["kind"] == "escalated" else what(event)
+        text += f"; {unsent[index]}" if index in unsent else ""
         lines.append(f"  {when(event['at'])}  {event['kind']:<{kind_w}} {event.get('actor') or '':<{actor_w}} {text}".rstrip())
     return lines
 

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 
 from vigil.notifier.incident_text import event_text
 
-from .page_fate import due_times, page_results, queued_events
+from .page_fate import due_times, page_results, unsent_fates
 
 RELATED_WITHIN_S = 30 * 86400
 # a page sent this long after it was due (queued, plus the delay its policy step asked for), or after
@@ -155,8 +155,7 @@ def incident_facts(incident: dict, others: list[dict], now: float, jobs_seen: li
     pages = incident.get("pages") or []
     results = page_results(pages, events, incident.get("status") == "resolved", parse_time)
     due = due_times(pages, events, parse_time)
-    fates = {event: results[page] for event, page in queued_events(pages, events, parse_time).items()
-             if results[page] not in ("sent", "pending", "digested")}
+    fates = unsent_fates(pages, events, results, parse_time)
     gpus = {(l["node"], l["gpu"]): l.get("uuid", "") for l in labels if "node" in l and "gpu" in l}
     jobs = {l["job_id"] for l in labels if l.get("job_id")} | set(jobs_seen)
     return Facts(

@@ -39,6 +39,13 @@ def page_results(pages: list[dict], events: list[dict], incident_resolved: bool,
     return results
 
 
+def unsent_fates(pages: list[dict], events: list[dict], results: list[str], parse_time) -> dict[int, str]:
+    """Why each queued page never went out, keyed by the index in `events` of its `page_queued` event
+    (`results`: `page_results` of `pages`); pages sent, waiting or folded into a digest are left out."""
+    return {event: results[page] for event, page in queued_events(pages, events, parse_time).items()
+            if results[page] not in ("sent", "pending", "digested")}
+
+
 def due_times(pages: list[dict], events: list[dict], parse_time) -> dict[int, float]:
     """When each page was due to go out (index in `pages` -> Unix seconds): its `page_queued` event's time
     plus the event's `due_in_s` (a fallback channel a minute after the call), for the pages one queued."""
