@@ -59,7 +59,7 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
         app.state.store, app.state.worker, app.state.engine, app.state.heartbeats = store, worker, engine, monitor
         gone = app.state.gone_alerts = (None if not settings.alertmanager_url else GoneAlertResolver(
             store, settings.alertmanager_url, settings.resolve_gone_after_s, clock, settings.resolve_gone_check_s,
-            worker.wake))
+            lambda: (metrics.resolved_gone.inc(), worker.wake())))
         collectors = [StoreCollector(store), HeartbeatCollector(monitor), OncallHealthCollector(store, oncall, clock)]
         for collector in collectors:
             metrics.registry.register(collector)

@@ -46,6 +46,10 @@ class NotifierMetrics:
         self.reconciled = Counter("vigil_notifier_reconciled_alerts",
                                   "Firing alerts found in Alertmanager at start that the store did not know.",
                                   registry=self.registry)
+        self.resolved_gone = Counter("vigil_notifier_incidents_resolved_gone",
+                                     "Incidents resolved because Alertmanager no longer held their alerts "
+                                     "(a resolution lost while the notifier or the stack was down).",
+                                     registry=self.registry)
 
 
 class StoreCollector:

@@ -88,6 +88,9 @@ def test_an_incident_alertmanager_forgot_is_resolved_after_the_grace_period(tmp_
         assert [p["status"] for p in pages] == ["firing", "resolved"]
         pass_at(server, start + 1 + 2 * GRACE_S)
         assert [e["kind"] for e in incident(server, opened["id"])["timeline"]].count("resolved") == 1
+        # counted where an SRE looks for it: the notifier's /metrics
+        scraped = requests.get(server.url + "/metrics", timeout=5).text
+        assert "vigil_notifier_incidents_resolved_gone_total 1.0" in scraped.splitlines()
 
 
 def test_an_alert_alertmanager_holds_keeps_its_incident_open(tmp_path):
