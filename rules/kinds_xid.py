@@ -23,9 +23,12 @@ def xid_counted(series: str, window: str) -> str:
     `window` (present, but missing a step before: new, or back after an exporter restart) and its GPU
     had an XID within `window`.
 
-    Appearances, not a count of the steps present: a count would be compared with the number of steps
+    The subquery's steps fall on whole minutes, so a series that appeared since the last one is found by
+    the same test at the evaluation's own time: a first XID pages at the next evaluation, not up to a
+    minute later. Appearances, not a count of the steps present: a count would be compared with the number of steps
     (`vector(1)`), a series of its own that a subquery over days (`xid_recurring`) evaluates at every
     step, and `vector(1)` alone is then more samples than promtool lets a query load."""
-    appeared = f"count_over_time(({series} unless {series} offset {STEP})[{window}:{STEP}])"
+    new = f"{series} unless {series} offset {STEP}"  # now: appeared within the last step, not yet at a step
+    appeared = f"count_over_time(({new})[{window}:{STEP}])"  # at a step of the window (steps on whole minutes)
     fresh = f"time() - {LAST_XID} < {parse_prometheus_duration(window):g}"
-    return f"(({series} and ({appeared})) and on (node, gpu) ({fresh})) or increase({series}[{window}])"
+    return f"((({new}) or ({series} and ({appeared}))) and on (node, gpu) ({fresh})) or increase({series}[{window}])"
