@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timezone
 
 import click
 
@@ -47,17 +46,9 @@ def inbox(run_dir, to, incidents, status, since, limit, as_json):
         click.echo("no page in the inbox matches these filters" if filtered else "the inbox is empty")
         return
     for page in pages:
-        when = _format_time(page.get("time"))
         tier = f" (tier {page['tier'] + 1})" if isinstance(page.get("tier"), int) else ""
-        click.echo(f"{when}  #{page.get('incident_id')}  {page.get('status', '').upper():<8}  "
+        click.echo(f"{when(page.get('time'))}  #{page.get('incident_id')}  {page.get('status', '').upper():<8}  "
                    f"to {page.get('recipient')} via {page.get('channel')}{tier}")
         click.echo(f"    {page.get('title')}")
         for line in str(page.get("body") or "").splitlines()[:6]:
             click.echo(f"    {line}")
-
-
-def _format_time(value) -> str:
-    """A page's arrival as `incidents show` prints times: `2026-11-24 21:40:38` (UTC)."""
-    if isinstance(value, (int, float)):
-        return datetime.fromtimestamp(value, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-    return when(str(value))
