@@ -122,6 +122,8 @@ def test_unknown_incidents_and_bad_arguments_are_one_line_errors(stack):
     assert vigil(stack, "incidents", "ack", "0").exit_code == 2
     word = vigil(stack, "incidents", "show", "abc")
     assert word.exit_code == 2 and "'abc' is not an incident number (1 or more)" in word.output
+    postmortem = vigil(stack, "postmortem", "abc")
+    assert postmortem.exit_code == 2 and "'abc' is not an incident number (1 or more)" in postmortem.output
     window = vigil(stack, "maintenance", "end", "first")
     assert window.exit_code == 2 and "'first' is not a maintenance window number" in window.output
     assert vigil(stack, "incidents", "list", "--priority", "P9").exit_code == 2

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import click
 
+from vigil.common.click_types import RowNumber
 from vigil.common.prometheus_api import PrometheusClient
 from vigil.notifier.postmortem import CONTENT_TYPES, TemplateProblem, gather, render
 
@@ -39,7 +40,7 @@ TERMINAL_CHART = "#chart-left-out-on-a-terminal"
 
 @click.command()
 @run_dir_option
-@click.argument("incident_id", metavar="INCIDENT", type=click.IntRange(min=1))
+@click.argument("incident_id", metavar="INCIDENT", type=RowNumber("incident"))
 @click.option("--format", "fmt", type=click.Choice(list(CONTENT_TYPES)), default=None,
               help="Output format  [default: from --output's suffix, else md]")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
