@@ -6,13 +6,7 @@ from __future__ import annotations
 from vigil.common.durations import format_duration
 from vigil.notifier.timefmt import utc_text
 
-
-# the kinds `event_text` says in a sentence of their own (any other: its detail as key=value)
-SENTENCE_KINDS = frozenset({"page_queued", "tier_paged", "page_attempt", "page_fallback", "page_held",
-                            "escalation_paused", "escalation_resumed", "page_digested", "note", "opened", "routed",
-                            "alert_added", "reopened", "tier_empty", "acknowledged", "ack_expired", "escalated",
-                            "sla_breach", "resolved", "policy_exhausted"})
-_TARGETS = {"ack": "acknowledge", "resolve": "resolve"}
+_TARGETS = {"ack": "acknowledge", "resolve": "resolve"}  # an `sla_breach` event's `which`, in words
 
 
 def event_text(event: dict) -> str:

@@ -5,7 +5,7 @@ overrides: a file there replaces the packaged one of the same name) and then in 
 Every template sees `request`, `user` (the logged-in user or None), `csrf_field()`, `now` (the
 notifier's clock) and the filters `when` (a short UTC time), `ago` (relative to now), `left` (time left
 to a due time, or how long ago it passed) and `event_text` (a timeline event in the words of `vigil
-incidents show`, for the kinds in `sentence_kinds`).
+incidents show`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from fastapi.responses import HTMLResponse
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
-from vigil.notifier.incident_text import SENTENCE_KINDS, event_text
+from vigil.notifier.incident_text import event_text
 
 TEMPLATES = Path(__file__).parent / "templates"
 # console pages: never cached, never framed; scripts and styles only from this notifier
@@ -34,7 +34,6 @@ def console_environment(overrides: Path | None = None) -> Environment:
                       autoescape=select_autoescape(default=True, default_for_string=True), trim_blocks=True,
                       lstrip_blocks=True)
     env.filters.update(when=when, ago=ago, left=left, duration=duration, event_text=event_text)
-    env.globals.update(sentence_kinds=SENTENCE_KINDS)
     return env
 
 
