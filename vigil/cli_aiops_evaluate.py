@@ -9,7 +9,7 @@ import json
 import click
 
 from vigil.aiops.kpi_synth.evaluate import (DEFAULT_SENSITIVITIES, DEFAULT_VARIANCE_GATES, DETECTORS, MIN_PRECISION,
-                                            choose_and_score, settings_for)
+                                            TUNE_PER_HALF, choose_and_score, settings_for)
 from vigil.cli_aiops_nab import Sensitivity, nab
 
 
@@ -46,16 +46,19 @@ def _line(label: str, score) -> str:
               type=click.Choice(["spike", "dip", "level_shift", "variance", "trend", "missing"]),
               help="Only these anomaly kinds (repeatable). Default: all.")
 @click.option("--per-half", type=click.IntRange(1, 10), default=2, show_default=True,
-              help="Series per curve class and anomaly kind in each half.")
+              help="Held-out series per curve class and anomaly kind (odd seeds 1, 3, ...).")
+@click.option("--tune-per-half", type=click.IntRange(1, 30), default=TUNE_PER_HALF, show_default=True,
+              help="Tune series per curve class and anomaly kind (even seeds 0, 2, ...).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 def kpi_synth(detector: str, sensitivities: tuple[float, ...], variance_gates: tuple[float, ...], min_precision: float,
-              tune_only: bool, curves, kinds, per_half: int, as_json: bool):
+              tune_only: bool, curves, kinds, per_half: int, tune_per_half: int, as_json: bool):
     """Score a detector on the synthetic KPI benchmark (minute-level periodic, stable and unstable
     curves with spikes, dips, level shifts, variance and trend changes, missing data): the setting with
     the best point-adjusted F1 on the tune half (with at least --min-precision point-adjusted precision)
     is scored on the held-out half, point-adjusted (7-point delay) and strict point-wise."""
     settings = settings_for(detector, sensitivities or DEFAULT_SENSITIVITIES, variance_gates or DEFAULT_VARIANCE_GATES)
-    result = choose_and_score(settings, per_half, curves, kinds, min_precision, look=not tune_only)
+    result = choose_and_score(settings, per_half, curves, kinds, min_precision, look=not tune_only,
+                              tune_per_half=tune_per_half)
     if as_json:
         click.echo(json.dumps({"benchmark": "kpi-synth", "detector": detector, "chosen": result.chosen,
                                "min_precision": min_precision,

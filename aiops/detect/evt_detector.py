@@ -47,6 +47,7 @@ from vigil.aiops.baseline.robust import DAY_S, robust_sigma
 from vigil.aiops.baseline.seasonal import seasonal_fit
 from vigil.aiops.detect.base import Detector
 from vigil.aiops.detect.evt import Spot
+from vigil.aiops.detect.evt_hold import HeldStretch
 
 SIGNALS = ("spike", "shift", "variance")
 ABS_TO_SIGMA = math.sqrt(math.pi / 2)  # E|N(0, s)| * sqrt(pi / 2) = s
@@ -85,13 +86,21 @@ class EvtParameters:
     beta: float = 0.02  # Holt trend rate: the level follows a slow ramp (a weekend easing in) without lag
     scale_alpha: float = 0.005
     shift_alpha: float = 0.2
-    variance_alpha: float = 0.1
+    # fast: it passes its threshold within the 7-point delay after a shift or ramp starts, and forgets an
+    # anomaly a few points after it ends (chosen on the tune half among 0.1 to 0.8)
+    variance_alpha: float = 0.5
     # the variance and shift signals label only points with |z| at least this: after an anomaly their
     # EWMAs decay for ~15 points, and a gate of 0.5 let 62 % of those normal points be labelled, 1.0 lets 32 %
     variance_gate: float = 1.0
     shift_gate: bool = True  # and the shift signal, too, only points on the shift's side of the prediction
     clip: float = 4.0  # z is clipped to ±clip before the shift and variance EWMAs: one spike is not a shift
     max_hold_s: float = 6 * 3600.0  # a change flagged this long becomes the new normal
+    # a stretch ends earlier when it changes sides, or returns to a level of the last hours (evt_hold.py)
+    flip_points: int = 15
+    return_points: int = 15
+    return_hours: int = 12
+    return_near: float = 1.0  # noise units
+    return_far: float = 3.0
     season_days: int = 7
     period_probe: int = 20  # intervals used to learn the sampling step
 
@@ -169,6 +178,8 @@ class EvtDetector(Detector):
         start = (float(np.median(x[head] / base[head] if self._scales else x[head] - base[head])),
                  max(robust_sigma(np.diff(x - base)) / math.sqrt(2.0), 1e-9 * max(float(np.abs(x).max()), 1.0)))
         self._hold = 0
+        self._stretch = HeldStretch(p.flip_points, p.return_points, p.return_hours, int(3600 / self._step),
+                                    p.return_near, p.return_far)
         self._max_hold = max(1, int(p.max_hold_s / self._step))
         self._spots = self._calibrate(x, base, start)
         self._times, self._values = [], []
@@ -192,6 +203,8 @@ class EvtDetector(Detector):
 
     # -- seasonal profile ----------------------------------------------------------------------------
     def _refit_profile(self) -> None:
+        if hasattr(self, "_stretch"):  # not during the warm-up's first fit
+            self._stretch.forget_levels()
         t, x = (np.asarray(c) for c in zip(*self._history))
         self._profile = seasonal_fit(t, x, self._step, weekly=False)
         self._next_refit = t[-1] + DAY_S
@@ -257,18 +270,24 @@ class EvtDetector(Detector):
             ratios[1] = 0.0  # nor a point on the other side of the prediction from the shift
         worst = max(range(len(SIGNALS)), key=ratios.__getitem__)
         anomalous = ratios[worst] > 1.0  # a labelled point is not learned; every other point is
-        if anomalous and self._hold < self._max_hold:
+        released = None  # the level to take up when a flagged stretch turns out to be over
+        if anomalous:
+            self._stretch.flagged((value - predicted) / scale, self._observed_level(value, base))
+            released = self._stretch.release_level(self._level + self._trend,
+                                                   scale / abs(base) if self._scales else scale)
+        if anomalous and released is None and self._hold < self._max_hold:
             self._hold += 1
             self.reason = (f"{SIGNALS[worst]}: {signals[worst]:.3g} > threshold {self._spots[worst].threshold:.3g} "
                            f"(risk {self.params.risk:g}, {self.kind} curve, expected {predicted:.6g} ± {scale:.3g})")
             if t is not None:
                 self._history.append((t, predicted))
         else:
-            if anomalous:  # flagged for max_hold_s: a permanent change, the new normal
-                self._level, self._trend = self._observed_level(value, base), 0.0
-                self._shift, self._variance = 0.0, 1.0
+            if anomalous:  # released, or flagged for max_hold_s: a permanent change, the new normal
+                self._level = self._observed_level(value, base) if released is None else released
+                self._trend, self._shift, self._variance = 0.0, 0.0, 1.0
             self._hold = 0
             self._learn(value, base)
+            self._stretch.learned(self._level + self._trend)
             for s, spot in zip(signals, self._spots):
                 spot.learn(s)
             if t is not None:
