@@ -63,6 +63,16 @@ def test_kpi_synth_tune_only_chooses_without_scoring_the_heldout_half():
     assert "held-out half" not in result.stdout
 
 
+def test_kpi_synth_tune_half_has_six_seeds_per_curve_and_kind_by_default_and_can_be_sized():
+    # KPI: one curve, two kinds, one held-out seed each (--per-half 1)
+    args = (*KPI, "--sensitivity", "0.5", "--sensitivity", "0.75", "--variance-gate", "1", "--json", "--tune-only")
+    default = json.loads(run(*args).stdout)
+    assert {s["series"] for s in default["tune"].values()} == {2 * 6}
+    small = json.loads(run(*args, "--tune-per-half", "1").stdout)
+    assert {s["series"] for s in small["tune"].values()} == {2 * 1}
+    assert small["heldout"] is None
+
+
 def test_kpi_synth_rejects_a_bad_sensitivity():
     result = run(*KPI, "--sensitivity", "loud")
     assert result.exit_code == 2 and "loud" in result.output and "Traceback" not in result.output

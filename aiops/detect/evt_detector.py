@@ -26,6 +26,8 @@ of an anomalous stretch is flagged, not one alarm per episode.
 5. **Labelled points are not learned**: while flagged, the level, the noise scale, the profile's history and
    the thresholds keep their pre-anomaly state, so a level shift stays flagged for as long as it lasts.
    After `max_hold_s` seconds of consecutive flagged points the new state is accepted as normal (a permanent change).
+   A stretch ends sooner when the held level is seen to be stale (`aiops.detect.evt_hold`): it changed
+   sides of the prediction, or its values came back to a level learned in the last `return_hours`.
 
 Score: the largest signal/threshold ratio `r`, mapped to r / (1 + r): above 0.5 exactly when flagged.
 `sensitivity` in [0, 1] sets the risk: q = 10 ** (-6 + 4 * sensitivity), i.e. 0 -> 1e-6, 0.5 -> 1e-4,
