@@ -92,7 +92,7 @@ class EvtParameters:
     # anomaly a few points after it ends (chosen on the tune half among 0.1 to 0.8)
     variance_alpha: float = 0.5
     # the variance and shift signals label only points with |z| at least this: after an anomaly their
-    # EWMAs decay for ~15 points, and a gate of 0.5 let 62 % of those normal points be labelled, 1.0 lets 32 %
+    # EWMAs decay for a while (the shift EWMA ~15 points), and calm points in that tail are not labelled
     variance_gate: float = 1.0
     shift_gate: bool = True  # and the shift signal, too, only points on the shift's side of the prediction
     clip: float = 4.0  # z is clipped to ±clip before the shift and variance EWMAs: one spike is not a shift
@@ -167,6 +167,8 @@ class EvtDetector(Detector):
         self.kind = curve_class(classify(t, x, self._step).kind)
         self._alpha = {"periodic": p.alpha_periodic, "stable": p.alpha_stable}.get(self.kind, p.alpha_unstable)
         self._profile = None
+        self._stretch = HeldStretch(p.flip_points, p.return_points, p.return_hours, int(3600 / self._step),
+                                    p.return_near, p.return_far)
         self._history: deque[tuple[float, float]] = deque(maxlen=max(int(p.season_days * DAY_S / self._step), 1))
         finite = np.isfinite(x)
         t, x = t[finite], x[finite]
@@ -180,8 +182,6 @@ class EvtDetector(Detector):
         start = (float(np.median(x[head] / base[head] if self._scales else x[head] - base[head])),
                  max(robust_sigma(np.diff(x - base)) / math.sqrt(2.0), 1e-9 * max(float(np.abs(x).max()), 1.0)))
         self._hold = 0
-        self._stretch = HeldStretch(p.flip_points, p.return_points, p.return_hours, int(3600 / self._step),
-                                    p.return_near, p.return_far)
         self._max_hold = max(1, int(p.max_hold_s / self._step))
         self._spots = self._calibrate(x, base, start)
         self._times, self._values = [], []
@@ -205,8 +205,7 @@ class EvtDetector(Detector):
 
     # -- seasonal profile ----------------------------------------------------------------------------
     def _refit_profile(self) -> None:
-        if hasattr(self, "_stretch"):  # not during the warm-up's first fit
-            self._stretch.forget_levels()
+        self._stretch.forget_levels()
         t, x = (np.asarray(c) for c in zip(*self._history))
         self._profile = seasonal_fit(t, x, self._step, weekly=False)
         self._next_refit = t[-1] + DAY_S
