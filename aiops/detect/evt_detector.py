@@ -115,7 +115,7 @@ class EvtDetector(Detector):
     """Per-class fluctuation extraction with SPOT thresholds; see the module docstring."""
 
     name = "evt"
-    version = "1"
+    version = "2"  # 2: variance EWMA rate 0.5, early ends of a held stretch (evt_hold.py)
     own_sensitivity = True  # `sensitivity` sets the EVT risk, not a cut on the score
     onset_only = False  # dense labels; `EvtAlarmDetector` scores only the first point of a stretch
 
