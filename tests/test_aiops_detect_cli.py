@@ -197,12 +197,12 @@ def test_warmup_withholds_labels_and_lets_vigil_start_sooner(tmp_path):
     labels = [r["label"] for r in everything["rows"]]
     assert labels[:100] == [0] * 100 and labels[100:] == [1] * 800
     assert everything["warmup"] == 100
-    # a 250-point series with a spike at row 200: vigil's default warm-up (300 points) never labels it,
+    # a 190-point series with a spike at row 150: vigil's default warm-up (200 points) never labels it,
     # a warm-up of 60 does
-    short = str(write_series(tmp_path / "short.csv", n=250, spike_at=200))
+    short = str(write_series(tmp_path / "short.csv", n=190, spike_at=150))
     assert detect_json(short)["flagged"] == 0
     rows = detect_json(short, "--warmup", "60")["rows"]
-    assert rows[200]["label"] == 1 and sum(r["label"] for r in rows[:200]) == 0
+    assert rows[150]["label"] == 1 and sum(r["label"] for r in rows[:150]) == 0
 
 
 def test_json_carries_the_same_rows_as_csv(tmp_path):
@@ -229,7 +229,7 @@ def test_explain_says_which_test_flagged_with_its_numbers(tmp_path):
     flagged = [r for r in rows if r["label"] == "1"]
     assert flagged and rows[700] in flagged
     for i, row in enumerate(rows):
-        if i < 300:  # vigil's own warm-up
+        if i < 200:  # vigil's own warm-up
             assert row["explanation"].startswith("warm-up: "), row
             continue
         if row["label"] == "0":
@@ -326,7 +326,7 @@ def test_explain_marks_each_detectors_warm_up_rows(tmp_path, detector):
     rows = doc["rows"]
     warm = [i for i, r in enumerate(rows) if (r["explanation"] or "").startswith("warm-up")]
     assert warm == list(range(doc["warmup_rows"])), (detector, warm[:5], doc["warmup_rows"])
-    own = {"vigil": 300, "evt": 400, "evt-alarms": 400, "windowed-gaussian": 1, "null": 0}[detector]
+    own = {"vigil": 200, "evt": 400, "evt-alarms": 400, "windowed-gaussian": 1, "null": 0}[detector]
     assert doc["warmup_rows"] == own  # evt: 2.5 days at 5 minutes is 720 points, more than the file
     assert all(r["anomaly_score"] == 0 for r in rows[:own])
     assert all(r["label"] == 0 for r in rows[:own])

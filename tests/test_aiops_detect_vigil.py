@@ -58,7 +58,7 @@ def test_warmup_scores_zero():
     values = noisy(400)
     values[100] += 50
     scores = make_detector("vigil").score_series(stamps(400, 5), values)
-    assert scores[:300].max() == 0.0
+    assert scores[:200].max() == 0.0
 
 
 def weekly_series(weeks, seed=0):

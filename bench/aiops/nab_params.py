@@ -28,7 +28,7 @@ from vigil.aiops.nab.scoring import ThresholdCurve, file_weights  # noqa: E402
 
 DOC = REPO / "docs" / "benchmarks.md"
 SECTION = "aiops-nab-params"
-GRID = {"warmup": (300, 200), "quiet": (200, 100, 300), "shift_span": (10, 5, 20)}
+GRID = {"warmup": (200, 300), "quiet": (200, 100, 300), "shift_span": (10, 5, 20)}
 
 
 def curves(corpus, halves, params: dict) -> tuple[ThresholdCurve, ThresholdCurve, ThresholdCurve]:
