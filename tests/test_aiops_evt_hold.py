@@ -44,8 +44,8 @@ def test_a_shift_that_ends_after_the_normal_moved_under_it_is_released_when_it_c
 def test_the_return_from_a_ramp_the_level_followed_is_released_at_the_old_level():
     for seed in (0, 1, 2):
         values = noisy(seed)
-        values[4200:4800] += np.linspace(0.0, 20.0, 600)  # a slow 10-sigma ramp: the level follows it
-        values[4800:] += 0.0  # then straight back to the old normal
+        values[4200:4800] += np.linspace(0.0, 20.0, 600)  # a slow 10-sigma ramp the level follows, then
+        # straight back to the old normal
         released, held = flags(values), flags(values, return_points=0)
         assert released[4800:4807].any()  # the drop is seen
         assert released[4800:4840].sum() <= 16  # then the level goes back to where it was an hour before

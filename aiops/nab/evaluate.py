@@ -95,17 +95,22 @@ def run_detector(corpus: NabCorpus, make: Factory) -> tuple[list[np.ndarray], fl
     return scores, time.perf_counter() - started
 
 
+def profile_curves(corpus: NabCorpus, scores: list[np.ndarray],
+                   profile: str) -> tuple[ThresholdCurve, ThresholdCurve, ThresholdCurve]:
+    """Threshold curves of the whole corpus, its first half and its second half (`split_halves`) under
+    one of our profiles."""
+    cost = corpus.profiles[PROFILES[profile]]
+    per_file = [(s, file_weights(len(s), f.windows, cost)) for s, f in zip(scores, corpus.files)]
+    return (ThresholdCurve(per_file, cost),
+            *(ThresholdCurve([per_file[i] for i in half], cost) for half in split_halves(corpus.files)))
+
+
 def score_profiles(corpus: NabCorpus, scores: list[np.ndarray]) -> dict[str, ProfileResult]:
     """Tuned and held-out normalised scores for every profile."""
     results = {}
-    first, second = split_halves(corpus.files)
-    for ours, nab_name in PROFILES.items():
-        cost = corpus.profiles[nab_name]
-        per_file = [(s, file_weights(len(s), f.windows, cost)) for s, f in zip(scores, corpus.files)]
-        whole = ThresholdCurve(per_file, cost)
+    for ours in PROFILES:
+        whole, curve_a, curve_b = profile_curves(corpus, scores, ours)
         threshold, raw = whole.best()
-        curve_a = ThresholdCurve([per_file[i] for i in first], cost)
-        curve_b = ThresholdCurve([per_file[i] for i in second], cost)
         thr_a, _ = curve_a.best()
         thr_b, _ = curve_b.best()
         raw_b, raw_a = curve_b.raw_at(thr_a), curve_a.raw_at(thr_b)
