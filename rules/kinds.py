@@ -12,7 +12,7 @@ from types import MappingProxyType
 
 from vigil.common.durations import parse_prometheus_duration
 
-from .kinds_job import job_xid
+from .kinds_job import on_job
 from .kinds_xid import xid_counted
 from .located import Located
 from .promql import format_number, label_list, selector
@@ -197,6 +197,12 @@ def _xid_recurring(r: Reader) -> str | None:
     return f"count_over_time(({events})[{over}:{window}]) >= {occasions}"
 
 
+def _job_xid(r: Reader) -> str | None:
+    """`xid_events` joined to the job holding the GPU and to its owner (`rules.kinds_job`)."""
+    events = _xid_events(r)
+    return None if events is None else on_job(events, r.duration("window"))
+
+
 KINDS = MappingProxyType({
     "expr": _expr,
     "threshold": _threshold,
@@ -210,7 +216,7 @@ KINDS = MappingProxyType({
     "stale": _stale,
     "xid_events": _xid_events,
     "xid_recurring": _xid_recurring,
-    "job_xid": job_xid,
+    "job_xid": _job_xid,
 })
 
 

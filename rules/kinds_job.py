@@ -1,4 +1,5 @@
-"""The `job_xid` kind: XID events on a GPU joined to the job that held it and to the job's owner.
+"""The `job_xid` kind's join: XID events on a GPU (`xid_events`) joined to the job that held it and to the
+job's owner.
 
 Two things the exporter does shape the expression (`vigil.exporters.nvml_collector`, `exporters.jobs`):
 
@@ -8,17 +9,12 @@ Two things the exporter does shape the expression (`vigil.exporters.nvml_collect
   (`vigil_job_info` goes with the node's last GPU of the job). The GPU's current holder wins when there
   is one, so a job that has just ended does not hide the one that follows it on the GPU.
 - XID counts live in the exporter's memory, so a counter back after a restart is counted as
-  `rules.kinds_xid` explains, like every XID kind's.
+  `rules.kinds_xid` explains, like every XID kind's (the events are `xid_events`').
 """
 
 from __future__ import annotations
 
 from vigil.common.durations import format_duration, parse_prometheus_duration
-
-from .kinds_xid import xid_counted
-from .promql import selector
-from .reader import Reader
-from .xid_catalog import with_action_label
 
 JOB_METRIC = "vigil_gpu_job"  # 1 per (GPU, job holding it): job attribution (vigil.exporters.jobs)
 JOB_INFO = "vigil_job_info"  # job_id -> user, tenant (one series per node the job runs on)
@@ -30,16 +26,10 @@ def _sole(jobs: str) -> str:
     return f"{jobs} unless on (node, gpu) (count by (node, gpu) ({jobs}) > 1)"
 
 
-def job_xid(r: Reader) -> str | None:
-    """Keys `metric` (a per-XID counter), `selector`, `window`, `above` (default 0)."""
-    metric, labels = r.metric("metric"), r.string_map("selector")
-    window, above = r.duration("window", required=True), r.number("above") or "0"
-    if None in (metric, labels, window):
-        return None
-    seconds = parse_prometheus_duration(window)
-    series = selector(metric, labels)
-    events = with_action_label(f"({xid_counted(series, window)}) > {above}")
-    recent = format_duration(seconds + LOOKBACK_S)
+def on_job(events: str, window: str) -> str:
+    """`events` (per-GPU XID series, e.g. `xid_events` over `window`) joined to the job holding the GPU
+    and to the job's owner."""
+    recent = format_duration(parse_prometheus_duration(window) + LOOKBACK_S)
     holder = f"({_sole(JOB_METRIC)}) or on (node, gpu) ({_sole(f'last_over_time({JOB_METRIC}[{recent}])')})"
     owner = f"topk by (job_id) (1, last_over_time({JOB_INFO}[{recent}]))"
     return f"{events} * on (node, gpu) group_left (job_id) ({holder}) * on (job_id) group_left (tenant, user) {owner}"

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from vigil.common.durations import parse_prometheus_duration
 
+from .promql import format_number
+
 LAST_XID = "vigil_gpu_last_xid_timestamp_seconds"  # per GPU: Unix time of its last XID event
 STEP = "1m"  # how finely a counter's gap (an exporter restart) is looked for
 
@@ -30,5 +32,5 @@ def xid_counted(series: str, window: str) -> str:
     step, and `vector(1)` alone is then more samples than promtool lets a query load."""
     new = f"{series} unless {series} offset {STEP}"  # now: appeared within the last step, not yet at a step
     appeared = f"count_over_time(({new})[{window}:{STEP}])"  # at a step of the window (steps on whole minutes)
-    fresh = f"time() - {LAST_XID} < {parse_prometheus_duration(window):g}"
+    fresh = f"time() - {LAST_XID} < {format_number(parse_prometheus_duration(window))}"
     return f"((({new}) or ({series} and ({appeared}))) and on (node, gpu) ({fresh})) or increase({series}[{window}])"
