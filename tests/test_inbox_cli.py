@@ -129,8 +129,10 @@ def test_the_listing_shows_only_the_chosen_pages_and_says_when_none_match(inbox)
     (("--limit", "0"), "--limit"),
     (("--incident", "x"), "'x' is not an incident number (1 or more)"),
     (("--incident", "0"), "'0' is not an incident number (1 or more)"),
+    (("--incident", str(2**63)), f"'{2**63}' is too large for incident numbers (at most {2**63 - 1})"),
     (("--status", "open"), "'open' is not one of 'firing', 'resolved'"),
-], ids=["since-word", "since-zero", "limit-zero", "incident-word", "incident-zero", "status-unknown"])
+], ids=["since-word", "since-zero", "limit-zero", "incident-word", "incident-zero", "incident-too-large",
+        "status-unknown"])
 def test_a_bad_filter_is_a_usage_error_naming_it(inbox, args, message):
     result = vigil_inbox(inbox[0], *args)
     assert result.exit_code == 2 and message in result.output, result.output

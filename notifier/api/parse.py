@@ -14,12 +14,12 @@ from typing import Annotated
 from fastapi import Request
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
+from vigil.common.click_types import MAX_ROW_ID
 from vigil.common.durations import parse_duration
 from vigil.common.json_body import BodyRejected, decode_json_body, plain_json_text
 from vigil.notifier.delivery.inbox_sender import PAGE_HEADER
 from vigil.notifier.models import WebhookPayload
 
-MAX_ROW_ID = 2**63 - 1  # the largest id SQLite and PostgreSQL (bigint) can hold
 
 
 class Rejected(Exception):

@@ -77,8 +77,12 @@ class HttpUrl(click.ParamType):
         return "URL"
 
 
+#: the largest id SQLite and PostgreSQL (bigint) can hold
+MAX_ROW_ID = 2**63 - 1
+
+
 class RowNumber(click.ParamType):
-    """A stored row's number (1 or more), named for what it numbers: `RowNumber("incident")` refuses
+    """A stored row's number (1 to `MAX_ROW_ID`), named for what it numbers: `RowNumber("incident")` refuses
     `abc` with "'abc' is not an incident number" rather than click's "not a valid integer range"."""
 
     name = "integer"
@@ -94,6 +98,8 @@ class RowNumber(click.ParamType):
         if number < 1:
             article = "an" if self.what[:1] in "aeiou" else "a"
             self.fail(f"{value!r} is not {article} {self.what} number (1 or more)", param, ctx)
+        if number > MAX_ROW_ID:
+            self.fail(f"{value!r} is too large for {self.what} numbers (at most {MAX_ROW_ID})", param, ctx)
         return number
 
     def get_metavar(self, param, ctx=None) -> str | None:
