@@ -9,7 +9,7 @@ are embedded as data URLs.
 On a stopped stack (after `vigil down`) the incident comes from the run directory's notifier database
 (`vigil.stopped_stack`) and the metrics from a temporary Prometheus on its TSDB (`vigil.tsdb_readback`);
 when that cannot be started the postmortem is written without charts, saying why. It stands as of when the
-stack stopped (`StoppedStack.stopped_at`): an incident still open then is measured up to that moment and
+stack stopped (`StoppedStack.stopped_at()`): an incident still open then is measured up to that moment and
 said to be open when the stack stopped, not now.
 """
 
@@ -56,11 +56,12 @@ def postmortem(run_dir, incident_id, fmt, output, templates):
     if fmt == "pdf" and (click.get_text_stream("stdout").isatty() if output is None else is_terminal(output)):
         where = "give --output FILE.pdf (or redirect standard output)" if output is None else f"{output} is a terminal"
         raise click.UsageError(f"a PDF is not for a terminal: {where}")
-    client, incident, others = call_notifier(run_dir, lambda c: (c, c.incident(incident_id),
-                                                                  c.incidents(RELATED_SEARCH_LIMIT)), stopped_ok=True)
+    # a stopped stack's database (or its copy) is closed once call_notifier returns: its stop time is read inside
+    client, incident, others, stopped_at = call_notifier(run_dir, lambda c: (
+        c, c.incident(incident_id), c.incidents(RELATED_SEARCH_LIMIT),
+        c.stopped_at() if isinstance(c, StoppedStack) else None), stopped_ok=True)
     with metrics_of(client, run_dir) as prometheus:
-        found = gather(incident, others, prometheus, now=time.time(),
-                       stopped_at=client.stopped_at if isinstance(client, StoppedStack) else None)
+        found = gather(incident, others, prometheus, now=time.time(), stopped_at=stopped_at)
     if not isinstance(client, StackClient) and not found.facts.charts:
         problems = found.evidence.problems if found.evidence else []
         click.echo("no charts: " + ("; ".join(problems) or "Prometheus has no series of these alerts"), err=True)

@@ -15,7 +15,7 @@ is stopped (no supervisor holds the run directory's lock). What changes an incid
 notifier (its on-call engine pages and escalates): `vigil incidents` refuses those verbs on a stopped
 stack, saying so.
 
-`stopped_at` is when the stack stopped, the moment a postmortem measures an incident still open then up
+`stopped_at()` is when the stack stopped, the moment a postmortem measures an incident still open then up
 to: what the supervisor recorded on its way out (`stopped.json`), unless the database holds newer records
 (the stack ran again since and its supervisor was killed); else, for those and for run directories of an
 older vigil, the newest time the database recorded (an alert received, an incident event, a page
@@ -109,7 +109,12 @@ class StoppedStack:
                           f"({state.describe_current()}; this vigil reads {state.head}): start the stack once "
                           f"(vigil up --run-dir {run_dir}) to upgrade it")
         self.store = ReadOnlyStore(engine)
-        self.stopped_at = stop_time(run_dir, self.db, newest_record(engine))
+        self._run_dir = run_dir
+
+    def stopped_at(self) -> float:
+        """When the stack stopped (the module docstring says how it is found). Only a postmortem needs it,
+        so it is read on request, while the database (or its copy) is open."""
+        return stop_time(self._run_dir, self.db, newest_record(self.store.engine))
 
     def close(self) -> None:
         self._drop(self.store.engine)
