@@ -20,6 +20,7 @@ from vigil.notifier.heartbeat_spec import HeartbeatSpec
 LOOPBACK_NAMES = {"localhost"}
 MIN_TOKEN_LENGTH = 16
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+DEFAULT_RESOLVE_GONE_AFTER_S = 600.0  # an incident none of whose alerts Alertmanager held for this long resolves
 MIN_TOKEN_BITS = 64  # estimated from the token's own characters; `secrets.token_urlsafe(32)` has ~190
 TOKEN_HINT = 'generate one with: python3 -c "import secrets; print(secrets.token_urlsafe(32))"'
 
@@ -39,7 +40,7 @@ class NotifierSettings(BaseModel):
     alertmanager_receiver: str | None = None
     # a firing incident none of whose alerts Alertmanager holds for this long is resolved (their resolution
     # was lost, e.g. during `vigil down`: `reconcile_resolve.py`); Alertmanager is asked every `..._check_s`
-    resolve_gone_after_s: float = Field(default=600.0, gt=0)
+    resolve_gone_after_s: float = Field(default=DEFAULT_RESOLVE_GONE_AFTER_S, gt=0)
     resolve_gone_check_s: float = Field(default=30.0, gt=0)
     # the inbox channel posts to this notifier; by default to the address it listens on
     public_url: str | None = None

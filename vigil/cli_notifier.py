@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from vigil.common.click_types import Duration, HostPort, HttpUrl
 from vigil.common.durations import format_duration
-from vigil.notifier.settings import DEFAULT_MAX_BODY_BYTES
+from vigil.notifier.settings import DEFAULT_MAX_BODY_BYTES, DEFAULT_RESOLVE_GONE_AFTER_S
 
 from .cli_incidents import call_notifier, json_option, printed_plainly, when
 from .cli_stack import run_dir_option
@@ -63,7 +63,8 @@ def notifier():
               help="Alertmanager to reconcile with at start (GET /api/v2/alerts/groups).")
 @click.option("--alertmanager-receiver", default=None,
               help="Reconcile only groups routed to this Alertmanager receiver (default: all).")
-@click.option("--resolve-gone-after", "resolve_gone_after_s", type=Duration(positive=True), default="10m",
+@click.option("--resolve-gone-after", "resolve_gone_after_s", type=Duration(positive=True),
+              default=format_duration(DEFAULT_RESOLVE_GONE_AFTER_S),
               show_default=True, help="Resolve a firing incident none of whose alerts --alertmanager-url has held "
                                       "this long (their resolution was lost, e.g. while the stack was down).")
 @click.option("--public-url", default=None,

@@ -14,6 +14,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from vigil.common.durations import parse_duration
 from vigil.common.yaml_source import Located, line_at, plain, read_yaml
 from vigil.notifier.heartbeat_spec import MAX_TIMEOUT_S
+from vigil.notifier.settings import DEFAULT_RESOLVE_GONE_AFTER_S
 
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
 MAX_SIM_NODES = 89  # node targets use port_base+10 … port_base+99
@@ -94,7 +95,7 @@ class StackSettings(BaseModel):
     watchdog_repeat_interval: Seconds = Field(60.0, gt=0, le=3600)
     heartbeat_timeout: Seconds = Field(180.0, gt=0, le=MAX_TIMEOUT_S)  # the notifier's own bound
     # the notifier resolves an incident whose alerts Alertmanager has not held this long (docs/notifier.md)
-    resolve_gone_after: Seconds = Field(600.0, gt=0)
+    resolve_gone_after: Seconds = Field(DEFAULT_RESOLVE_GONE_AFTER_S, gt=0)
     max_for: Seconds | None = Field(10.0, ge=0, description="cap on every rule's `for` (None: as written)")
     aiops: bool = True
     backfill_days: float = Field(14.0, ge=0, le=30)
