@@ -33,15 +33,14 @@ from pydantic import TypeAdapter
 from vigil.common.durations import format_duration
 from vigil.notifier.clock import Clock
 from vigil.notifier.engine import actions
-from vigil.notifier.engine.heartbeat import RECEIVER as HEARTBEAT_RECEIVER
+from vigil.notifier.engine.heartbeat import GROUP_PREFIX as HEARTBEAT_GROUPS
 from vigil.notifier.loop_thread import LoopThread
-from vigil.notifier.reconcile import HEARTBEAT_RECEIVERS, TIMEOUT_S
+from vigil.notifier.reconcile import TIMEOUT_S
 from vigil.notifier.store import Store
 from vigil.notifier.store.alert_presence import firing_incidents
 
 log = logging.getLogger(__name__)
 ACTOR = "alertmanager-reconcile"
-NOT_ALERTMANAGERS = HEARTBEAT_RECEIVERS | {HEARTBEAT_RECEIVER}
 _TIME = TypeAdapter(datetime)
 
 
@@ -116,7 +115,7 @@ class GoneAlertResolver:
     def _note_gone(self, now: float, held: set[str]) -> list[int]:
         """Update the gone-since times; returns the incidents gone for the grace period."""
         gone = {}
-        for incident in firing_incidents(self._store.engine, NOT_ALERTMANAGERS):
+        for incident in firing_incidents(self._store.engine, HEARTBEAT_GROUPS):
             if incident.fingerprints & held:
                 continue
             since = self._gone_since.get(incident.id, now)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from functools import partial
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from pydantic import AwareDatetime, Field
@@ -13,6 +12,7 @@ from vigil.notifier.api.deps import ClockDep, ListLimit, StoreDep
 from vigil.notifier.api.openapi import INBOX_BODY
 from vigil.notifier.api.parse import MAX_ROW_ID, Rejected, page_arrival
 from vigil.notifier.delivery.inbox_sender import INBOX_PATH
+from vigil.notifier.models import AlertStatus
 
 router = APIRouter()
 IncidentNumber = Annotated[int, Field(ge=1, le=MAX_ROW_ID)]
@@ -30,10 +30,10 @@ async def inbox_arrival(request: Request, store: StoreDep, clock: ClockDep):
 @router.get(INBOX_PATH)
 async def inbox(store: StoreDep, limit: ListLimit = 500, to: Annotated[list[str] | None, Query()] = None,
                 incident: Annotated[list[IncidentNumber] | None, Query()] = None,
-                status: Literal["firing", "resolved"] | None = None, since: AwareDatetime | None = None):
+                status: AlertStatus | None = None, since: AwareDatetime | None = None):
     """The newest `limit` pages, oldest first; `to` (a person, repeatable), `incident` (an id, repeatable),
     `status` and `since` (RFC 3339: arrived at or after) keep only some, all given must hold."""
-    pages = await run_in_threadpool(partial(store.inbox.list_pages, limit, recipients=tuple(to or ()),
-                                            incident_ids=tuple(incident or ()), status=status,
-                                            since=since.timestamp() if since is not None else None))
+    pages = await run_in_threadpool(store.inbox.list_pages, limit, recipients=tuple(to or ()),
+                                    incident_ids=tuple(incident or ()), status=status,
+                                    since=since.timestamp() if since is not None else None)
     return {"pages": pages}

@@ -24,26 +24,20 @@ class FiringIncident:
     last_notified_at: float
 
 
-def firing_incidents(engine: sa.Engine, skip_receivers: frozenset[str]) -> list[FiringIncident]:
-    """The firing incidents with alerts, but none whose notifications came to one of `skip_receivers`
-    (the heartbeats': their alerts are the notifier's own, never Alertmanager's)."""
-    firing = sa.select(incidents.c.id).where(incidents.c.status == "firing").scalar_subquery()
+def firing_incidents(engine: sa.Engine, skip_group_prefix: str) -> list[FiringIncident]:
+    """The firing incidents with alerts, but none whose group key starts with `skip_group_prefix` (the
+    heartbeats': their alerts are the notifier's own, never Alertmanager's)."""
+    firing = (sa.select(incidents.c.id)
+              .where(incidents.c.status == "firing", ~incidents.c.group_key.startswith(skip_group_prefix, autoescape=True))
+              .scalar_subquery())
     with reading(engine) as conn:
-        received = conn.execute(
-            sa.select(notifications.c.incident_id, notifications.c.receiver, sa.func.max(notifications.c.received_at))
-            .where(notifications.c.incident_id.in_(firing))
-            .group_by(notifications.c.incident_id, notifications.c.receiver)).all()
+        last = dict(conn.execute(
+            sa.select(notifications.c.incident_id, sa.func.max(notifications.c.received_at))
+            .where(notifications.c.incident_id.in_(firing)).group_by(notifications.c.incident_id)).all())
         keys = conn.execute(sa.select(incident_alerts.c.incident_id, incident_alerts.c.alert_key)
                             .where(incident_alerts.c.incident_id.in_(firing))).all()
-    last: dict[int, float] = {}
-    skipped: set[int] = set()
-    for incident_id, receiver, at in received:
-        last[incident_id] = max(at, last.get(incident_id, at))
-        if receiver in skip_receivers:
-            skipped.add(incident_id)
     fingerprints: dict[int, set[str]] = {}
     for incident_id, key in keys:
         fingerprints.setdefault(incident_id, set()).add(key.partition("@")[0])  # key: fingerprint@start
     return [FiringIncident(incident_id, frozenset(found), last[incident_id])
-            for incident_id, found in sorted(fingerprints.items())
-            if incident_id in last and incident_id not in skipped]
+            for incident_id, found in sorted(fingerprints.items()) if incident_id in last]
