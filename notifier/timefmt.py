@@ -12,6 +12,12 @@ def rfc3339(seconds: float | None) -> str | None:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
+def people_time(rfc3339_time: str | None) -> str:
+    """`2026-11-23T14:00:01.000Z` as people read it in a column of UTC times: `2026-11-23 14:00:01` (`-`
+    for none)."""
+    return rfc3339_time[:19].replace("T", " ") if rfc3339_time else "-"
+
+
 def utc_text(rfc3339_time: str | None) -> str:
-    """`2026-11-23T14:00:01.000Z` as people read it: `2026-11-23 14:00:01 UTC` (`-` for none)."""
-    return f"{rfc3339_time[:19].replace('T', ' ')} UTC" if rfc3339_time else "-"
+    """`2026-11-23T14:00:01.000Z` as people read it alone: `2026-11-23 14:00:01 UTC` (`-` for none)."""
+    return f"{people_time(rfc3339_time)} UTC" if rfc3339_time else "-"

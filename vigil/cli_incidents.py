@@ -21,7 +21,7 @@ import requests
 from vigil.notifier.incident_text import event_text as what, window_text
 from vigil.notifier.postmortem.facts import escalation_texts, parse_time
 from vigil.notifier.postmortem.page_fate import page_results, unsent_fates
-from vigil.notifier.timefmt import utc_text
+from vigil.notifier.timefmt import people_time as when, utc_text
 
 from .cli_stack import run_dir_option
 from .runstate import NoStack
@@ -89,11 +89,6 @@ def printed_plainly(key: str, rows: list[dict], as_json: bool) -> bool:
     elif not rows:
         click.echo(f"no {key}")
     return as_json or not rows
-
-
-def when(rfc3339: str | None) -> str:
-    """`2026-11-23T14:00:01.000Z` as `2026-11-23 14:00:01` (UTC), or `-`."""
-    return rfc3339[:19].replace("T", " ") if rfc3339 else "-"
 
 
 @click.group()

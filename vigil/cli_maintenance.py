@@ -11,6 +11,7 @@ import click
 
 from vigil.common.click_types import Duration, RowNumber, label_pairs
 from vigil.notifier.api.parse import window_body
+from vigil.notifier.timefmt import utc_text
 from vigil.oncall.schedules import moment_at
 
 from .cli_incidents import by_option, call_notifier, json_option, printed_plainly, when
@@ -77,4 +78,4 @@ def add(run_dir, matchers, duration, until, start, reason, by):
 def end(run_dir, window_id):
     """End a maintenance window now (one not begun is cancelled): the escalations it paused resume."""
     ended = call_notifier(run_dir, lambda c: c.end_maintenance(window_id), refused=f"end maintenance window {window_id}")
-    click.echo(f"maintenance window #{ended['id']} ended at {when(ended['ended_at'])} UTC")
+    click.echo(f"maintenance window #{ended['id']} ended at {utc_text(ended['ended_at'])}")
