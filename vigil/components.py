@@ -121,12 +121,12 @@ def alertmanager_spec(settings: StackSettings, layout: RunLayout, binaries: dict
 
 
 def prometheus_spec(settings: StackSettings, binaries: dict[str, str], name: str, port: int, config: Path,
-                    data: Path) -> ComponentSpec:
+                    data: Path, extra: tuple[str, ...] = ()) -> ComponentSpec:
     url = http_url(settings.host, port)
     argv = [binaries["prometheus"], f"--config.file={config}", f"--storage.tsdb.path={data}",
             f"--web.listen-address={format_host_port(settings.host, port)}",
             f"--rules.alert.resend-delay={format_duration(settings.resend_delay)}",
-            "--storage.tsdb.retention.time=30d", "--web.enable-lifecycle", f"--web.external-url={url}"]
+            "--storage.tsdb.retention.time=30d", "--web.enable-lifecycle", f"--web.external-url={url}", *extra]
     return ComponentSpec(name, argv, url, http_url(settings.host, port, "/-/ready"), ports=[port])
 
 
