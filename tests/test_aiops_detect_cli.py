@@ -236,7 +236,7 @@ def test_explain_says_which_test_flagged_with_its_numbers(tmp_path):
             assert row["explanation"] == ""
             continue
         why = row["explanation"]
-        assert any(test in why for test in ("spike", "level shift", "daily pattern", "volatility")), why
+        assert any(test in why for test in ("spike", "level shift", "daily pattern", "volatility", "breakout")), why
         assert "x the recent record" in why
         assert f"score {float(row['anomaly_score']):.3f} >= threshold {default_threshold('vigil'):.3f}" in why
     gaussian = detect_json(source, "--explain", "--detector", "windowed-gaussian", "--warmup", "10")

@@ -1,8 +1,11 @@
 """Behaviour of vigil's detector that a user relies on: records, suppression, time-based memory."""
 
+from dataclasses import replace
+
 import numpy as np
 
 from vigil.aiops.detect import default_threshold, make_detector
+from vigil.aiops.detect.vigil_detector import VigilDetector, VigilParameters
 
 
 def stamps(n, step_minutes):
@@ -85,3 +88,39 @@ def test_weekly_rhythm_is_context_not_an_anomaly_but_a_stall_is():
     alarms = np.flatnonzero(make_detector("vigil").score_series(times, stalled) >= threshold)
     assert np.any((alarms >= start) & (alarms < start + 24))
     assert not np.any((alarms >= two_weeks) & (alarms < start))
+
+
+def _after_a_noisy_stretch(seed=2):
+    """Noise with a 200-point burst four times as wide: the burst's spikes stay the records, and it widens
+    the baseline, so a later value a little beyond everything seen is no spike record."""
+    values = noisy(3000, seed)
+    values[1000:1200] = 100 + np.random.default_rng(seed + 100).normal(0, 4, 200)
+    return values
+
+
+def test_a_new_high_or_low_beyond_every_earlier_value_alarms_as_a_breakout():
+    threshold = default_threshold("vigil")
+    without = replace(VigilParameters(), breakout_tolerance=0.0)
+    for side in (1, -1):
+        values = _after_a_noisy_stretch()
+        low, high = values[:2600].min(), values[:2600].max()
+        values[2600] = high + 0.1 * (high - low) if side > 0 else low - 0.1 * (high - low)
+        detector = VigilDetector()
+        detector.explaining = True
+        for i, (stamp, value) in enumerate(zip(stamps(3000, 5), values)):
+            score = detector.update(stamp, float(value))
+            if i == 2600:
+                assert score >= threshold, side
+                assert detector.explain().startswith("breakout (a new high or low beyond every earlier value): "
+                                                     "10.0% of the earlier range beyond it, 2.00x the recent record 5.0%"), \
+                    detector.explain()
+        # the other tests alone miss it: the burst's spikes are still the records
+        assert VigilDetector(without).score_series(stamps(3000, 5), values)[2600] < threshold, side
+
+
+def test_a_new_high_within_the_tolerance_is_no_breakout():
+    values = _after_a_noisy_stretch()
+    low, high = values[:2600].min(), values[:2600].max()
+    values[2600] = high + 0.03 * (high - low)  # beyond the range, by less than its 5 % tolerance
+    scores = VigilDetector().score_series(stamps(3000, 5), values)
+    assert scores[2600] < default_threshold("vigil")

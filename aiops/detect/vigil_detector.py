@@ -12,11 +12,16 @@ summary) and yields a deviation z:
   or one week earlier when that is closer, averaged over `season_span` points: catches a daily
   pattern that stops, flattens or changes shape, without alarming on every Monday;
 * `volatility`: the mean absolute step over the last `volatility_span` points against its own history
-  (variance changes, noise bursts, a signal that goes flat).
+  (variance changes, noise bursts, a signal that goes flat);
+* `breakout`: how far the value lies outside the range of every earlier value (a new all-time high or
+  low), as a fraction of that range's width: a value nothing before has reached, however noisy the series.
 
 A z alone is not comparable across series (some series are always noisy). So each z is divided by the
 largest z of the same sub-detector over the previous `memory` points (`spike_memory` for spikes), and
 by at least `z_floor`: a point scores high only when it is more unusual than anything recently seen.
+A breakout is divided the same way by the largest breakout of the last `breakout_memory` points, and by
+at least `breakout_tolerance`: a new high or low that far beyond the old range (as a share of its width)
+is as unusual as a record, and one right after a larger breakout is not (one episode, one alarm).
 The largest ratio r over the sub-detectors maps to r / (r + 1), a score in [0, 1) where 0.5 means "as
 unusual as the recent record".
 
@@ -44,7 +49,8 @@ SECONDS_PER_DAY = 86400.0
 _TESTS = ("spike (the value against its trailing baseline)",
           "level shift (the mean of the last points against the baseline before them)",
           "daily pattern (the change since the same time yesterday or last week)",
-          "volatility (the mean step size against its own history)")
+          "volatility (the mean step size against its own history)",
+          "breakout (a new high or low beyond every earlier value)")
 WEEK_IN_DAYS = 7
 
 
@@ -63,6 +69,10 @@ class VigilParameters:
     quiet: int = 200  # points after an alarm during which ratios are damped
     quiet_factor: float = 0.3
     escalate: float = 1.5  # within the quiet period, a ratio at least this high still alarms
+    # a new all-time high or low this far beyond the range seen so far (as a fraction of its width) is as
+    # unusual as a record (Numenta's HTM detector uses 5 % for its "spatial anomaly"); 0: no breakout test
+    breakout_tolerance: float = 0.05
+    breakout_memory: int = 300  # points whose largest breakout a new one must beat
     # memories and the quiet period are counted in points at this sampling interval; a slower series
     # gets proportionally fewer points (the same span of time), a faster one keeps the counts
     reference_interval_s: float = 300.0
@@ -106,10 +116,10 @@ class _Deviation:
 
 
 class VigilDetector(Detector):
-    """Spike, level-shift, daily-pattern and volatility tests, scored against their recent records."""
+    """Spike, level-shift, daily-pattern, volatility and breakout tests, scored against their recent records."""
 
     name = "vigil"
-    version = "5"  # 5: a 200-point warm-up (was 300)
+    version = "6"  # 6: the breakout test; 5: a 200-point warm-up (was 300)
 
     def __init__(self, params: VigilParameters | None = None):
         p = self.params = params or VigilParameters()
@@ -119,6 +129,9 @@ class VigilDetector(Detector):
         self._shift = _Deviation(p.baseline, p.shift_span, p.shift_span, p.min_baseline)
         self._season = _Deviation(p.baseline, p.season_span, 1, p.min_baseline)
         self._volatility = _Deviation(p.baseline, 1, p.volatility_span, p.min_baseline)
+        self._range = Range()  # of every value so far, for the breakout test
+        # the least each test's record counts for; an off breakout test scores 0 against 1
+        self._floors = [p.z_floor] * 4 + [p.breakout_tolerance or 1.0]
         self._size_memories(1.0)
         self._last_alarm = -p.quiet - 1
         self._steps: deque[float] = deque()
@@ -153,8 +166,12 @@ class VigilDetector(Detector):
         ratios = [z / r for z, r in zip(zs, records)]
         order = sorted(range(len(ratios)), key=ratios.__getitem__, reverse=True)
         k = order[0]
-        text = (f"{_TESTS[k]}: deviation {zs[k]:.2f} std of its baseline, {ratios[k]:.2f}x the recent record "
-                f"{records[k]:.2f}")
+        if k == len(_TESTS) - 1:
+            text = (f"{_TESTS[k]}: {zs[k]:.1%} of the earlier range beyond it, {ratios[k]:.2f}x the recent record "
+                    f"{records[k]:.1%}")
+        else:
+            text = (f"{_TESTS[k]}: deviation {zs[k]:.2f} std of its baseline, {ratios[k]:.2f}x the recent record "
+                    f"{records[k]:.2f}")
         also = [f"{_TESTS[j].split(' (')[0]} {ratios[j]:.2f}x" for j in order[1:] if ratios[j] >= 1.0]
         if also:
             text += f"; also {', '.join(also)}"
@@ -167,6 +184,7 @@ class VigilDetector(Detector):
         p = self.params
         self._records = [RollingMax(max(1, int(p.spike_memory * scale)))]
         self._records += [RollingMax(max(1, int(p.memory * scale))) for _ in range(3)]
+        self._records.append(RollingMax(max(1, int(p.breakout_memory * scale))))
         self._quiet = max(1, int(p.quiet * scale))
 
     def _learn_period(self, timestamp: str) -> None:
@@ -201,22 +219,33 @@ class VigilDetector(Detector):
                 return weekly
         return daily
 
+    def _breakout(self, value: float) -> float:
+        """How far `value` lies outside the range of every earlier value, as a fraction of its width."""
+        seen = self._range
+        beyond = max(0.0, value - seen.high, seen.low - value) if seen.high >= seen.low else 0.0
+        width = seen.width()
+        seen.push(value)
+        if not (beyond and self.params.breakout_tolerance):
+            return 0.0
+        return beyond / max(width, 1e-9)  # a flat series' first move is a breakout without measure
+
     def update(self, timestamp: str, value: float) -> float:
         p = self.params
         if self._period is None:
             self._learn_period(timestamp)
-        zs = [self._spike.update(value), self._shift.update(value), 0.0, self._volatility.update(self._volatility_signal(value))]
+        zs = [self._spike.update(value), self._shift.update(value), 0.0,
+              self._volatility.update(self._volatility_signal(value)), self._breakout(value)]
         if self._period and len(self._history) >= self._period:
             zs[2] = self._season.update(self._seasonal_difference(value))
         self._history.push(value)
         warm = self._count >= p.warmup
         self._count += 1
         if self.explaining:
-            self._why = (zs, [max(record.max(), p.z_floor) for record in self._records], False)
+            self._why = (zs, [max(record.max(), floor) for record, floor in zip(self._records, self._floors)], False)
         ratio = 0.0
-        for z, record in zip(zs, self._records):
+        for z, record, floor in zip(zs, self._records, self._floors):
             if warm:
-                ratio = max(ratio, z / max(record.max(), p.z_floor))
+                ratio = max(ratio, z / max(record.max(), floor))
             # records learn from the second half of the warm-up, so the first points after it do not
             # all look like records against an empty memory
             record.push(z if self._count > p.warmup // 2 else 0.0)
