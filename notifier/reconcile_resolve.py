@@ -24,11 +24,9 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Callable
 
 import requests
-from pydantic import TypeAdapter
 
 from vigil.common.durations import format_duration
 from vigil.notifier.clock import Clock
@@ -38,10 +36,10 @@ from vigil.notifier.loop_thread import LoopThread
 from vigil.notifier.reconcile import TIMEOUT_S
 from vigil.notifier.store import Store
 from vigil.notifier.store.alert_presence import firing_incidents
+from vigil.notifier.timefmt import parse_time
 
 log = logging.getLogger(__name__)
 ACTOR = "alertmanager-reconcile"
-_TIME = TypeAdapter(datetime)
 
 
 @dataclass(frozen=True)
@@ -106,7 +104,7 @@ class GoneAlertResolver:
         """When Alertmanager started (Unix seconds) and the fingerprints of every alert it holds."""
         status = requests.get(f"{self._url}/api/v2/status", timeout=TIMEOUT_S)
         status.raise_for_status()
-        started = _TIME.validate_python(status.json()["uptime"]).timestamp()
+        started = parse_time(status.json()["uptime"])
         alerts = requests.get(f"{self._url}/api/v2/alerts", timeout=TIMEOUT_S,
                               params={"active": "true", "silenced": "true", "inhibited": "true", "unprocessed": "true"})
         alerts.raise_for_status()

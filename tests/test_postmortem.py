@@ -10,8 +10,9 @@ from markdown_it import MarkdownIt
 
 from vigil.notifier.app import create_app
 from vigil.notifier.postmortem import TemplateProblem, render_postmortem
-from vigil.notifier.postmortem.facts import incident_facts, parse_time
+from vigil.notifier.postmortem.facts import incident_facts
 from vigil.notifier.postmortem.render import when
+from vigil.notifier.timefmt import parse_time
 from vigil.oncall.loader import parse_oncall
 from test_notifier_incidents_api import HOOK, T0, Clock  # T0: 2027-01-15 08:00:00 UTC
 from test_notifier_incidents_api import ONCALL as INCIDENTS_ONCALL
@@ -133,6 +134,9 @@ def test_times_parse_from_the_api_and_alertmanager():
     assert parse_time("2027-01-15T08:00:00.000Z") == T0
     assert parse_time("2027-01-15T08:00:00.123456789Z") == pytest.approx(T0 + 0.123456)
     assert parse_time("0001-01-01T00:00:00Z") is None and parse_time(None) is None
+    # an Alertmanager on a host that is not on UTC writes its offset: the same moment
+    assert parse_time("2027-01-15T09:00:00.000+01:00") == T0
+    assert parse_time("2027-01-15T03:00:00.123456789-05:00") == pytest.approx(T0 + 0.123456)
 
 
 def test_an_open_incident_without_alerts_says_what_is_unknown():

@@ -36,7 +36,7 @@ import sqlalchemy as sa
 
 from vigil.notifier.api.incidents import incident_detail
 from vigil.notifier.migrate import SchemaError, schema_state
-from vigil.notifier.postmortem.facts import parse_time
+from vigil.notifier.timefmt import parse_time
 from vigil.notifier.schema import delivery_attempts, heartbeats, incident_events, notifications
 from vigil.notifier.store.engine import engine_for, reading
 from vigil.notifier.store.inbox import Inbox

@@ -16,9 +16,8 @@ import promql_parser
 
 from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable, RangeSeries
 from vigil.rules.backtest_records import inline_records
+from vigil.notifier.timefmt import parse_time
 from vigil.rules.promql import quote
-
-from .facts import parse_time
 
 LOOKBACK_S = 15 * 60  # charts start this long before the first alert
 AFTER_S = 5 * 60  # ... and end this long after the resolution (or now)

@@ -10,9 +10,9 @@ Every time is Unix seconds here; the templates format them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 
 from vigil.notifier.incident_text import event_text
+from vigil.notifier.timefmt import parse_time
 
 from .page_fate import due_times, page_results, unsent_fates
 
@@ -20,18 +20,6 @@ RELATED_WITHIN_S = 30 * 86400
 # a page sent this long after it was due (queued, plus the delay its policy step asked for), or after
 # more than one attempt, counts as late
 LATE_AFTER_S = 60.0
-
-
-def parse_time(value: str | None) -> float | None:
-    """RFC 3339 (the API's milliseconds or Alertmanager's nanoseconds) as Unix seconds; None for none
-    and for Alertmanager's zero time (`0001-01-01T00:00:00Z`: a firing alert's end)."""
-    if not value or value.startswith("0001-"):
-        return None
-    text = value.rstrip("Z")
-    if "." in text:
-        whole, fraction = text.split(".", 1)
-        text = f"{whole}.{fraction[:6]}"
-    return datetime.fromisoformat(text).replace(tzinfo=timezone.utc).timestamp()
 
 
 @dataclass
