@@ -29,6 +29,7 @@ from typing import Callable
 import requests
 
 from vigil.common.durations import format_duration
+from vigil.common.times import parse_time
 from vigil.notifier.clock import Clock
 from vigil.notifier.engine import actions
 from vigil.notifier.engine.heartbeat import GROUP_PREFIX as HEARTBEAT_GROUPS
@@ -36,7 +37,6 @@ from vigil.notifier.loop_thread import LoopThread
 from vigil.notifier.reconcile import TIMEOUT_S
 from vigil.notifier.store import Store
 from vigil.notifier.store.alert_presence import firing_incidents
-from vigil.notifier.timefmt import parse_time
 
 log = logging.getLogger(__name__)
 ACTOR = "alertmanager-reconcile"

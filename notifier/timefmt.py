@@ -1,5 +1,5 @@
-"""Deterministic time formatting for the API (RFC 3339, UTC, millisecond precision), and reading such
-times back, from the API or from Alertmanager."""
+"""Deterministic time formatting for the API: RFC 3339, UTC, millisecond precision (read back with
+`vigil.common.times.parse_time`)."""
 
 from __future__ import annotations
 
@@ -23,13 +23,3 @@ def utc_text(rfc3339_time: str | None) -> str:
     """`2026-11-23T14:00:01.000Z` as people read it alone: `2026-11-23 14:00:01 UTC` (`-` for none)."""
     return f"{people_time(rfc3339_time)} UTC" if rfc3339_time else "-"
 
-
-def parse_time(value: str | None) -> float | None:
-    """RFC 3339 (the API's milliseconds, Alertmanager's nanoseconds, `Z` or an offset such as `+01:00`
-    from an Alertmanager on a host that is not on UTC) as Unix seconds; None for none and for
-    Alertmanager's zero time (`0001-01-01T00:00:00Z`: a firing alert's end). A time without an offset
-    is taken as UTC."""
-    if not value or value.startswith("0001-"):
-        return None
-    moment = datetime.fromisoformat(value)  # keeps microseconds of a longer fraction
-    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()

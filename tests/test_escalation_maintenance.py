@@ -9,10 +9,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from pg_support import db_url, postgres_server  # noqa: F401 (fixtures)
+from vigil.common.times import parse_time
 from vigil.notifier.app import create_app
 from vigil.notifier.postmortem import render_postmortem
 from vigil.notifier.postmortem.facts import incident_facts
-from vigil.notifier.timefmt import parse_time, rfc3339
+from vigil.notifier.timefmt import rfc3339
 from vigil.oncall.loader import parse_oncall
 from vigil.cli_incidents import describe_incident
 from vigil.notifier.incident_text import event_text as what

@@ -8,11 +8,11 @@ import pytest
 from fastapi.testclient import TestClient
 from markdown_it import MarkdownIt
 
+from vigil.common.times import parse_time
 from vigil.notifier.app import create_app
 from vigil.notifier.postmortem import TemplateProblem, render_postmortem
 from vigil.notifier.postmortem.facts import incident_facts
 from vigil.notifier.postmortem.render import when
-from vigil.notifier.timefmt import parse_time
 from vigil.oncall.loader import parse_oncall
 from test_notifier_incidents_api import HOOK, T0, Clock  # T0: 2027-01-15 08:00:00 UTC
 from test_notifier_incidents_api import ONCALL as INCIDENTS_ONCALL

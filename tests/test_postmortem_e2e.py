@@ -20,8 +20,8 @@ from markdown_it import MarkdownIt
 from stack_support import start_stack
 from test_incidents_stopped import listing
 from test_postmortem_cli import on_terminal
+from vigil.common.times import parse_time
 from vigil.cli import main
-from vigil.notifier.timefmt import parse_time
 from vigil.notifier.postmortem.render import duration, when
 
 pytestmark = pytest.mark.e2e

@@ -12,9 +12,9 @@ import requests
 from click.testing import CliRunner
 from markdown_it import MarkdownIt
 
+from vigil.common.times import parse_time
 from vigil.cli import main
 from vigil.notifier.postmortem import render_postmortem
-from vigil.notifier.timefmt import parse_time
 from vigil.notifier.postmortem.render import duration
 from test_notifier_support import AUTH, NotifierServer, alert, free_port, make_settings, payload, run_dir_for, wait_for
 from test_postmortem import seeded  # noqa: F401  (fixture: escalated, acknowledged, then resolved)

@@ -34,9 +34,9 @@ from urllib.parse import quote
 
 import sqlalchemy as sa
 
+from vigil.common.times import parse_time
 from vigil.notifier.api.incidents import incident_detail
 from vigil.notifier.migrate import SchemaError, schema_state
-from vigil.notifier.timefmt import parse_time
 from vigil.notifier.schema import delivery_attempts, heartbeats, incident_events, notifications
 from vigil.notifier.store.engine import engine_for, reading
 from vigil.notifier.store.inbox import Inbox

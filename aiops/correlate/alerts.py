@@ -6,15 +6,10 @@ Read from Alertmanager webhook payloads / `{labels, startsAt, endsAt}` alerts (J
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
 
 from vigil.common.prometheus_api import PrometheusClient
-
-# Alertmanager writes this for alerts that are still firing (field notes, section 2)
-_ZERO_TIME_PREFIX = "0001-01-01"
-_FRACTION = re.compile(r"\.(\d+)")
+from vigil.common.times import parse_time
 
 
 class AlertInputError(ValueError):
@@ -41,17 +36,6 @@ class Firing:
 
     def active_at(self, t: float) -> bool:
         return self.start <= t and (self.end is None or t <= self.end)
-
-
-def parse_time(text: str) -> float | None:
-    """RFC 3339 time to unix seconds; None for Alertmanager's zero time. Nanoseconds are truncated."""
-    if text.startswith(_ZERO_TIME_PREFIX):
-        return None
-    normalized = _FRACTION.sub(lambda m: "." + m.group(1)[:6].ljust(6, "0"), text.replace("Z", "+00:00"), count=1)
-    parsed = datetime.fromisoformat(normalized)
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.timestamp()
 
 
 def firings_from_json(data) -> list[Firing]:
@@ -93,7 +77,7 @@ def _parse_alert(where: str, alert) -> tuple[tuple[tuple[str, str], ...], float,
     except ValueError as exc:
         raise AlertInputError(f"{where}: bad time: {exc}") from exc
     if start is None:
-        raise AlertInputError(f"{where}: `startsAt` is the zero time")
+        raise AlertInputError(f"{where}: `startsAt` is empty or the zero time")
     if alert.get("status") == "firing":
         end = None  # a firing alert's endsAt is a resolve-timeout guess, not an end
     return tuple(sorted((str(k), str(v)) for k, v in labels.items())), start, end

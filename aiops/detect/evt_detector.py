@@ -39,7 +39,6 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import asdict, dataclass, replace
-from datetime import datetime, timezone
 from statistics import median
 
 import numpy as np
@@ -50,6 +49,7 @@ from vigil.aiops.baseline.seasonal import seasonal_fit
 from vigil.aiops.detect.base import Detector
 from vigil.aiops.detect.evt import Spot
 from vigil.aiops.detect.evt_hold import HeldStretch
+from vigil.common.times import parse_time
 
 SIGNALS = ("spike", "shift", "variance")
 ABS_TO_SIGMA = math.sqrt(math.pi / 2)  # E|N(0, s)| * sqrt(pi / 2) = s
@@ -65,13 +65,6 @@ def risk_from_sensitivity(sensitivity: float) -> float:
 def curve_class(kind: str) -> str:
     """The baseline classifier's class folded into periodic / stable / unstable."""
     return kind if kind in ("periodic", "stable") else "unstable"
-
-
-def to_seconds(timestamp: str) -> float:
-    stamp = datetime.fromisoformat(timestamp)
-    if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=timezone.utc)
-    return stamp.timestamp()
 
 
 @dataclass(frozen=True)
@@ -243,7 +236,7 @@ class EvtDetector(Detector):
         self._count += 1
         self.reason = ""
         if self.kind is None:
-            self._times.append(to_seconds(timestamp))
+            self._times.append(parse_time(timestamp))
             self._values.append(value)
             if self._warmup is None and len(self._times) > self.params.period_probe:
                 self._warmup = self._warmup_length()
@@ -255,7 +248,7 @@ class EvtDetector(Detector):
             return 1.0
         t, base = None, 0.0
         if self._profile is not None:
-            t = to_seconds(timestamp)
+            t = parse_time(timestamp)
             if t >= self._next_refit:
                 self._refit_profile()
             base = self._base(t)

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 import promql_parser
 
 from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable, RangeSeries
+from vigil.common.times import parse_time
 from vigil.rules.backtest_records import inline_records
-from vigil.notifier.timefmt import parse_time
 from vigil.rules.promql import quote
 
 LOOKBACK_S = 15 * 60  # charts start this long before the first alert

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from vigil.common.times import parse_time
 from vigil.notifier.incident_text import event_text
-from vigil.notifier.timefmt import parse_time
 
 from .page_fate import due_times, page_results, unsent_fates
 
