@@ -124,3 +124,27 @@ def test_a_new_high_within_the_tolerance_is_no_breakout():
     values[2600] = high + 0.03 * (high - low)  # beyond the range, by less than its 5 % tolerance
     scores = VigilDetector().score_series(stamps(3000, 5), values)
     assert scores[2600] < default_threshold("vigil")
+
+
+def test_the_first_move_of_a_flat_series_is_explained_without_a_share_of_no_range():
+    values = np.full(400, 5.0)
+    values[350] = 6.0
+    detector = VigilDetector()
+    detector.explaining = True
+    for i, (stamp, value) in enumerate(zip(stamps(400, 5), values)):
+        score = detector.update(stamp, float(value))
+        if i == 350:
+            assert score >= default_threshold("vigil")
+            assert detector.explain().startswith("breakout (a new high or low beyond every earlier value): "
+                                                 "the first move of a series flat until now"), detector.explain()
+
+
+def test_a_short_warmup_does_not_let_the_first_values_break_out_of_a_range_of_a_few():
+    """With --warmup 30 every test stays silent until it has 100 points to judge by, the breakout test
+    included: the 31st value of plain noise is often beyond the first 30's narrow range."""
+    threshold = default_threshold("vigil")
+    early = []
+    for seed in range(20):
+        scores = VigilDetector.create(warmup=30).score_series(stamps(300, 5), noisy(300, seed))
+        early += [(seed, i) for i in np.flatnonzero(scores[:100] >= threshold)]
+    assert early == []

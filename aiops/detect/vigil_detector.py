@@ -1,9 +1,9 @@
 """vigil's own anomaly detector: several causal deviation tests, each scored as a "record" against its
 own recent history, plus alarm suppression.
 
-Each point feeds four sub-detectors. Each compares a *current* summary of a signal with the mean and
-standard deviation of a long trailing *baseline* of that signal (which never includes the current
-summary) and yields a deviation z:
+Each point feeds five sub-detectors. The first four compare a *current* summary of a signal with the
+mean and standard deviation of a long trailing *baseline* of that signal (which never includes the
+current summary) and yield a deviation z; the fifth compares the value with every earlier one:
 
 * `spike`: the value itself against the last `baseline` values;
 * `shift`: the mean of the last `shift_span` values against the baseline that ends before them
@@ -26,8 +26,9 @@ The largest ratio r over the sub-detectors maps to r / (r + 1), a score in [0, 1
 unusual as the recent record".
 
 Alarm suppression: once r reaches 1, for the next `quiet` points r is multiplied by `quiet_factor`
-unless it reaches `escalate`: an episode alarms once unless something clearly stronger follows. The first `warmup` points score 0 (records learn from its second half); a
-sub-detector stays silent until its baseline holds `min_baseline` points.
+unless it reaches `escalate`: an episode alarms once unless something clearly stronger follows. The
+first `warmup` points score 0 (records learn from its second half); a sub-detector stays silent until
+its baseline holds `min_baseline` points (the breakout test: until it has seen that many values).
 
 Memories and the quiet period are meant as spans of time: they are given in points at a 5-minute
 sampling interval and shrink proportionally for slower series (hourly data remembers 83 points, not
@@ -65,7 +66,7 @@ class VigilParameters:
     memory: int = 1000
     spike_memory: int = 2000  # single-point spikes recur more in heavy-tailed series: remember longer
     z_floor: float = 3.0
-    warmup: int = 200  # chosen with the threshold on each NAB half, scored on the other (bench/aiops/nab_params.py)
+    warmup: int = 200  # chosen by a grid checked across NAB's halves (commit af6f3d8; docs/aiops-anomaly.md)
     quiet: int = 200  # points after an alarm during which ratios are damped
     quiet_factor: float = 0.3
     escalate: float = 1.5  # within the quiet period, a ratio at least this high still alarms
@@ -130,6 +131,7 @@ class VigilDetector(Detector):
         self._season = _Deviation(p.baseline, p.season_span, 1, p.min_baseline)
         self._volatility = _Deviation(p.baseline, 1, p.volatility_span, p.min_baseline)
         self._range = Range()  # of every value so far, for the breakout test
+        self._breakout_width = 0.0  # of that range before the last value (explanations)
         # the least each test's record counts for; an off breakout test scores 0 against 1
         self._floors = [p.z_floor] * 4 + [p.breakout_tolerance or 1.0]
         self._size_memories(1.0)
@@ -166,7 +168,9 @@ class VigilDetector(Detector):
         ratios = [z / r for z, r in zip(zs, records)]
         order = sorted(range(len(ratios)), key=ratios.__getitem__, reverse=True)
         k = order[0]
-        if k == len(_TESTS) - 1:
+        if k == len(_TESTS) - 1 and not self._breakout_width:
+            text = f"{_TESTS[k]}: the first move of a series flat until now"
+        elif k == len(_TESTS) - 1:
             text = (f"{_TESTS[k]}: {zs[k]:.1%} of the earlier range beyond it, {ratios[k]:.2f}x the recent record "
                     f"{records[k]:.1%}")
         else:
@@ -223,9 +227,9 @@ class VigilDetector(Detector):
         """How far `value` lies outside the range of every earlier value, as a fraction of its width."""
         seen = self._range
         beyond = max(0.0, value - seen.high, seen.low - value) if seen.high >= seen.low else 0.0
-        width = seen.width()
+        width = self._breakout_width = seen.width()
         seen.push(value)
-        if not (beyond and self.params.breakout_tolerance):
+        if not (beyond and self.params.breakout_tolerance) or len(self._history) < self.params.min_baseline:
             return 0.0
         return beyond / max(width, 1e-9)  # a flat series' first move is a breakout without measure
 
