@@ -16,6 +16,7 @@ said to be open when the stack stopped, not now.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -53,7 +54,7 @@ def postmortem(run_dir, incident_id, fmt, output, templates):
     if fmt is None:
         suffix = output.suffix.lstrip(".").lower() if output else ""
         fmt = {"markdown": "md", "htm": "html"}.get(suffix, suffix) if suffix in {*CONTENT_TYPES, "markdown", "htm"} else "md"
-    if fmt == "pdf" and (click.get_text_stream("stdout").isatty() if output is None else is_terminal(output)):
+    if fmt == "pdf" and (sys.stdout.isatty() if output is None else is_terminal(output)):
         where = "give --output FILE.pdf (or redirect standard output)" if output is None else f"{output} is a terminal"
         raise click.UsageError(f"a PDF is not for a terminal: {where}")
     # a stopped stack's database (or its copy) is closed once call_notifier returns: its stop time is read inside
@@ -66,7 +67,7 @@ def postmortem(run_dir, incident_id, fmt, output, templates):
         problems = found.evidence.problems if found.evidence else []
         click.echo("no charts: " + ("; ".join(problems) or "Prometheus has no series of these alerts"), err=True)
     urls = None
-    if fmt == "md" and output is None and found.facts.charts and click.get_text_stream("stdout").isatty():
+    if fmt == "md" and output is None and found.facts.charts and sys.stdout.isatty():
         # a chart's PNG as a data URL is thousands of lines of base64 on a terminal: named, not embedded
         urls = [TERMINAL_CHART] * len(found.facts.charts)
         click.echo(f"{len(urls)} chart(s) left out on a terminal: -o FILE.md writes them beside it as PNGs, "
@@ -82,7 +83,8 @@ def postmortem(run_dir, incident_id, fmt, output, templates):
     except TemplateProblem as exc:
         raise click.ClickException(f"postmortem template: {exc}") from None
     if output is None:
-        click.get_binary_stream("stdout").write(body)
+        sys.stdout.flush()
+        sys.stdout.buffer.write(body)
         return
     _write(output, body)
     click.echo(f"wrote {output} ({fmt}, {len(found.facts.charts)} charts)", err=True)
