@@ -2,7 +2,9 @@
 backfilled, trained at start), every query of the AIOps dashboard and the disk dashboard's failure-risk
 panels returns data, with the `$metric` variable resolved to a live baseline. Only the anomaly panel may
 be empty: in a healthy stack the GPUs' load sits inside its band (tests/test_stack_aiops_e2e.py drives
-one out of it)."""
+one out of it). One GPU gets a corrected-ECC storm, so that "What drives the GPU risk" has a driver to
+show: a healthy GPU's only possible one, its temperature above its peers', is there only by chance (2
+GPUs per node are peers only while their loads agree), and once in a few runs it was not."""
 
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ HEALTHY_EMPTY = {("vigil-aiops", "Anomalies: outside the band")}
 def prometheus(tmp_path_factory):
     running = start_stack(tmp_path_factory.mktemp("dashboards-aiops"), nodes=2, gpus=2, aiops=True, node_health=True,
                           backfill_days=14)
+    storm = running.cli("chaos", "inject", "ecc-storm", "--node", "node-2", "--gpu", "1")
+    assert storm.returncode == 0, storm.stdout + storm.stderr
     yield PrometheusClient(running.url("prometheus"), timeout=5)
     assert running.cli("down").returncode == 0
 
