@@ -27,7 +27,11 @@ GRACE_S = 600.0
 
 
 def serve(tmp_path, port: int, alertmanager_url: str, start: float, **overrides) -> NotifierServer:
-    """The notifier on a fake clock starting at `start`, asking `alertmanager_url` every 50 ms of real time."""
+    """The notifier on a fake clock starting at `start`, asking `alertmanager_url` every 50 ms of real time.
+
+    Enter it before the Alertmanager that posts to it (`Alertmanager(...)` only picks its own port): a
+    port from `free_port()` is free only when picked, and while Alertmanager took a second to be ready,
+    another test's process took the notifier's once ("address already in use", CI 2026-11-25)."""
     clock = [start]
     settings = make_settings(tmp_path, port=port, alertmanager_url=alertmanager_url, resolve_gone_after_s=GRACE_S,
                              resolve_gone_check_s=0.05, **overrides)
@@ -69,7 +73,8 @@ def alertmanager_started(am: Alertmanager) -> float:
 
 def test_an_incident_alertmanager_forgot_is_resolved_after_the_grace_period(tmp_path):
     port, start = free_port(), time.time() + 60  # the stack's Alertmanager has been up a minute
-    with Alertmanager(tmp_path, port) as am, serve(tmp_path, port, am.url, start) as server:
+    am = Alertmanager(tmp_path, port)
+    with serve(tmp_path, port, am.url, start) as server, am:
         opened = open_by_webhook(server)
         wait_for(lambda: get(server, "inbox"))
         assert pass_at(server, start).resolved == ()  # seen gone from now on
@@ -95,7 +100,8 @@ def test_an_incident_alertmanager_forgot_is_resolved_after_the_grace_period(tmp_
 
 def test_an_alert_alertmanager_holds_keeps_its_incident_open(tmp_path):
     port, start = free_port(), time.time() + 60
-    with Alertmanager(tmp_path, port) as am, serve(tmp_path, port, am.url, start) as server:
+    am = Alertmanager(tmp_path, port)
+    with serve(tmp_path, port, am.url, start) as server, am:
         am.post_alert(LABELS)  # Alertmanager notifies the notifier, which opens the incident
         [opened] = wait_for(lambda: get(server, "incidents"), timeout=20)
         assert pass_at(server, start).resolved == ()
@@ -106,7 +112,8 @@ def test_an_alert_alertmanager_holds_keeps_its_incident_open(tmp_path):
 
 def test_a_notification_after_the_alerts_were_seen_gone_starts_the_grace_period_again(tmp_path):
     port, start = free_port(), time.time() + 60
-    with Alertmanager(tmp_path, port) as am, serve(tmp_path, port, am.url, start) as server:
+    am = Alertmanager(tmp_path, port)
+    with serve(tmp_path, port, am.url, start) as server, am:
         opened = open_by_webhook(server)
         pass_at(server, start)
         server.clock[0] = start + GRACE_S / 2  # a notification for the group: Alertmanager held it then
@@ -120,7 +127,8 @@ def test_a_notification_after_the_alerts_were_seen_gone_starts_the_grace_period_
 
 def test_nothing_is_resolved_while_alertmanager_cannot_be_read(tmp_path):
     port, start = free_port(), time.time() + 60
-    with Alertmanager(tmp_path, port) as am, serve(tmp_path, port, am.url, start) as server:
+    am = Alertmanager(tmp_path, port)
+    with serve(tmp_path, port, am.url, start) as server, am:
         opened = open_by_webhook(server)
         assert pass_at(server, start).resolved == ()  # read: the alerts are gone
         am._process.terminate()  # Alertmanager stops
@@ -133,7 +141,8 @@ def test_nothing_is_resolved_while_alertmanager_cannot_be_read(tmp_path):
 def test_a_freshly_started_alertmanager_resolves_nothing_until_it_was_up_for_the_grace_period(tmp_path):
     port = free_port()
     start = time.time() - GRACE_S  # the notifier saw the alerts gone long before this Alertmanager started
-    with Alertmanager(tmp_path, port) as am, serve(tmp_path, port, am.url, start) as server:
+    am = Alertmanager(tmp_path, port)
+    with serve(tmp_path, port, am.url, start) as server, am:
         opened = open_by_webhook(server)
         pass_at(server, start)
         am_started = alertmanager_started(am)
@@ -146,8 +155,8 @@ def test_a_freshly_started_alertmanager_resolves_nothing_until_it_was_up_for_the
 
 def test_a_missing_heartbeat_is_not_alertmanager_s_and_stays_open(tmp_path):
     port, start = free_port(), time.time() + 60
-    with (Alertmanager(tmp_path, port) as am,
-          serve(tmp_path, port, am.url, start, heartbeats=(parse_heartbeat("watchdog=1m"),)) as server):
+    am = Alertmanager(tmp_path, port)
+    with serve(tmp_path, port, am.url, start, heartbeats=(parse_heartbeat("watchdog=1m"),)) as server, am:
         pass_at(server, start)  # the heartbeat monitor starts watching
         server.clock[0] = start + 61
         [missing] = wait_for(lambda: get(server, "incidents"))
