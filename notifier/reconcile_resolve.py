@@ -105,6 +105,8 @@ class GoneAlertResolver:
         status = requests.get(f"{self._url}/api/v2/status", timeout=TIMEOUT_S)
         status.raise_for_status()
         started = parse_time(status.json()["uptime"])
+        if started is None:  # an empty or zero time: unreadable, like a time that does not parse
+            raise ValueError("Alertmanager's status gives no uptime")
         alerts = requests.get(f"{self._url}/api/v2/alerts", timeout=TIMEOUT_S,
                               params={"active": "true", "silenced": "true", "inhibited": "true", "unprocessed": "true"})
         alerts.raise_for_status()

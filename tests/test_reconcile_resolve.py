@@ -4,9 +4,12 @@ resolved while nothing ran and no resolved notification will ever come."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import threading
 import time
 from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import requests
@@ -136,6 +139,34 @@ def test_nothing_is_resolved_while_alertmanager_cannot_be_read(tmp_path):
         after = pass_at(server, start + 2 + GRACE_S)
         assert after.resolved == () and after.skipped.startswith("Alertmanager unreadable")
         assert incident(server, opened["id"])["state"] == "triggered"
+
+
+class _NoUptime(BaseHTTPRequestHandler):
+    """An Alertmanager whose status gives an empty uptime, holding no alert."""
+
+    def do_GET(self):
+        body = json.dumps({"uptime": ""} if self.path.startswith("/api/v2/status") else []).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_status_without_an_uptime_is_unreadable_and_resolves_nothing(tmp_path):
+    fake = ThreadingHTTPServer(("127.0.0.1", 0), _NoUptime)
+    threading.Thread(target=fake.serve_forever, daemon=True).start()
+    start = time.time() + 60
+    try:
+        with serve(tmp_path, free_port(), f"http://127.0.0.1:{fake.server_port}", start) as server:
+            opened = open_by_webhook(server)
+            after = pass_at(server, start + 2 * GRACE_S)
+            assert after.resolved == () and after.skipped == "Alertmanager unreadable: ValueError"
+            assert incident(server, opened["id"])["state"] == "triggered"
+    finally:
+        fake.shutdown()
 
 
 def test_a_freshly_started_alertmanager_resolves_nothing_until_it_was_up_for_the_grace_period(tmp_path):
