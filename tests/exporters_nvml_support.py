@@ -10,19 +10,9 @@ import time
 
 import requests
 
-from vigil.common.ports import free_port, port_is_free
+from vigil.common.ports import free_ports  # noqa: F401  (the exporter tests import it from here)
 
 VIGIL_GPU = [sys.executable, "-m", "vigil.cli", "exporter", "gpu"]
-
-
-def free_ports(count: int) -> int:
-    """A base port with `count` consecutive free ports on 127.0.0.1, starting at the kernel's pick: in the
-    ephemeral range, so clear of the 100-port spans below it that the stack tests take (free_port_base)."""
-    for _ in range(50):
-        base = free_port()
-        if base + count < 65535 and all(port_is_free(port) for port in range(base + 1, base + count)):
-            return base
-    raise RuntimeError("no free port range")
 
 
 def wait_until(predicate, timeout: float = 5.0, step: float = 0.05) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from vigil.common.ports import free_port, free_port_base, port_is_free
+from vigil.common.ports import free_port, free_port_base, free_ports, port_bands, port_is_free
 
 
 def test_a_free_port_can_be_listened_on_and_a_held_one_is_not_free():
@@ -27,8 +27,31 @@ def test_a_free_port_on_ipv6_loopback():
     assert port_is_free(port, "::1")
 
 
+def ephemeral_low() -> int:
+    return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+
+
 def test_a_port_base_has_its_whole_span_free_below_the_ephemeral_range():
-    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
     base = free_port_base(span=20)
-    assert 10000 <= base and base + 20 <= max(low, 12000)
+    assert 10000 <= base and base + 20 <= ephemeral_low() and base % 100 == 0
     assert all(port_is_free(base + i) for i in range(20))
+
+
+def test_single_ports_lie_below_the_ephemeral_range_and_outside_every_stack_span():
+    """A released port inside the ephemeral range can become any process's outgoing source port before
+    its server starts; a single port inside the spans' band could land in a span a stack is taking."""
+    spans, singles = port_bands()
+    assert spans.stop == singles.start and singles.stop <= ephemeral_low()
+    picks = [free_port() for _ in range(50)] + [free_ports(3) + 2 for _ in range(20)]
+    assert all(singles.start <= port < singles.stop for port in picks)
+    assert len(set(picks)) > 40, "picks are random, so parallel workers rarely take the same one"
+    assert all(spans.start <= free_port_base(span=10) < spans.stop - 10 for _ in range(20))
+
+
+def test_consecutive_free_ports_skip_a_held_one():
+    base = free_ports(3)
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", base + 1))
+        server.listen()
+        again = [free_ports(3) for _ in range(30)]
+    assert all(not (start <= base + 1 < start + 3) for start in again)

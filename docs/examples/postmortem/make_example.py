@@ -10,7 +10,6 @@ writes `vigil postmortem` as Markdown (with its chart) and as PDF, and the PDF's
 from __future__ import annotations
 
 import json
-import random
 import subprocess
 import sys
 import tempfile
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import pypdfium2
 
-from vigil.supervisor import port_is_free
+from vigil.common.ports import free_port_base
 
 HERE = Path(__file__).parent
 VIGIL = str(Path(sys.executable).with_name("vigil"))
@@ -32,14 +31,6 @@ def vigil(*args: str) -> str:
     if done.returncode != 0:
         sys.exit(f"vigil {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
     return done.stdout
-
-
-def free_port_base() -> int:
-    for _ in range(200):
-        base = random.randrange(20000, 40000, 100)
-        if all(port_is_free(base + i) for i in range(100)):
-            return base
-    sys.exit("no free port range")
 
 
 def settled(incident_id: int, run: list[str], timeout_s: float = 180.0) -> None:
