@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
+from vigil.common.times import ZERO_TIME
+
 AlertStatus = Literal["firing", "resolved"]
 _DATETIME = TypeAdapter(datetime)
 MAX_TITLE_CHARS = 200  # a page title is an SMS line or a phone's notification, not a document
@@ -42,8 +44,8 @@ class WebhookAlert(BaseModel):
     annotations: dict[str, str] = Field(default_factory=dict)
     # times are kept exactly as sent (strings) and checked to be RFC 3339; `starts_at` is the parsed one
     startsAt: str = Field(json_schema_extra={"format": "date-time"})
-    # firing alerts carry 0001-01-01T00:00:00Z; kept as sent (a string) so the identity is exact
-    endsAt: str = Field(default="0001-01-01T00:00:00Z", json_schema_extra={"format": "date-time"})
+    # firing alerts carry Alertmanager's zero time; kept as sent (a string) so the identity is exact
+    endsAt: str = Field(default=ZERO_TIME, json_schema_extra={"format": "date-time"})
     generatorURL: str = ""
     fingerprint: str = Field(min_length=1)
 

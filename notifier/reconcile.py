@@ -17,6 +17,7 @@ import logging
 
 import requests
 
+from vigil.common.times import ZERO_TIME
 from vigil.notifier.clock import Clock
 from vigil.notifier.deliveries import PagePlanner
 from vigil.notifier.incidents import KnownFirings
@@ -72,7 +73,7 @@ def group_as_notification(group: dict, receiver: str) -> WebhookPayload | None:
         "version": "4", "groupKey": key, "status": "firing", "receiver": receiver,
         "groupLabels": group_labels, "commonLabels": common, "commonAnnotations": common_annotations,
         "alerts": [{"status": "firing", "labels": a.get("labels") or {}, "annotations": a.get("annotations") or {},
-                    "startsAt": a["startsAt"], "endsAt": "0001-01-01T00:00:00Z",
+                    "startsAt": a["startsAt"], "endsAt": ZERO_TIME,
                     "generatorURL": a.get("generatorURL", ""), "fingerprint": a["fingerprint"]}
                    for a in alerts],
     })

@@ -26,6 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from vigil.common.durations import format_duration
+from vigil.common.times import ZERO_TIME
 from vigil.notifier.after_commit import AfterCommit
 from vigil.notifier.clock import Clock
 from vigil.notifier.deliveries import PagePlanner
@@ -48,7 +49,7 @@ def missing_payload(spec: HeartbeatSpec, since: float, resolved_at: float | None
     labels = spec.alert_labels()
     alert = {"status": "firing" if resolved_at is None else "resolved", "labels": labels,
              "annotations": _annotations(spec), "startsAt": rfc3339(since),
-             "endsAt": "0001-01-01T00:00:00Z" if resolved_at is None else rfc3339(resolved_at),
+             "endsAt": ZERO_TIME if resolved_at is None else rfc3339(resolved_at),
              "generatorURL": "", "fingerprint": hashlib.sha256(f"{GROUP_PREFIX}{spec.name}".encode()).hexdigest()[:16]}
     return WebhookPayload.model_validate({
         "version": "4", "groupKey": f"{GROUP_PREFIX}{spec.name}", "status": alert["status"], "receiver": RECEIVER,

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-#: Alertmanager's zero time (`0001-01-01T00:00:00Z`): a firing alert's end, i.e. none
-ZERO_TIME_PREFIX = "0001-01-01"
+#: Alertmanager's zero time: a firing alert's end, i.e. none
+ZERO_TIME = "0001-01-01T00:00:00Z"
+ZERO_TIME_PREFIX = ZERO_TIME[:10]
 
 
 def parse_time(value: str | None) -> float | None:
