@@ -70,6 +70,11 @@ class Facts:
         return self.stopped_at if self.resolved_at is None else None
 
     @property
+    def open_for_at_stop_s(self) -> float | None:
+        """How long the incident had been open when the stack stopped, if it was still open then."""
+        return None if self.open_at_stop is None else self.open_at_stop - self.opened_at
+
+    @property
     def end(self) -> float:
         return self.resolved_at if self.resolved_at is not None else self.now
 
