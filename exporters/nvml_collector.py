@@ -50,7 +50,7 @@ class NvmlCollector:
         self._snapshot: Rows = {}
         self._xid_lock = threading.Lock()
         self._xid_counts: Counter[tuple[int, int]] = Counter()
-        self._xid_last: dict[int, float] = {}
+        self._xid_last: dict[tuple[int, int], float] = {}  # (gpu, xid) -> Unix time of its last event
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         # gpu_timeout: read each GPU on a worker and give up on a stuck one after that many seconds;
@@ -114,7 +114,7 @@ class NvmlCollector:
         """Count one XID event (called from the XID watcher thread)."""
         with self._xid_lock:
             self._xid_counts[(gpu, xid)] += 1
-            self._xid_last[gpu] = when
+            self._xid_last[(gpu, xid)] = when
             self._xid_version += 1
 
     # -- one collection cycle -----------------------------------------------------------------------
@@ -196,7 +196,12 @@ class NvmlCollector:
         for (gpu, xid), n in counts:
             labels = (self.node, str(gpu), uuids.get(gpu, ""), str(xid), xid_class(xid))
             rows.setdefault("vigil_gpu_xid_errors_total", []).append((labels, float(n)))
-        for gpu, when in last:
+        gpu_last: dict[int, float] = {}
+        for (gpu, xid), when in last:
+            labels = (self.node, str(gpu), uuids.get(gpu, ""), str(xid), xid_class(xid))
+            rows.setdefault("vigil_gpu_xid_last_event_timestamp_seconds", []).append((labels, when))
+            gpu_last[gpu] = max(when, gpu_last.get(gpu, when))
+        for gpu, when in sorted(gpu_last.items()):
             rows.setdefault("vigil_gpu_last_xid_timestamp_seconds", []).append(
                 ((self.node, str(gpu), uuids.get(gpu, "")), when))
 

@@ -85,6 +85,24 @@ def test_every_metric_is_exported_with_its_labels(sim: SimulatedNvml) -> None:
     assert info == 1
 
 
+def test_each_xid_series_has_its_own_last_event_time_and_the_gpu_the_latest(sim: SimulatedNvml) -> None:
+    """The rules tell an XID's new event from its counter back after a failed scrape by the XID's own
+    time (rules/kinds_xid.py): a new XID 74 must not refresh XID 62's."""
+    collector, registry = offline(sim)
+    collector.refresh()
+    collector.record_xid(2, 62, 1_700_000_000.0)
+    collector.record_xid(2, 74, 1_700_000_900.0)
+    collector.record_xid(3, 62, 1_700_000_500.0)
+    samples = scrape(registry)
+    last = "vigil_gpu_xid_last_event_timestamp_seconds"
+    assert value(samples, last, gpu="2", xid="62", **{"class": "critical"}) == 1_700_000_000.0
+    assert value(samples, last, gpu="2", xid="74") == 1_700_000_900.0
+    assert value(samples, last, gpu="3", xid="62") == 1_700_000_500.0
+    assert len(samples[last]) == len(samples["vigil_gpu_xid_errors_total"]) == 3
+    assert value(samples, "vigil_gpu_last_xid_timestamp_seconds", gpu="2") == 1_700_000_900.0
+    assert value(samples, "vigil_gpu_last_xid_timestamp_seconds", gpu="3") == 1_700_000_500.0
+
+
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
 def test_promtool_check_metrics_is_clean(sim: SimulatedNvml) -> None:
     collector, registry = offline(sim)
