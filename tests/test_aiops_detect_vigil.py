@@ -111,11 +111,38 @@ def test_a_new_high_or_low_beyond_every_earlier_value_alarms_as_a_breakout():
             score = detector.update(stamp, float(value))
             if i == 2600:
                 assert score >= threshold, side
-                assert detector.explain().startswith("breakout (a new high or low beyond every earlier value): "
+                assert detector.explain().startswith("breakout (a new high or low beyond every earlier value of the last 69 days): "
                                                      "10.0% of the earlier range beyond it, 2.00x the recent record 5.0%"), \
                     detector.explain()
         # the other tests alone miss it: the burst's spikes are still the records
         assert VigilDetector(without).score_series(stamps(3000, 5), values)[2600] < threshold, side
+
+
+def test_the_breakout_range_forgets_a_glitch_older_than_its_window():
+    """An early glitch far above everything must not hide, months later, a new high of the recent range:
+    the range covers the last 20,000 points at 5 minutes (69 days), 1,666 at hourly sampling."""
+    threshold = default_threshold("vigil")
+    all_time = replace(VigilParameters(), breakout_window=0)
+    for step_minutes, length in ((5, 24000), (60, 5000)):
+        values = noisy(length, seed=2)
+        scale = min(1.0, 5 / step_minutes)  # memories are spans of time
+        burst = length - 400 - int(1600 * scale)  # as in _after_a_noisy_stretch: its spikes stay the records
+        values[burst:burst + 200] = 100 + np.random.default_rng(102).normal(0, 4, 200)
+        values[300] = 160.0  # a glitch, 60 std above, long before the window
+        window = int(20000 * scale)  # 69 days of points
+        recent = values[length - 400 - window:length - 400]
+        values[length - 400] = recent.max() + 0.07 * (recent.max() - recent.min())
+        assert values[length - 400] < 160.0
+        detector = VigilDetector()
+        detector.explaining = True
+        for i, (stamp, value) in enumerate(zip(stamps(length, step_minutes), values)):
+            score = detector.update(stamp, float(value))
+            if i == length - 400:
+                assert score >= threshold, step_minutes
+                assert detector.explain().startswith("breakout (a new high or low beyond every earlier value of the "
+                                                     "last 69 days)"), detector.explain()
+        # a range over every value so far still holds the glitch: nothing else alarms there
+        assert VigilDetector(all_time).score_series(stamps(length, step_minutes), values)[length - 400] < threshold
 
 
 def test_a_new_high_within_the_tolerance_is_no_breakout():
@@ -135,7 +162,7 @@ def test_the_first_move_of_a_flat_series_is_explained_without_a_share_of_no_rang
         score = detector.update(stamp, float(value))
         if i == 350:
             assert score >= default_threshold("vigil")
-            assert detector.explain().startswith("breakout (a new high or low beyond every earlier value): "
+            assert detector.explain().startswith("breakout (a new high or low beyond every earlier value of the last 69 days): "
                                                  "the first move of a series flat until now"), detector.explain()
 
 

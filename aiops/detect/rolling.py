@@ -84,6 +84,29 @@ class Range:
         return self.high - self.low if self.high >= self.low else 0.0
 
 
+class WindowRange:
+    """Running minimum and maximum of the last `size` values pushed (`Range`'s interface)."""
+
+    def __init__(self, size: int):
+        self._high = RollingMax(size)
+        self._low = RollingMax(size)  # of the negated values
+
+    def push(self, value: float) -> None:
+        self._high.push(value)
+        self._low.push(-value)
+
+    @property
+    def high(self) -> float:
+        return self._high.max(-math.inf)
+
+    @property
+    def low(self) -> float:
+        return -self._low.max(-math.inf)
+
+    def width(self) -> float:
+        return self.high - self.low if self.high >= self.low else 0.0
+
+
 class History:
     """The last `size` values pushed, with O(1) access to the value k points ago (a ring buffer)."""
 

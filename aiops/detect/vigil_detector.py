@@ -13,8 +13,10 @@ current summary) and yield a deviation z; the fifth compares the value with ever
   pattern that stops, flattens or changes shape, without alarming on every Monday;
 * `volatility`: the mean absolute step over the last `volatility_span` points against its own history
   (variance changes, noise bursts, a signal that goes flat);
-* `breakout`: how far the value lies outside the range of every earlier value (a new all-time high or
-  low), as a fraction of that range's width: a value nothing before has reached, however noisy the series.
+* `breakout`: how far the value lies outside the range of every earlier value of the last
+  `breakout_window` points (a new high or low), as a fraction of that range's width: a value nothing
+  before has reached, however noisy the series. The window (10 weeks at 5 minutes) lets a long series
+  forget an old glitch that would otherwise hold the range, and the test, for good.
 
 A z alone is not comparable across series (some series are always noisy). So each z is divided by the
 largest z of the same sub-detector over the previous `memory` points (`spike_memory` for spikes), and
@@ -30,7 +32,7 @@ unless it reaches `escalate`: an episode alarms once unless something clearly st
 first `warmup` points score 0 (records learn from its second half); a sub-detector stays silent until
 its baseline holds `min_baseline` points (the breakout test: until it has seen that many values).
 
-Memories and the quiet period are meant as spans of time: they are given in points at a 5-minute
+Memories, the breakout window and the quiet period are meant as spans of time: they are given in points at a 5-minute
 sampling interval and shrink proportionally for slower series (hourly data remembers 83 points, not
 1,000, i.e. the same 3.5 days).
 """
@@ -43,7 +45,7 @@ from datetime import datetime
 from statistics import median
 
 from vigil.aiops.detect.base import Detector
-from vigil.aiops.detect.rolling import History, Range, RollingMax, RollingMoments
+from vigil.aiops.detect.rolling import History, Range, RollingMax, RollingMoments, WindowRange
 
 SECONDS_PER_DAY = 86400.0
 # what each sub-detector compares (explanations), in the order of `VigilDetector._records`
@@ -51,7 +53,7 @@ _TESTS = ("spike (the value against its trailing baseline)",
           "level shift (the mean of the last points against the baseline before them)",
           "daily pattern (the change since the same time yesterday or last week)",
           "volatility (the mean step size against its own history)",
-          "breakout (a new high or low beyond every earlier value)")
+          "breakout (a new high or low beyond every earlier value{window})")
 WEEK_IN_DAYS = 7
 
 
@@ -74,6 +76,9 @@ class VigilParameters:
     # unusual as a record (Numenta's HTM detector uses 5 % for its "spatial anomaly"); 0: no breakout test
     breakout_tolerance: float = 0.05
     breakout_memory: int = 300  # points whose largest breakout a new one must beat
+    # points whose range a breakout leaves (10 weeks at 5 minutes; 0: every value so far): one glitch
+    # must not blind the test for good on a long series
+    breakout_window: int = 20000
     # memories and the quiet period are counted in points at this sampling interval; a slower series
     # gets proportionally fewer points (the same span of time), a faster one keeps the counts
     reference_interval_s: float = 300.0
@@ -120,7 +125,7 @@ class VigilDetector(Detector):
     """Spike, level-shift, daily-pattern, volatility and breakout tests, scored against their recent records."""
 
     name = "vigil"
-    version = "6"  # 6: the breakout test; 5: a 200-point warm-up (was 300)
+    version = "7"  # 7: the breakout range covers 10 weeks; 6: the breakout test; 5: a 200-point warm-up
 
     def __init__(self, params: VigilParameters | None = None):
         p = self.params = params or VigilParameters()
@@ -130,15 +135,15 @@ class VigilDetector(Detector):
         self._shift = _Deviation(p.baseline, p.shift_span, p.shift_span, p.min_baseline)
         self._season = _Deviation(p.baseline, p.season_span, 1, p.min_baseline)
         self._volatility = _Deviation(p.baseline, 1, p.volatility_span, p.min_baseline)
-        self._range = Range()  # of every value so far, for the breakout test
-        self._breakout_width = 0.0  # of that range before the last value (explanations)
+        self._breakout_width = 0.0  # of the breakout test's range before the last value (explanations)
         # the least each test's record counts for; an off breakout test scores 0 against 1
         self._floors = [p.z_floor] * 4 + [p.breakout_tolerance or 1.0]
+        self._history = History(WEEK_IN_DAYS * p.max_period)
+        self._step_s = p.reference_interval_s  # the sampling interval, once learned
         self._size_memories(1.0)
         self._last_alarm = -p.quiet - 1
         self._steps: deque[float] = deque()
         self._steps_sum = 0.0
-        self._history = History(WEEK_IN_DAYS * p.max_period)
         self._first_times: list[datetime] = []
         self._period: int | None = None  # daily lag in points, once learned (0: not daily-sampled)
         self._count = 0
@@ -168,15 +173,16 @@ class VigilDetector(Detector):
         ratios = [z / r for z, r in zip(zs, records)]
         order = sorted(range(len(ratios)), key=ratios.__getitem__, reverse=True)
         k = order[0]
-        if k == len(_TESTS) - 1 and not self._breakout_width:
-            text = f"{_TESTS[k]}: the first move of a series flat until now"
-        elif k == len(_TESTS) - 1:
-            text = (f"{_TESTS[k]}: {zs[k]:.1%} of the earlier range beyond it, {ratios[k]:.2f}x the recent record "
+        names = [*_TESTS[:-1], _TESTS[-1].format(window=self._breakout_window_text())]
+        if k == len(names) - 1 and not self._breakout_width:
+            text = f"{names[k]}: the first move of a series flat until now"
+        elif k == len(names) - 1:
+            text = (f"{names[k]}: {zs[k]:.1%} of the earlier range beyond it, {ratios[k]:.2f}x the recent record "
                     f"{records[k]:.1%}")
         else:
-            text = (f"{_TESTS[k]}: deviation {zs[k]:.2f} std of its baseline, {ratios[k]:.2f}x the recent record "
+            text = (f"{names[k]}: deviation {zs[k]:.2f} std of its baseline, {ratios[k]:.2f}x the recent record "
                     f"{records[k]:.2f}")
-        also = [f"{_TESTS[j].split(' (')[0]} {ratios[j]:.2f}x" for j in order[1:] if ratios[j] >= 1.0]
+        also = [f"{names[j].split(' (')[0]} {ratios[j]:.2f}x" for j in order[1:] if ratios[j] >= 1.0]
         if also:
             text += f"; also {', '.join(also)}"
         if damped:
@@ -184,12 +190,25 @@ class VigilDetector(Detector):
             text += f" (damped x{p.quiet_factor:g}: within {self._quiet} points of the last alarm)"
         return text
 
+    def _breakout_window_text(self) -> str:
+        """' of the last 69 days': the span of time the breakout test's range covers ('' for all time)."""
+        if not self.params.breakout_window:
+            return ""
+        span_s = self._breakout_points * self._step_s
+        days = span_s / SECONDS_PER_DAY
+        return f" of the last {days:.0f} days" if days >= 2 else f" of the last {span_s / 3600:.0f} hours"
+
     def _size_memories(self, scale: float) -> None:
         p = self.params
         self._records = [RollingMax(max(1, int(p.spike_memory * scale)))]
         self._records += [RollingMax(max(1, int(p.memory * scale))) for _ in range(3)]
         self._records.append(RollingMax(max(1, int(p.breakout_memory * scale))))
         self._quiet = max(1, int(p.quiet * scale))
+        # the breakout test's range; resized at most once, while the history still holds every value
+        self._breakout_points = max(1, int(p.breakout_window * scale))
+        self._range = WindowRange(self._breakout_points) if p.breakout_window else Range()
+        for k in range(len(self._history), 0, -1):
+            self._range.push(self._history.ago(k))
 
     def _learn_period(self, timestamp: str) -> None:
         self._first_times.append(datetime.fromisoformat(timestamp))
@@ -199,6 +218,7 @@ class VigilDetector(Detector):
         step = median((b - a).total_seconds() for a, b in zip(times, times[1:]))
         lag = round(SECONDS_PER_DAY / step) if step > 0 else 0
         self._period = lag if 10 < lag <= self.params.max_period else 0
+        self._step_s = step if step > 0 else self._step_s
         self._first_times = []
         # still inside the warm-up, so the records hold nothing yet and can be resized
         self._size_memories(min(1.0, self.params.reference_interval_s / step) if step > 0 else 1.0)
@@ -224,7 +244,8 @@ class VigilDetector(Detector):
         return daily
 
     def _breakout(self, value: float) -> float:
-        """How far `value` lies outside the range of every earlier value, as a fraction of its width."""
+        """How far `value` lies outside the range of the earlier values (of the last `breakout_window`), as a
+        fraction of its width."""
         seen = self._range
         beyond = max(0.0, value - seen.high, seen.low - value) if seen.high >= seen.low else 0.0
         width = self._breakout_width = seen.width()
