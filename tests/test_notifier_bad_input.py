@@ -117,6 +117,15 @@ def test_an_inbox_page_with_an_impossible_delivery_id_is_a_422(server, header):
     assert server_errors(server) == 0
 
 
+@pytest.mark.parametrize("body", [{"title": {"a": 1}, "message": "m"}, {"title": ["t"], "message": "m"},
+                                  {"title": 7, "message": "m"}, {"title": "t", "message": 7}, ["t", "m"]])
+def test_an_inbox_page_that_is_not_text_is_a_422_and_not_recorded(server, body):
+    response = requests.post(server.url + "/api/v1/inbox", json=body, timeout=10, headers={**AUTH, "X-Vigil-Page": "1"})
+    assert response.status_code == 422 and "`title` and `message` (text)" in response.json()["error"], response.text
+    assert requests.get(server.url + "/api/v1/inbox", headers=AUTH, timeout=10).json()["pages"] == []
+    assert server_errors(server) == 0
+
+
 def test_a_huge_summary_is_paged_as_a_short_title_and_body(server):
     summary = "GPU fell off the bus " * 5_000  # 105 kB: under the limit, far over a page
     doc = with_alert(annotations={"summary": summary})

@@ -103,6 +103,10 @@ def test_windows_are_added_listed_and_ended_through_the_api(client):
      "`ends_at` must be after `starts_at`"),
     ({"match": {"node": "n"}, "ends_at": "2030-01-01T00:00:00", "by": "a"}, "timezone"),
     ({"match": {"node": "n"}, "starts_at": "0001-01-01T00:00:00+01:00", "for": "1h", "by": "a"}, "in the past"),
+    ({"match": {"node": "n"}, "starts_at": "9999-12-31T00:00:00Z", "for": "2d", "by": "a"}, "starts within a year"),
+    ({"match": {"node": "n"}, "starts_at": "9999-12-31T00:00:00Z", "for": "1h", "by": "a"}, "starts within a year"),
+    ({"match": {"node": "n"}, "for": True, "by": "a"}, "for: Value error, must be a duration"),
+    ({"match": {"node": "n"}, "for": [3600], "by": "a"}, "must be a duration"),
     ({"match": {"node": "n"}, "for": "1h"}, "by: Field required"),
     ({"match": {"node": 7}, "for": "1h", "by": "a"}, "match.node: Input should be a valid string"),
     ({"match": {"node": "n"}, "for": "1h", "by": "a", "until": "x"}, "until: Extra inputs are not permitted"),
@@ -110,6 +114,8 @@ def test_windows_are_added_listed_and_ended_through_the_api(client):
 def test_bad_windows_are_refused_with_a_reason(client, body, reason):
     response = client.post("/api/v1/maintenance", json=body, headers=AUTH)
     assert response.status_code == 422 and reason in response.json()["error"], response.text
+    # nothing of it was kept, and the listing still reads (a window shown past year 9999 made it a 500)
+    assert client.get("/api/v1/maintenance?all=true", headers=AUTH).json()["windows"] == []
 
 
 # --- pages held -----------------------------------------------------------------------------------

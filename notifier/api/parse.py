@@ -91,9 +91,10 @@ async def page_arrival(request: Request) -> PageArrival:
                        f"the {PAGE_HEADER} header must be an outbox delivery id (1 to {MAX_ROW_ID})")
     delivery_id = int(header)
     message = body.get("message", body.get("body")) if isinstance(body, dict) else None
-    if not isinstance(message, str):
-        raise Rejected(422, "invalid_payload", "expected an apprise JSON object with `title` and `message`")
-    return PageArrival(delivery_id, str(body.get("title") or ""), message)
+    title = body.get("title") if isinstance(body, dict) else None
+    if not isinstance(message, str) or not isinstance(title, (str, type(None))):
+        raise Rejected(422, "invalid_payload", "expected an apprise JSON object with `title` and `message` (text)")
+    return PageArrival(delivery_id, title or "", message)
 
 
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
@@ -130,11 +131,13 @@ class MaintenanceBody(_Body):
     reason: Annotated[str, StringConstraints(max_length=1000)] | None = None
     by: Name
 
-    @field_validator("for_")
+    @field_validator("for_", mode="before")
     @classmethod
     def _duration(cls, value):
         if value is None:
             return None
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise ValueError("must be a duration: text such as 2h or 90m, or a number of seconds")
         seconds = parse_duration(value)  # ValueError names the accepted forms
         if not 0 < seconds <= MAX_WINDOW_S:
             raise ValueError("must be above zero and at most a year")
@@ -198,6 +201,8 @@ def new_window(data: object, now: float) -> NewWindow:
         raise Rejected(422, "invalid_payload", "`ends_at` must be after `starts_at`")
     if ends - starts > MAX_WINDOW_S:
         raise Rejected(422, "invalid_payload", "a maintenance window lasts at most a year")
+    if starts - now > MAX_WINDOW_S:  # also keeps every time the window is shown at within year 9999
+        raise Rejected(422, "invalid_payload", "a maintenance window starts within a year from now")
     return NewWindow(dict(body.match), starts, ends, body.reason, body.by)
 
 
