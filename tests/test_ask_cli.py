@@ -62,6 +62,19 @@ def test_the_service_handler_answers_like_the_cli_and_refuses_bad_requests():
     assert handle_ask(b" " * 20000, None)[0] == 413
 
 
+@pytest.mark.parametrize("question, reason", [
+    ("top 99999999999999999999999 nodes by gpu temperature", "a ranking of 99999999999999999999999 is longer"),
+    ("gpu temperature over the last 99999999999999999999 days", "at most 10 years"),
+    ("gpu temperature over the last 0 minutes", "more than nothing"),
+    ("gpu temperature over the last -5 minutes", "a positive span"),
+])
+def test_a_number_no_query_can_hold_is_unanswerable_saying_why(question, reason):
+    status, body = handle_ask(json.dumps({"question": question}).encode(), None)
+    assert status == 422 and reason in body["error"], body
+    result = vigil("ask", question, "--json")
+    assert result.returncode == 1 and reason in result.stderr and "Traceback" not in result.stderr
+
+
 def test_the_llm_prompt_carries_the_retrieved_metrics_and_worked_examples():
     messages = build_messages("which GPUs on node-3 ran hottest in the last hour?", load_knowledge())
     assert [m["role"] for m in messages] == ["system", "user"]

@@ -95,7 +95,8 @@ def prometheus(tmp_path_factory):
     """A Prometheus on a day and a half of series, up to a minute ago, where every old wrong answer
     returns something else: 3 GPUs held by jobs, one of them hung (JobHung fires for job 42 only); the
     notifier up while a SMART check failed; pages to ana and to bob; XID 79 on GPU 2 of node-1 three hours
-    ago, on GPU 0 of node-2 two days ago (not the last day) and XID 13 on GPU 0 of node-1."""
+    ago, on GPU 0 of node-2 two days ago (not the last day) and XID 13 on GPU 0 of node-1; node-9's two GPUs
+    draw +Inf and -Inf watts."""
     work = tmp_path_factory.mktemp("ask-prom")
     end = time.time() - 60
     end -= end % 60
@@ -118,6 +119,9 @@ def prometheus(tmp_path_factory):
         ("vigil_gpu_xid_errors_total", {**gpu, "node": "node-2", "gpu": "0", "xid": "79", "class": "critical"}, t,
          (t > end - 2 * 86400 + 3600) * 1.0),
         ("vigil_gpu_xid_errors_total", {**gpu, "gpu": "0", "xid": "13", "class": "application"}, t, np.cumsum(ones)),
+        # values JSON cannot hold as numbers (a broken sensor's reading)
+        *[("vigil_gpu_power_watts", {**gpu, "node": "node-9", "gpu": str(i)}, t, np.full(t.size, v))
+          for i, v in enumerate((np.inf, -np.inf))],
     ]
     write_openmetrics(work / "history.om", series, types={"vigil_gpu_xid_errors_total": "counter"})
     run_dir = work / "run"  # a stopped stack's run directory, read back by vigil's own temporary Prometheus
@@ -172,3 +176,14 @@ def test_the_bench_judges_the_issue_questions_right_on_this_prometheus(prometheu
     outcomes = [judge_one(q, client, time.time(), knowledge) for q in questions]
     assert [f"{o.question}: {o.predicted} ({o.why})" for o in outcomes if not o.correct] == []
     assert sum(o.gold_series > 0 for o in outcomes) == len(outcomes)  # judged on results, not on empty ones
+
+
+@pytest.mark.e2e
+def test_infinite_results_are_written_as_prometheus_spells_them_in_valid_json(prometheus):
+    result = vigil("ask", "GPU power draw on node-9", "--json", "--run", "--prometheus", prometheus)
+    assert result.returncode == 0, result.stderr
+
+    def not_json(constant):
+        raise AssertionError(f"{constant} is not JSON")
+    rows = json.loads(result.stdout, parse_constant=not_json)["result"]
+    assert sorted((row["labels"]["gpu"], row["value"]) for row in rows) == [("0", "+Inf"), ("1", "-Inf")]

@@ -4,10 +4,12 @@ load leaves its daily pattern is paged by the baseline rule (not by a fixed thre
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -98,6 +100,17 @@ def test_ask_runs_its_query_on_the_stacks_prometheus_from_the_cli_and_the_aiops_
     assert reply["metrics"] == ["vigil_gpu_temperature_celsius"] and len(reply["result"]) == 1
     refused = requests.post(f"{service}/api/v1/ask", json={"question": "what's the weather in Paris"}, timeout=60)
     assert refused.status_code == 422 and "weather" in refused.json()["error"]
+    # a body sent in chunks has no length to read by: 411 saying so, not "not valid JSON"
+    chunked = requests.post(f"{service}/api/v1/ask", data=iter([b'{"question": "GPU power"}']), timeout=60)
+    assert chunked.status_code == 411 and "Content-Length" in chunked.json()["error"], chunked.text
+    # a length over the limit is refused at once, without waiting for a body that may never come
+    connection = http.client.HTTPConnection(urlsplit(service).hostname, urlsplit(service).port, timeout=10)
+    connection.putrequest("POST", "/api/v1/ask")
+    connection.putheader("Content-Length", "99999999999999999999")
+    connection.endheaders()
+    too_long = connection.getresponse()
+    assert too_long.status == 413 and b"larger than" in too_long.read()
+    connection.close()
 
 
 def test_ask_execution_accuracy_on_a_slice_of_the_held_out_questions(stack: RunningStack):

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 
 from .knowledge import Knowledge, stem, words
+from .retrieve import Unanswerable
 from .subjects import Component, find_component, find_person, find_xid
 
 MAX_WORDS = {"max", "maximum", "highest", "peak", "hottest", "warmest", "largest", "biggest", "worst", "top",
@@ -34,6 +35,9 @@ _NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "fi
 _WINDOW = re.compile(r"\b(?:in|over|during|for|within|across)?\s*(?:the\s+)?(?:last|past|previous|recent)\s+"
                      r"(\d+|a|an|one|two|three|four|five|six|seven|ten|twelve)?\s*"
                      r"(s|sec|seconds?|m|min|minutes?|h|hours?|d|days?|w|weeks?)\b")
+_NEGATIVE_WINDOW = re.compile(r"\b(?:last|past|previous)\s+-\s*\d")
+MAX_WINDOW_S = 10 * 365 * 86400  # a window longer than any retention
+MAX_RANK = 10_000  # a longer top-k list is no answer to read (and Prometheus's k is an int64)
 _SHORT_WINDOW = re.compile(r"\b(?:in|over|last|past)\s+(\d+)(s|m|h|d|w)\b")
 _TODAY = re.compile(r"\b(today|since yesterday|this week)\b")
 _COMPARE = re.compile(r"\b(above|over|more than|greater than|higher than|exceeding|exceeds|hotter than|"
@@ -93,11 +97,16 @@ def _number(text: str | None, default: int) -> int:
 
 
 def _window(text: str, intent: Intent) -> str:
+    if _NEGATIVE_WINDOW.search(text):
+        raise Unanswerable("a time window must be a positive span, such as 'the last 5 minutes'")
     match = _WINDOW.search(text) or _SHORT_WINDOW.search(text)
     if match:
         count = _number(match.group(1), 1)
         unit = _UNITS[match.group(2)]
         seconds = count * unit
+        if not 0 < seconds <= MAX_WINDOW_S:
+            raise Unanswerable(f"a window of {count} {match.group(2)} is not one vigil can query: "
+                               "more than nothing, at most 10 years")
         intent.window = _duration(seconds)
         return text[:match.start()] + " " + text[match.end():]
     match = _TODAY.search(text)
@@ -165,6 +174,8 @@ def _ranking(text: str, tokens: list[str], intent: Intent) -> None:
     down = any(t in RANK_DOWN for t in tokens)
     if match:
         k = _number(match.group(2) or match.group(3), 0)
+        if k > MAX_RANK:
+            raise Unanswerable(f"a ranking of {k} is longer than vigil lists: at most {MAX_RANK}")
         direction = "bottomk" if match.group(1).startswith("bottom") or down and not up else "topk"
         if k:
             intent.rank = (direction, k)

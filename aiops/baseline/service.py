@@ -137,9 +137,17 @@ def make_http_server(host: str, port: int, registry: CollectorRegistry, service:
                 self._send(404, b"not found: POST /api/v1/ask\n")
                 return
             from vigil.aiops.ask.http import MAX_BODY, handle_ask  # the catalog loads on the first question
-            length = self.headers.get("Content-Length") or "0"
+            length = self.headers.get("Content-Length")
+            if length is None:
+                self._send(411, b'{"error": "a POST needs a Content-Length (a chunked body is not read)"}',
+                           "application/json")
+                return
             if not length.isdigit():
                 self._send(400, b'{"error": "a POST needs a numeric Content-Length"}', "application/json")
+                return
+            if int(length) > MAX_BODY:  # refused before reading: the body may never come
+                self._send(413, json.dumps({"error": f"body larger than {MAX_BODY} bytes"}).encode(),
+                           "application/json")
                 return
             status, reply = handle_ask(self.rfile.read(min(int(length), MAX_BODY + 1)),
                                        service.config.query_url or service.config.prometheus_url)
