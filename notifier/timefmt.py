@@ -6,10 +6,16 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 
+#: the last moment RFC 3339 (a four-digit year) can write; later ones are written as it
+LAST = datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=timezone.utc)
+
+
 def rfc3339(seconds: float | None) -> str | None:
+    """`seconds` as `2026-11-23T14:00:01.000Z`; a time after the end of year 9999 (a window without end
+    in practice, e.g. one the on-call file ends at 9999-12-31T23:00-05:00) as that end."""
     if seconds is None:
         return None
-    moment = datetime.fromtimestamp(seconds, tz=timezone.utc)
+    moment = datetime.fromtimestamp(seconds, tz=timezone.utc) if seconds < LAST.timestamp() else LAST
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 

@@ -19,6 +19,7 @@ from vigil.common.durations import parse_duration
 from vigil.common.json_body import BodyRejected, decode_json_body, plain_json_text
 from vigil.notifier.delivery.inbox_sender import PAGE_HEADER
 from vigil.notifier.models import WebhookPayload
+from vigil.notifier.timefmt import LAST
 
 
 
@@ -201,8 +202,8 @@ def new_window(data: object, now: float) -> NewWindow:
         raise Rejected(422, "invalid_payload", "`ends_at` must be after `starts_at`")
     if ends - starts > MAX_WINDOW_S:
         raise Rejected(422, "invalid_payload", "a maintenance window lasts at most a year")
-    if starts - now > MAX_WINDOW_S:  # also keeps every time the window is shown at within year 9999
-        raise Rejected(422, "invalid_payload", "a maintenance window starts within a year from now")
+    if ends > LAST.timestamp():  # RFC 3339 has four digits for the year
+        raise Rejected(422, "invalid_payload", "a maintenance window ends by the end of year 9999 (UTC)")
     return NewWindow(dict(body.match), starts, ends, body.reason, body.by)
 
 
