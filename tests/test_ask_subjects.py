@@ -179,7 +179,7 @@ def test_the_bench_judges_the_issue_questions_right_on_this_prometheus(prometheu
 
 
 @pytest.mark.e2e
-def test_infinite_results_are_written_as_prometheus_spells_them_in_valid_json(prometheus):
+def test_infinite_results_are_written_as_prometheus_spells_them_in_json_and_text(prometheus):
     result = vigil("ask", "GPU power draw on node-9", "--json", "--run", "--prometheus", prometheus)
     assert result.returncode == 0, result.stderr
 
@@ -187,3 +187,6 @@ def test_infinite_results_are_written_as_prometheus_spells_them_in_valid_json(pr
         raise AssertionError(f"{constant} is not JSON")
     rows = json.loads(result.stdout, parse_constant=not_json)["result"]
     assert sorted((row["labels"]["gpu"], row["value"]) for row in rows) == [("0", "+Inf"), ("1", "-Inf")]
+    text = vigil("ask", "GPU power draw on node-9", "--run", "--prometheus", prometheus)
+    assert text.returncode == 0 and "Traceback" not in text.stderr, text.stderr
+    assert re.search(r'gpu=0, .*\} \+Inf\n', text.stdout) and re.search(r'gpu=1, .*\} -Inf\n', text.stdout), text.stdout

@@ -34,7 +34,8 @@ def _print_text(answer: Answer, result: list[dict] | None) -> None:
         click.echo(f"result ({len(result)} series):")
         for row in result:
             labels = ", ".join(f"{k}={v}" for k, v in sorted(row["labels"].items()) if k != "__name__")
-            click.echo(f"  {{{labels}}} {row['value']:g}")
+            value = row["value"]  # a number, or "NaN" / "+Inf" / "-Inf" as Prometheus spells them
+            click.echo(f"  {{{labels}}} {value if isinstance(value, str) else format(value, 'g')}")
 
 
 @click.command("ask")

@@ -5,6 +5,7 @@ means in PromQL is `compose`'s business.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -35,7 +36,7 @@ _NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "fi
 _WINDOW = re.compile(r"\b(?:in|over|during|for|within|across)?\s*(?:the\s+)?(?:last|past|previous|recent)\s+"
                      r"(\d+|a|an|one|two|three|four|five|six|seven|ten|twelve)?\s*"
                      r"(s|sec|seconds?|m|min|minutes?|h|hours?|d|days?|w|weeks?)\b")
-_NEGATIVE_WINDOW = re.compile(r"\b(?:last|past|previous)\s+-\s*\d")
+_NEGATIVE_WINDOW = re.compile(r"\b(?:last|past|previous|recent|in|over|during|within|across)\s+-\s*\d")
 MAX_WINDOW_S = 10 * 365 * 86400  # a window longer than any retention
 MAX_RANK = 10_000  # a longer top-k list is no answer to read (and Prometheus's k is an int64)
 _SHORT_WINDOW = re.compile(r"\b(?:in|over|last|past)\s+(\d+)(s|m|h|d|w)\b")
@@ -227,6 +228,8 @@ def parse_question(question: str, knowledge: Knowledge) -> Intent:
     if match:
         op = _OPS.get(match.group(1), ">")
         value = float(match.group(2)) * _SCALE.get(match.group(3) or "", 1)
+        if not math.isfinite(value):
+            raise Unanswerable(f"{match.group(2)} is too large a number to compare with")
         intent.compare = (op, value, match.group(3))
         concept = " temperature " if match.group(1) in ("hotter than", "cooler than") else " "
         concept += _UNIT_CONCEPT.get(match.group(3) or "", "")

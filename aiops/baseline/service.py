@@ -142,7 +142,7 @@ def make_http_server(host: str, port: int, registry: CollectorRegistry, service:
                 self._send(411, b'{"error": "a POST needs a Content-Length (a chunked body is not read)"}',
                            "application/json")
                 return
-            if not length.isdigit():
+            if not (length.isascii() and length.isdigit()):  # str.isdigit alone takes '²'
                 self._send(400, b'{"error": "a POST needs a numeric Content-Length"}', "application/json")
                 return
             if int(length) > MAX_BODY:  # refused before reading: the body may never come
