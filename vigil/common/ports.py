@@ -35,7 +35,7 @@ def port_bands() -> tuple[range, range]:
     except (OSError, ValueError, IndexError):
         low = 32768
     top = max(low, LOWEST + 6000)
-    split = LOWEST + (top - LOWEST) // 200 * 100
+    split = LOWEST + (top - LOWEST) * 2 // 300 * 100  # two thirds for spans: 150 bases, 7,600 single ports
     return range(LOWEST, split), range(split, top)
 
 
