@@ -55,7 +55,7 @@ def test_xid_kinds_expand_to_an_action_label_and_recurring_occasions(tmp_path):
     exprs = {r["alert"]: r["expr"] for r in rules.prometheus_rule_file(rules.load_specs([spec]))["groups"][0]["rules"]}
     assert 'label_replace(' in exprs["Xid"] and '"action", "reboot_node", "xid", "64|74|79|95|119|120|143|158"' in exprs["Xid"]
     # a counter that appeared within the window (new, or back after an exporter restart) counts whole
-    # while its GPU's last XID lies within the window, as in `job_xid` (rules/kinds_xid.py)
+    # while its own last event lies within the window, as in `job_xid` (rules/kinds_xid.py)
     xids = 'vigil_gpu_xid_errors_total{class="critical"}'
     # (appeared since the last whole minute, or at a whole-minute step of the window)
     assert (f'(((({xids} unless {xids} offset 1m) or ({xids} and (count_over_time(({xids} unless {xids} offset 1m)'
