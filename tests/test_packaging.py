@@ -14,6 +14,8 @@ from stack_support import shadowing_workdir
 
 REPO = Path(__file__).resolve().parents[1]
 FOLDERS = ("vigil", "exporters", "rules", "aiops", "notifier", "oncall", "dashboards")
+DATA_FOLDERS = ("rules/specs", "rules/tests", "notifier/console/templates", "notifier/console/static",
+                "notifier/postmortem/templates", "dashboards/json", "dashboards/provisioning", "deploy/systemd/units")
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +33,9 @@ def wheel(tmp_path_factory) -> Path:
     result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(source)],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
+    # a data folder setuptools would install only as a deprecated case ("absent from the `packages`
+    # configuration": future setuptools may leave its files out)
+    assert "absent from the `packages` configuration" not in result.stderr, result.stderr[-3000:]
     return next(out.glob("vigil-*.whl"))
 
 
@@ -49,6 +54,10 @@ def test_every_package_folder_and_data_file_ships(wheel: Path):
             assert inside in names, f"{init.relative_to(REPO)} is not in the wheel"
     shipped_specs = {n for n in names if n.startswith("vigil/rules/specs/")}
     assert shipped_specs == {f"vigil/rules/specs/{p.name}" for p in (REPO / "rules" / "specs").glob("*.yaml")}
+    for folder in DATA_FOLDERS:  # every file of the data folders the code reads
+        for path in (REPO / folder).rglob("*"):
+            if path.is_file() and "__pycache__" not in path.parts:
+                assert f"vigil/{path.relative_to(REPO).as_posix()}" in names, f"{path.relative_to(REPO)} is not in the wheel"
     assert "vigil/aiops/detect/thresholds.json" in names
 
 
