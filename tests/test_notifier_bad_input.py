@@ -38,6 +38,8 @@ WEBHOOK_CASES = [
     ("start overflows in UTC", raw_json(with_alert(startsAt="0001-01-01T00:00:00+01:00")), 422, "invalid_payload"),
     ("end overflows in UTC", raw_json(with_alert(endsAt="0001-01-01T00:00:00+01:00")), 422, "invalid_payload"),
     ("start not a time", raw_json(with_alert(startsAt="yesterday")), 422, "invalid_payload"),
+    ("start without a UTC offset", raw_json(with_alert(startsAt="2026-11-25T09:00:00")), 422, "invalid_payload"),
+    ("an empty label name", raw_json(with_alert(labels={"alertname": "A", "": "x"})), 422, "invalid_payload"),
     ("lone surrogate in a label", raw_json(payload(alert(node="\ud800"))).replace(b"\\\\", b"\\"), 400, "invalid_text"),
     ("lone surrogate in the group key", raw_json(payload(group_key="g\udfff")), 400, "invalid_text"),
     ("lone surrogate in an unknown field", raw_json({**payload(), "routeLabels": {"x": "\ud83d"}}), 400, "invalid_text"),
