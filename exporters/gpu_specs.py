@@ -82,9 +82,9 @@ SPECS: list[MetricSpec] = [
           "XID events by number; class = critical, warning, application or unknown", "nvmlEventSetWait"),
     _spec("vigil_gpu_last_xid_timestamp_seconds", "gauge", "seconds", GPU, "Unix time of the last XID event",
           "nvmlEventSetWait"),
-    _spec("vigil_gpu_xid_last_event_timestamp_seconds", "gauge", "seconds", GPU + ("xid", "class"),
-          "Unix time of the last event of this XID (beside its counter: tells an XID's new event from its "
-          "counter back after a failed scrape)", "nvmlEventSetWait"),
+    _spec("vigil_gpu_xid_last_seen_timestamp_seconds", "gauge", "seconds", GPU + ("xid", "class"),
+          "Unix time this XID last occurred on the GPU (the rules tell a new occurrence from a counter "
+          "back after a failed scrape by it)", "nvmlEventSetWait"),
     _spec("vigil_gpu_process_memory_bytes", "gauge", "bytes", GPU + ("pid",),
           "Device memory held by a compute process (host PID)", "nvmlDeviceGetComputeRunningProcesses"),
     _spec("vigil_gpu_process_sm_utilization_ratio", "gauge", "ratio", GPU + ("pid",),

@@ -199,7 +199,7 @@ class NvmlCollector:
         gpu_last: dict[int, float] = {}
         for (gpu, xid), when in last:
             labels = (self.node, str(gpu), uuids.get(gpu, ""), str(xid), xid_class(xid))
-            rows.setdefault("vigil_gpu_xid_last_event_timestamp_seconds", []).append((labels, when))
+            rows.setdefault("vigil_gpu_xid_last_seen_timestamp_seconds", []).append((labels, when))
             gpu_last[gpu] = max(when, gpu_last.get(gpu, when))
         for gpu, when in sorted(gpu_last.items()):
             rows.setdefault("vigil_gpu_last_xid_timestamp_seconds", []).append(

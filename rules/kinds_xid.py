@@ -5,7 +5,7 @@ XID counts live in the exporter's memory (`vigil.exporters.nvml_collector`): a c
 first event, and after an exporter restart (a node reboot) it comes back with its next event, counting
 from 1 again, which can equal its count before the restart, so neither `increase()` nor `offset` sees
 that event. A counter that appeared at some minute of `window` (missing the minute before) counts with
-its whole value, but only while its own last event (`vigil_gpu_xid_last_event_timestamp_seconds`,
+its whole value, but only while its own last event (`vigil_gpu_xid_last_seen_timestamp_seconds`,
 published beside each counter) lies within `window`: a counter back after a failed scrape, with no new
 event, is not an event, even when another XID of the same GPU has just had one.
 """
@@ -16,7 +16,7 @@ from vigil.common.durations import parse_prometheus_duration
 
 from .promql import format_number
 
-LAST_XID = "vigil_gpu_xid_last_event_timestamp_seconds"  # per XID series: Unix time of its last event
+LAST_XID = "vigil_gpu_xid_last_seen_timestamp_seconds"  # per XID series: Unix time of its last event
 STEP = "1m"  # how finely a counter's gap (an exporter restart) is looked for
 
 

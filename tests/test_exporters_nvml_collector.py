@@ -94,7 +94,7 @@ def test_each_xid_series_has_its_own_last_event_time_and_the_gpu_the_latest(sim:
     collector.record_xid(2, 74, 1_700_000_900.0)
     collector.record_xid(3, 62, 1_700_000_500.0)
     samples = scrape(registry)
-    last = "vigil_gpu_xid_last_event_timestamp_seconds"
+    last = "vigil_gpu_xid_last_seen_timestamp_seconds"
     assert value(samples, last, gpu="2", xid="62", **{"class": "critical"}) == 1_700_000_000.0
     assert value(samples, last, gpu="2", xid="74") == 1_700_000_900.0
     assert value(samples, last, gpu="3", xid="62") == 1_700_000_500.0

@@ -24,7 +24,7 @@ RULES = Path(__file__).parent / "golden" / "rules" / "vigil-rules.yml"
 ABSENT_ON_THIS_MACHINE = {
     "vigil_gpu_nvlink_errors_total": "one GPU passed through to a VM: no active NVLink",
     "vigil_gpu_xid_errors_total": "exported from the first XID event on; none happened",
-    "vigil_gpu_xid_last_event_timestamp_seconds": "exported beside each XID counter from its first event on; none happened",
+    "vigil_gpu_xid_last_seen_timestamp_seconds": "exported beside each XID counter from its first event on; none happened",
     "vigil_gpu_job": "the load ran outside any Slurm job or job cgroup (counted kind=\"external\")",
     "vigil_job_info": "the load ran outside any Slurm job or job cgroup",
 }

@@ -32,7 +32,7 @@ def test_job_xid_joins_the_sole_job_of_the_gpu_and_its_owner(tmp_path):
     [alert] = load(tmp_path, "window: 5m\nabove: 2").alerts
     xids = 'vigil_gpu_xid_errors_total{class="application"}'
     events = (f'(((({xids} unless {xids} offset 1m) or ({xids} and (count_over_time(({xids} unless {xids} offset 1m)'
-              '[5m:1m])))) and on (node, gpu, xid) (time() - vigil_gpu_xid_last_event_timestamp_seconds < 300)) '
+              '[5m:1m])))) and on (node, gpu, xid) (time() - vigil_gpu_xid_last_seen_timestamp_seconds < 300)) '
               f'or increase({xids}[5m])) > 2')
     assert alert.expr.startswith('label_replace(label_replace(label_replace(label_replace(' + events + ', "action", ')
     # the GPU's current sole job, else the sole job it held within the window and the 5-minute lookback

@@ -59,10 +59,10 @@ def test_xid_kinds_expand_to_an_action_label_and_recurring_occasions(tmp_path):
     xids = 'vigil_gpu_xid_errors_total{class="critical"}'
     # (appeared since the last whole minute, or at a whole-minute step of the window)
     assert (f'(((({xids} unless {xids} offset 1m) or ({xids} and (count_over_time(({xids} unless {xids} offset 1m)'
-            f'[5m:1m])))) and on (node, gpu, xid) (time() - vigil_gpu_xid_last_event_timestamp_seconds < 300)) '
+            f'[5m:1m])))) and on (node, gpu, xid) (time() - vigil_gpu_xid_last_seen_timestamp_seconds < 300)) '
             f'or increase({xids}[5m])) > 0') in exprs["Xid"]
     suspects = "|".join(map(str, hardware_suspect_xids()))
     assert exprs["Again"].startswith("count_over_time((sum by (node, gpu, uuid) ((((vigil_gpu_xid_errors_total{xid=~"
                                      f'"{suspects}"}} unless ')
-    assert "time() - vigil_gpu_xid_last_event_timestamp_seconds < 600" in exprs["Again"]
+    assert "time() - vigil_gpu_xid_last_seen_timestamp_seconds < 600" in exprs["Again"]
     assert exprs["Again"].endswith(") > 0)[1d:10m]) >= 2")
