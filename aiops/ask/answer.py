@@ -67,6 +67,23 @@ def ask(question: str, knowledge: Knowledge | None = None) -> Answer:
     return Answer(composed.promql, metrics, "; ".join(steps))
 
 
+def _best_with_labels(intent: Intent, knowledge: Knowledge, near: list, allowed) -> Match:
+    """The best metric among those that carry every label the question filters on ("XID 79 on node-1":
+    `xid` and `node`) or whose labels the catalog does not know, if one answers; else the best of all (a filter its metric lacks is then dropped,
+    and the explanation says so)."""
+    filters = frozenset(intent.filter_words)
+    wanted = set(intent.matchers)
+    if wanted:
+        def labelled(name: str) -> bool:  # labels not in the catalog (AIOps series) may be any
+            labels = knowledge.labels(name)
+            return (labels is None or wanted <= labels) and (allowed is None or allowed(name))
+        try:
+            return best_metric(intent.words, knowledge, near, filters, labelled)
+        except Unanswerable:
+            pass
+    return best_metric(intent.words, knowledge, near, filters, allowed)
+
+
 def _retrieve(intent: Intent, knowledge: Knowledge, near: list) -> Match:
     """The best match among the metrics the question's subjects allow, with their matchers set: the
     person's label, the component's job on series every job has (`up`), the alert's name."""
@@ -78,8 +95,7 @@ def _retrieve(intent: Intent, knowledge: Knowledge, near: list) -> Match:
         job = owner(name, knowledge)
         return component is None or job is None or job == component.job
     try:
-        match = best_metric(intent.words, knowledge, near, frozenset(intent.filter_words),
-                            allowed if component or person else None)
+        match = _best_with_labels(intent, knowledge, near, allowed if component or person else None)
     except Unanswerable as exc:
         if not person:
             raise
