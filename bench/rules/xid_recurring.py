@@ -1,0 +1,144 @@
+"""What `GpuXidRecurring` costs one Prometheus: a week of hardware-XID series, evaluated as the rule does.
+
+    .venv/bin/python bench/rules/xid_recurring.py [--series 400] [--days 7] [--rounds 5] [--record]
+
+`--series` hardware-XID counters (8 GPUs a node, one XID each) hold a week of samples at one a minute:
+each counter is created by its first XID, and the node reboots twice (the exporter's counts start again:
+the series is absent for 10 minutes and comes back at 1 with the XID's next event), so every GPU has 3
+occasions and the alert fires for each. (10 minutes, not a short reboot's 2: promtool's blocks carry no
+staleness markers, so a gap shorter than the 5-minute lookback would not show as one.) The XID's own last time (`vigil_gpu_xid_last_seen_timestamp_seconds`)
+and the GPU's (`vigil_gpu_last_xid_timestamp_seconds`) are written beside them. promtool builds the
+blocks; the Debian Prometheus serves them (queries only, `vigil.tsdb_readback.prometheus_on`).
+
+The rule's expression, from `vigil rules generate`, is sent `--rounds` times as an instant query at the
+end of the week with `stats=all`, and so is the same expression joined on the GPU's time (the form
+before the per-XID time): printed per form are the median `innerEvalTime`, the samples held at once
+(`peakSamples`, what `--query.max-samples`, 50 million by default, limits) and the alerts it returns.
+Section `rules-xid-recurring` of docs/benchmarks.md with --record only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import requests
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+from vigil.aiops.benchmark_record import add_record_option, machine_summary, utc_now, write_section  # noqa: E402
+from vigil.aiops.history.openmetrics import write_openmetrics  # noqa: E402
+from vigil.tsdb_readback import prometheus_on  # noqa: E402
+
+DOC = REPO / "docs" / "benchmarks.md"
+SECTION = "rules-xid-recurring"
+HARDWARE_XIDS = ("48", "62", "64", "74", "79", "95", "119", "120")
+PER_XID = "and on (node, gpu, xid) (time() - vigil_gpu_xid_last_seen_timestamp_seconds"
+PER_GPU = "and on (node, gpu) (time() - vigil_gpu_last_xid_timestamp_seconds"
+DEFAULT_MAX_SAMPLES = 50_000_000
+
+
+def rule_expression() -> str:
+    """GpuXidRecurring's expression as `vigil rules generate` writes it."""
+    with tempfile.TemporaryDirectory() as out:
+        subprocess.run([str(Path(sys.executable).with_name("vigil")), "rules", "generate", "-o", out],
+                       check=True, capture_output=True, timeout=120)
+        groups = yaml.safe_load((Path(out) / "vigil-rules.yml").read_text())["groups"]
+    [expr] = [r["expr"] for g in groups for r in g["rules"] if r.get("alert") == "GpuXidRecurring"]
+    assert PER_XID in expr, "the rule no longer joins on the per-XID time: update this bench"
+    return expr
+
+
+def history(series: int, days: int, end: float) -> list:
+    """(name, labels, timestamps, values) of every counter and its two last-time gauges."""
+    t = end - 60.0 * np.arange(days * 1440)[::-1]
+    rows = []
+    for s in range(series):
+        node, gpu = f"node-{s // 8 + 1}", str(s % 8)
+        base = {"job": "vigil-gpu", "instance": f"{node}:9835", "node": node, "gpu": gpu, "uuid": f"GPU-{s:05d}"}
+        # the first event a random minute of the first day; reboots a random minute of day 3 and of day 5,
+        # each 10 minutes long, the XID back as soon as the exporter is up again
+        rng = np.random.default_rng(s)
+        first = t[0] + 60.0 * rng.integers(0, 1440)
+        reboots = [t[0] + 86400.0 * day + 60.0 * rng.integers(0, 1440) for day in (2, 4)]
+        present = t >= first
+        seen = np.where(present, first, np.nan)
+        for at in reboots:
+            present &= ~((t >= at) & (t < at + 600))
+            seen = np.where(t >= at + 600, at + 600, seen)
+        counter = np.where(present, 1.0, np.nan)
+        seen = np.where(present, seen, np.nan)
+        xid = {"xid": HARDWARE_XIDS[s % len(HARDWARE_XIDS)], "class": "critical"}
+        rows += [("vigil_gpu_xid_errors_total", {**base, **xid}, t, counter),
+                 ("vigil_gpu_xid_last_seen_timestamp_seconds", {**base, **xid}, t, seen),
+                 ("vigil_gpu_last_xid_timestamp_seconds", base, t, seen)]
+    return rows
+
+
+def measure(url: str, expr: str, at: float, rounds: int) -> dict:
+    times, peaks, alerts = [], set(), set()
+    for _ in range(rounds):
+        reply = requests.get(f"{url}/api/v1/query", params={"query": expr, "time": at, "stats": "all"},
+                             timeout=600).json()
+        if reply.get("status") != "success":
+            raise SystemExit(f"Prometheus refused the query: {reply.get('error')}")
+        times.append(reply["data"]["stats"]["timings"]["innerEvalTime"])
+        peaks.add(reply["data"]["stats"]["samples"]["peakSamples"])
+        alerts.add(len(reply["data"]["result"]))
+    return {"seconds": statistics.median(times), "peak": max(peaks), "alerts": max(alerts)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--series", type=int, default=400, help="hardware-XID series (8 a node)")
+    parser.add_argument("--days", type=int, default=7, help="days of history (the rule looks back 7)")
+    parser.add_argument("--rounds", type=int, default=5, help="queries per form")
+    add_record_option(parser)
+    args = parser.parse_args()
+    expr = rule_expression()
+    forms = {"per-XID time (shipped)": expr, "per-GPU time (before)": expr.replace(PER_XID, PER_GPU)}
+    end = (time.time() // 600) * 600 - 3600
+    with tempfile.TemporaryDirectory(prefix="vigil-bench-xid-") as work:
+        work = Path(work)
+        built = time.perf_counter()
+        write_openmetrics(work / "history.om", history(args.series, args.days, end),
+                          types={"vigil_gpu_xid_errors_total": "counter"})
+        subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=24h",
+                        str(work / "history.om"), str(work / "data")], check=True, capture_output=True)
+        print(f"{args.series} series x {args.days} days at 1/min built in {time.perf_counter() - built:.0f} s")
+        with prometheus_on(work / "data", work) as prometheus:
+            results = {name: measure(prometheus.url, form, end, args.rounds) for name, form in forms.items()}
+    if any(r["alerts"] != args.series for r in results.values()):  # the history is not what it claims
+        raise SystemExit(f"expected {args.series} alerts from each form, got {[r['alerts'] for r in results.values()]}")
+    rows = [f"| {name} | {r['seconds']:.2f} | {r['peak']:,} | {r['peak'] / args.series:,.0f} | "
+            f"{DEFAULT_MAX_SAMPLES * args.series // r['peak']:,} | {r['alerts']} |" for name, r in results.items()]
+    shipped, before = results.values()
+    body = "\n".join([
+        "## Rules: what `GpuXidRecurring` costs one Prometheus (`python bench/rules/xid_recurring.py`)",
+        "",
+        f"Machine: {machine_summary()}. Date: {utc_now()}. {args.series} hardware-XID series, {args.days} days at "
+        f"one sample a minute, each series with 3 occasions (first event, two reboots); median of {args.rounds} "
+        "instant queries at the end of the week (`stats=all`).",
+        "",
+        "| join | eval s | peak samples | per series | series the default --query.max-samples allows | alerts |",
+        "|---|---:|---:|---:|---:|---:|",
+        *rows,
+        "",
+        f"Per-XID / per-GPU: time x{shipped['seconds'] / before['seconds']:.2f}, "
+        f"peak samples x{shipped['peak'] / before['peak']:.2f}.",
+    ])
+    print(body)
+    if args.record:
+        write_section(DOC, SECTION, body)
+        print(f"recorded in {DOC} (section {SECTION})")
+
+
+if __name__ == "__main__":
+    main()
