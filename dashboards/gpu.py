@@ -4,6 +4,7 @@ counter the exporters read, and the jobs that held it (linking to the job's dash
 from __future__ import annotations
 
 from grafana_foundation_sdk.builders.dashboard import Row
+from grafana_foundation_sdk.models import common
 
 from .panels import (BYTES, CELSIUS, COUNT, HERTZ, PERCENT, WATTS, dashboard, drill, graph, listing, profiling,
                      single, variable, xids)
@@ -11,6 +12,10 @@ from .panels import (BYTES, CELSIUS, COUNT, HERTZ, PERCENT, WATTS, dashboard, dr
 UID = "vigil-gpu"
 NODE_UID, JOB_UID = "vigil-node", "vigil-job"
 G = 'node="$node", gpu="$gpu"'
+
+# the newest XID series by its last time (NVML), else DCGM's last code made a label: "XID 79" either way
+LAST_XID = (f"topk(1, vigil_gpu_xid_last_seen_timestamp_seconds{{{G}}}) "
+            f"or count_values(\"xid\", vigil_gpu_last_xid_code{{{G}}} > 0)")
 
 _TO_JOB = drill("Job ${__field.labels.job_id}", JOB_UID, ("job_id",))
 _TO_NODE = drill("Node ${__field.labels.node}", NODE_UID, ("node",))
@@ -31,8 +36,10 @@ def build():
                                  links=[_TO_NODE]))
              .with_panel(single("Up", f"vigil_gpu_up{{{G}}}", COUNT, "1 while the exporter reads the GPU.",
                                 thresholds=((None, "red"), (1, "green"))))
-             .with_panel(single("Last XID", f"vigil_gpu_last_xid_code{{{G}}}", COUNT,
-                                "Code of the last XID error the driver reported (0: none)."))
+             .with_panel(single("Last XID", [(LAST_XID, "XID {{xid}}")], COUNT,
+                                "The XID the GPU reported last: by its per-XID time (NVML exporter) or its "
+                                "last XID code (DCGM). Empty: none since the exporter started.")
+                         .text_mode(common.BigValueTextMode.NAME))
              .with_panel(single("Jobs", f"count(vigil_gpu_job{{{G}}}) or vector(0)", COUNT,
                                 "Jobs holding the GPU now.")))
     board = (board.with_row(Row("Activity"))

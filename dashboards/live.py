@@ -40,6 +40,7 @@ EMPTY_WHEN_HEALTHY = {
     ("vigil-node", "XID errors"): _NO_ERRORS,
     ("vigil-node", "Jobs"): _PLAIN_NODE,
     ("vigil-gpu", "XID errors"): _NO_ERRORS,
+    ("vigil-gpu", "Last XID"): _NO_ERRORS,
     ("vigil-gpu", "Jobs on this GPU"): _PLAIN_NODE,
     ("vigil-job", "Average utilization"): _RECORDED,
     ("vigil-job", "XID errors"): _NO_ERRORS,

@@ -15,7 +15,8 @@ from grafana_standin import GrafanaStandIn
 from stack_support import RunningStack, start_stack
 from vigil.common.prometheus_api import PrometheusClient
 from vigil.dashboards.build import dashboard_models
-from vigil.dashboards.live import EMPTY_WHEN_HEALTHY, allowed_empty, run_dashboard
+from vigil.dashboards.check import expand, panels
+from vigil.dashboards.live import EMPTY_WHEN_HEALTHY, LIVE_BUILTINS, allowed_empty, run_dashboard
 
 pytestmark = pytest.mark.e2e
 
@@ -133,6 +134,12 @@ def test_the_error_panels_show_the_fault_after_a_gpu_falls_off_the_bus(stack, pr
     assert all(key in EMPTY_WHEN_HEALTHY for key in checked)
     wait_until_none_missing(lambda: [title for uid, title in checked if series_of(prometheus, uid, title) == 0], 60,
                             "the XID and the page it causes to show in the panels")
+    # the GPU dashboard's "Last XID" of the lost GPU names its XID (from the per-XID time: NVML has no code)
+    [last_xid] = [t["expr"] for m in dashboard_models() if m["uid"] == "vigil-gpu" for p in panels(m)
+                  if p.get("title") == "Last XID" for t in p["targets"]]
+    on_lost_gpu, _, _ = expand(last_xid, {"node": "node-1", "gpu": "1"}, LIVE_BUILTINS)
+    wait_for(lambda: [s.labels.get("xid") for s in prometheus.query(on_lost_gpu)] == ["79"], 60,
+             "the lost GPU's Last XID to name XID 79")
     lost = next(r for r in results(prometheus, "vigil-fleet") if r.panel == "GPUs lost")
     wait_for(lambda: prometheus.query(lost.query)[0].value == 1, 30, "GPUs lost to show the lost GPU")
     counted = next(r for r in results(prometheus, "vigil-fleet") if r.panel == "XID errors")
