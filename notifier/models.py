@@ -22,13 +22,16 @@ MAX_TITLE_CHARS = 200  # a page title is an SMS line or a phone's notification, 
 def _rfc3339_in_range(value: str) -> str:
     """`value` is an RFC 3339 time that exists in UTC (`0001-01-01T00:00:00+01:00` does not)."""
     moment = _DATETIME.validate_python(value)
-    if moment.tzinfo is None:  # read as the host's local time by astimezone, as UTC by parse_time
-        raise ValueError("time has no UTC offset (RFC 3339 ends with Z or ±hh:mm)")
     try:
         moment.astimezone(timezone.utc)
     except OverflowError:
         raise ValueError("time is outside the years 1 to 9999 once converted to UTC") from None
     return value
+
+
+def naive_time(value: str) -> bool:
+    """Is `value`, a time the model accepted, one without a UTC offset (no `Z`, no `±hh:mm`)?"""
+    return _DATETIME.validate_python(value).tzinfo is None
 
 
 def shorten(text: str, most: int) -> str:
@@ -55,13 +58,6 @@ class WebhookAlert(BaseModel):
     @classmethod
     def _rfc3339(cls, value: str) -> str:
         return _rfc3339_in_range(value)
-
-    @field_validator("labels")
-    @classmethod
-    def _named(cls, labels: dict[str, str]) -> dict[str, str]:
-        if "" in labels:
-            raise ValueError("a label name is empty")
-        return labels
 
     @property
     def starts_at(self) -> datetime:

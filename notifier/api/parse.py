@@ -18,7 +18,7 @@ from vigil.common.click_types import MAX_ROW_ID
 from vigil.common.durations import parse_duration
 from vigil.common.json_body import BodyRejected, decode_json_body, plain_json_text
 from vigil.notifier.delivery.inbox_sender import PAGE_HEADER
-from vigil.notifier.models import WebhookPayload
+from vigil.notifier.models import WebhookPayload, naive_time
 from vigil.notifier.timefmt import LAST
 
 
@@ -61,8 +61,23 @@ def webhook_of(raw: bytes) -> WebhookPayload:
             pass
         else:
             if not _nested_extras(payload):
-                return payload
-    return _model(WebhookPayload, _decoded(raw))
+                return _as_received(payload)
+    return _as_received(_model(WebhookPayload, _decoded(raw)))
+
+
+def _as_received(payload: WebhookPayload) -> WebhookPayload:
+    """`payload`, refused (422) for what Alertmanager never sends and the model lets pass: a time without a
+    UTC offset (firing_key would read it as the host's local time, parse_time as UTC) or an empty label
+    name. Checked here, on arrival, not in the model, which also re-reads payloads stored before."""
+    problems = []
+    for index, alert in enumerate(payload.alerts):
+        problems += [f"alerts.{index}.{field}: time has no UTC offset (RFC 3339 ends with Z or ±hh:mm)"
+                     for field in ("startsAt", "endsAt") if naive_time(getattr(alert, field))]
+        if "" in alert.labels:
+            problems.append(f"alerts.{index}.labels: a label name is empty")
+    if problems:
+        raise Rejected(422, "invalid_payload", "; ".join(problems))
+    return payload
 
 
 def _nested_extras(payload: WebhookPayload) -> bool:
