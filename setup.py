@@ -21,9 +21,9 @@ FOLDERS = {
     "deploy": "vigil.deploy",
 }
 
-# folders that are neither code nor data the installed package reads (build contexts, generated
-# manifests, examples for the docs)
-NOT_SHIPPED = ["__pycache__", "*.__pycache__", "images", "images.*", "kubernetes", "kubernetes.*", "examples"]
+# folders that are neither code nor data the installed package reads (image build contexts, the generated
+# manifests); oncall/examples ships: `vigil deploy kubernetes build` reads its contacts.yaml
+NOT_SHIPPED = ["__pycache__", "*.__pycache__", "images", "images.*", "kubernetes", "kubernetes.*"]
 
 # Data folders (templates/, specs/, json/, ...) are packages too, as setuptools asks ("is absent from the
 # `packages` configuration"); their files are chosen by pyproject.toml's package-data.

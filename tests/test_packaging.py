@@ -15,7 +15,8 @@ from stack_support import shadowing_workdir
 REPO = Path(__file__).resolve().parents[1]
 FOLDERS = ("vigil", "exporters", "rules", "aiops", "notifier", "oncall", "dashboards")
 DATA_FOLDERS = ("rules/specs", "rules/tests", "notifier/console/templates", "notifier/console/static",
-                "notifier/postmortem/templates", "dashboards/json", "dashboards/provisioning", "deploy/systemd/units")
+                "notifier/postmortem/templates", "dashboards/json", "dashboards/provisioning", "deploy/systemd/units",
+                "oncall/examples")
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +56,10 @@ def test_every_package_folder_and_data_file_ships(wheel: Path):
     shipped_specs = {n for n in names if n.startswith("vigil/rules/specs/")}
     assert shipped_specs == {f"vigil/rules/specs/{p.name}" for p in (REPO / "rules" / "specs").glob("*.yaml")}
     for folder in DATA_FOLDERS:  # every file of the data folders the code reads
-        for path in (REPO / folder).rglob("*"):
-            if path.is_file() and "__pycache__" not in path.parts:
+        for name in subprocess.run(["git", "ls-files", folder], cwd=REPO, capture_output=True, text=True,
+                                   check=True).stdout.splitlines():  # tracked files: no stray local ones
+            path = REPO / name
+            if path.is_file():
                 assert f"vigil/{path.relative_to(REPO).as_posix()}" in names, f"{path.relative_to(REPO)} is not in the wheel"
     assert "vigil/aiops/detect/thresholds.json" in names
 
