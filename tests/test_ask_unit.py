@@ -91,6 +91,9 @@ def test_the_hottest_gpus_of_a_node_in_a_window_compose_from_their_pieces(knowle
     # the GPU-wide last-XID time has no `xid` label: the per-XID one answers rather than dropping the filter
     ("when did XID 79 last happen on node-1?", 'vigil_gpu_xid_last_seen_timestamp_seconds{node="node-1", xid="79"}'),
     ("when was the last XID on node-2?", 'vigil_gpu_last_xid_timestamp_seconds{node="node-2"}'),
+    # ... but a metric with the label that measures something else does not displace the one asked about
+    ("disk read errors on node-1 gpu 0", 'node_disk_read_bytes_total{node="node-1"}'),
+    ("free disk on node-1 gpu 2", 'node_filesystem_free_bytes{node="node-1"}'),
 ])
 def test_counters_units_filters_and_groups_compose_as_an_operator_would(question, expected, knowledge):
     assert ask(question, knowledge).promql == expected

@@ -68,20 +68,25 @@ def ask(question: str, knowledge: Knowledge | None = None) -> Answer:
 
 
 def _best_with_labels(intent: Intent, knowledge: Knowledge, near: list, allowed) -> Match:
-    """The best metric among those that carry every label the question filters on ("XID 79 on node-1":
-    `xid` and `node`) or whose labels the catalog does not know, if one answers; else the best of all (a filter its metric lacks is then dropped,
-    and the explanation says so)."""
+    """The best metric; but when it lacks a label the question filters on ("XID 79 on node-1": `xid`), the
+    best of those that carry them all (or whose labels the catalog does not know, as the AIOps service's)
+    if it matches every word the best one matches: the filter is then kept, not dropped. A metric that
+    does not is another measurement, and the best one answers (saying the filter was dropped)."""
     filters = frozenset(intent.filter_words)
+    best = best_metric(intent.words, knowledge, near, filters, allowed)
     wanted = set(intent.matchers)
-    if wanted:
-        def labelled(name: str) -> bool:  # labels not in the catalog (AIOps series) may be any
-            labels = knowledge.labels(name)
-            return (labels is None or wanted <= labels) and (allowed is None or allowed(name))
-        try:
-            return best_metric(intent.words, knowledge, near, filters, labelled)
-        except Unanswerable:
-            pass
-    return best_metric(intent.words, knowledge, near, filters, allowed)
+    labels = knowledge.labels(best.name)
+    if not wanted or labels is None or wanted <= labels:
+        return best
+
+    def labelled(name: str) -> bool:
+        known = knowledge.labels(name)
+        return (known is None or wanted <= known) and (allowed is None or allowed(name))
+    try:
+        kept = best_metric(intent.words, knowledge, near, filters, labelled)
+    except Unanswerable:
+        return best
+    return kept if kept.matched >= best.matched else best
 
 
 def _retrieve(intent: Intent, knowledge: Knowledge, near: list) -> Match:
