@@ -15,7 +15,7 @@ G = 'node="$node", gpu="$gpu"'
 
 # the newest XID series by its last time (NVML), else DCGM's last code made a label: "XID 79" either way
 LAST_XID = (f"topk(1, vigil_gpu_xid_last_seen_timestamp_seconds{{{G}}}) "
-            f"or count_values(\"xid\", vigil_gpu_last_xid_code{{{G}}} > 0)")
+            f"or on () count_values(\"xid\", vigil_gpu_last_xid_code{{{G}}} > 0)")
 
 _TO_JOB = drill("Job ${__field.labels.job_id}", JOB_UID, ("job_id",))
 _TO_NODE = drill("Node ${__field.labels.node}", NODE_UID, ("node",))
@@ -38,7 +38,8 @@ def build():
                                 thresholds=((None, "red"), (1, "green"))))
              .with_panel(single("Last XID", [(LAST_XID, "XID {{xid}}")], COUNT,
                                 "The XID the GPU reported last: by its per-XID time (NVML exporter) or its "
-                                "last XID code (DCGM). Empty: none since the exporter started.")
+                                "last XID code (DCGM). Empty: none since the exporter started.",
+                                thresholds=((None, "orange"),))
                          .text_mode(common.BigValueTextMode.NAME))
              .with_panel(single("Jobs", f"count(vigil_gpu_job{{{G}}}) or vector(0)", COUNT,
                                 "Jobs holding the GPU now.")))

@@ -19,12 +19,16 @@ def test_last_xid_names_the_newest_xid_from_either_backend(tmp_path):
         pytest.skip(str(exc))
     nvml = 'node="n1", gpu="0", uuid="GPU-a", instance="n1:9835", job="vigil-gpu"'
     dcgm = 'node="n2", gpu="0", uuid="GPU-b", instance="n2:9400", job="dcgm"'
+    both = 'node="n4", gpu="0", uuid="GPU-d", instance="n4:9400"'
     series = [  # on n1 XID 62, then XID 79 later; n2 is read through DCGM, whose last code is 48
         {"series": f'vigil_gpu_xid_last_seen_timestamp_seconds{{{nvml}, xid="62", class="critical"}}', "values": "100x10"},
         {"series": f'vigil_gpu_xid_last_seen_timestamp_seconds{{{nvml}, xid="79", class="critical"}}', "values": "200x10"},
         {"series": f"vigil_gpu_last_xid_code{{{dcgm}}}", "values": "48x10"},
         {"series": 'vigil_gpu_last_xid_code{node="n3", gpu="0", uuid="GPU-c", instance="n3:9400", job="dcgm"}',
          "values": "0x10"},  # DCGM's 0: none
+        # n4 is read by both (DCGM beside the NVML exporter): one answer, the per-XID time's
+        {"series": f'vigil_gpu_xid_last_seen_timestamp_seconds{{{both}, xid="62", class="critical"}}', "values": "300x10"},
+        {"series": f'vigil_gpu_last_xid_code{{{both}, job="dcgm"}}', "values": "79x10"},
     ]
     expected = [
         (_query("vigil-gpu", "Last XID", node="n1", gpu="0"),
@@ -32,6 +36,9 @@ def test_last_xid_names_the_newest_xid_from_either_backend(tmp_path):
            "value": 200}]),
         (_query("vigil-gpu", "Last XID", node="n2", gpu="0"), [{"labels": '{xid="48"}', "value": 1}]),
         (_query("vigil-gpu", "Last XID", node="n3", gpu="0"), []),
+        (_query("vigil-gpu", "Last XID", node="n4", gpu="0"),
+         [{"labels": "{__name__=\"vigil_gpu_xid_last_seen_timestamp_seconds\", " + both + ', xid="62", class="critical"}',
+           "value": 300}]),
     ]
     tests = {"rule_files": [], "evaluation_interval": "1m", "tests": [{
         "interval": "1m", "input_series": series,
