@@ -57,21 +57,26 @@ def test_the_probe_reads_named_rules_from_the_generated_file_and_refuses_unknown
 
 
 def test_the_xid_recurring_bench_history_gives_every_series_three_occasions_and_their_times():
-    """bench/rules/xid_recurring.py: each counter appears 3 times in the week (first event, two reboots
-    of 10 minutes), and both last-time gauges hold the minute of the latest appearance."""
+    """bench/rules/xid_recurring.py: each counter appears 3 times in the week (first event, two node reboots
+    of 10 minutes), its own last time holds the minute of its latest appearance, and its GPU's the newest
+    of its two XIDs'."""
     import numpy as np
 
     bench = load_bench("rules/xid_recurring.py")
     end = 1_800_000_000.0
     rows = bench.history(16, 7, end)
-    assert len(rows) == 3 * 16
-    for counter, per_xid, per_gpu in zip(rows[0::3], rows[1::3], rows[2::3]):
-        name, labels, t, values = counter
-        present = ~np.isnan(values)
-        appearances = np.flatnonzero(present & ~np.concatenate(([False], present[:-1])))
-        assert len(appearances) == 3 and t[appearances[0]] < t[0] + 86400
-        assert np.all(np.diff(t[appearances]) >= 86400)  # reboots on separate days: separate occasions
-        assert per_xid[1] == labels and "xid" not in per_gpu[1]
-        for gauge in (per_xid[3], per_gpu[3]):
-            assert np.array_equal(np.isnan(gauge), ~present)
-            assert gauge[-1] == t[appearances[-1]]
+    assert len(rows) == 16 + 16 + 8  # two XIDs a GPU, each with its time; the GPU's time
+    for g in range(8):
+        group = rows[5 * g:5 * g + 5]
+        counters, per_xid, per_gpu = group[0:4:2], group[1:4:2], group[4]
+        assert len({c[1]["xid"] for c in counters}) == 2 and "xid" not in per_gpu[1]
+        latest = []
+        for (_, labels, t, values), (_, xid_labels, _, seen) in zip(counters, per_xid):
+            present = ~np.isnan(values)
+            appearances = np.flatnonzero(present & ~np.concatenate(([False], present[:-1])))
+            assert len(appearances) == 3 and t[appearances[0]] < t[0] + 86400
+            assert np.all(np.diff(t[appearances]) >= 86400)  # reboots on separate days: separate occasions
+            assert xid_labels == labels and np.array_equal(np.isnan(seen), ~present)
+            assert seen[-1] == t[appearances[-1]]
+            latest.append(seen)
+        assert np.array_equal(per_gpu[3], np.fmax(*latest), equal_nan=True)
