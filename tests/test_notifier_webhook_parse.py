@@ -1,6 +1,6 @@
 """The webhook's body parser (`notifier/api/parse.py: webhook_of`) lets pydantic parse plain JSON text
 itself; every body must still get exactly what the long way (`decode_json_body`, then validating the
-objects) gives: the same notification, or the same refusal with the same status, reason and message."""
+objects, then the checks on arrival) gives: the same notification, or the same refusal with the same status, reason and message."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from test_notifier_support import alert, payload
 
 def the_long_way(raw: bytes):
     try:
-        return parse._model(WebhookPayload, parse._decoded(raw)).model_dump_json()
+        return parse._as_received(parse._model(WebhookPayload, parse._decoded(raw))).model_dump_json()
     except Rejected as exc:
         return exc.status, exc.reason, exc.message
 
