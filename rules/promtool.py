@@ -14,6 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
+from vigil.common.durations import parse_prometheus_duration
+
 from .dump import dump_yaml
 from .generate import prometheus_rule_file
 from .model import RuleSet
@@ -55,33 +59,52 @@ def check_rules(ruleset: RuleSet, *, max_for_seconds: float | None = None, timeo
         return _run(["check", "rules", RULE_FILE_NAME], Path(tmp), timeout)
 
 
-def _share_out(names: list[str], sizes: list[int], workers: int) -> list[list[str]]:
-    """`names` in `workers` batches of about equal total size (largest first onto the lightest batch)."""
+def evaluation_steps(path: Path) -> int:
+    """About how many rule evaluations promtool runs for a test file: each test group evaluates every rule
+    at each `evaluation_interval` up to its last `eval_time`, so this, not the file's size, is its cost
+    (a short file of 3-hour tests costs more than a long one of 20-minute tests). 1 for a file that does
+    not read as a test file: promtool will say what is wrong with it."""
+    try:
+        document = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        step = parse_prometheus_duration(document.get("evaluation_interval", "1m"))
+        total = 0
+        for group in document.get("tests") or []:
+            times = [parse_prometheus_duration(case["eval_time"])
+                     for key in ("alert_rule_test", "promql_expr_test") for case in group.get(key) or []]
+            total += int(max(times, default=0) // step) + 1
+        return max(1, total)
+    except (OSError, yaml.YAMLError, AttributeError, KeyError, TypeError, ValueError, ZeroDivisionError):
+        return 1
+
+
+def _share_out(names: list[str], costs: list[int], workers: int) -> list[list[str]]:
+    """`names` in `workers` batches of about equal total cost (costliest first onto the lightest batch)."""
     count = max(1, min(workers, len(names)))
     totals, batches = [0] * count, [[] for _ in range(count)]
-    for size, name in sorted(zip(sizes, names), reverse=True):
+    for cost, name in sorted(zip(costs, names), reverse=True):
         lightest = totals.index(min(totals))
-        totals[lightest] += size
+        totals[lightest] += cost
         batches[lightest].append(name)
     return [sorted(batch) for batch in batches if batch]
 
 
-def test_rules(ruleset: RuleSet, test_files: list[Path], *, timeout: float = 120,
+def test_rules(ruleset: RuleSet, test_files: list[Path], *, timeout: float = 300,
                workers: int | None = None) -> PromtoolResult:
     """`promtool test rules` on copies of `test_files` next to the rule file generated from `ruleset`.
 
     promtool runs the files of one call one after another on one core; the files are shared out over
-    `workers` promtool processes (default: one per CPU) that run at once, and their outputs joined.
+    `workers` promtool processes (default: one per CPU) that run at once, by their `evaluation_steps`, and
+    their outputs joined. `timeout` bounds each process (the shipped tests take about a minute of CPU).
     """
     with tempfile.TemporaryDirectory(prefix="vigil-rules-test-") as tmp:
         (Path(tmp) / RULE_FILE_NAME).write_text(dump_yaml(prometheus_rule_file(ruleset)), encoding="utf-8")
-        names, sizes = [], []
+        names, costs = [], []
         for i, path in enumerate(test_files):
             name = f"{i:02d}-{Path(path).name}"  # two test files may share a base name
             shutil.copyfile(path, Path(tmp) / name)
             names.append(name)
-            sizes.append(Path(path).stat().st_size)
-        batches = _share_out(names, sizes, workers or os.cpu_count() or 1)
+            costs.append(evaluation_steps(path))
+        batches = _share_out(names, costs, workers or os.cpu_count() or 1)
         if len(batches) <= 1:
             return _run(["test", "rules", *names], Path(tmp), timeout)
         with ThreadPoolExecutor(len(batches)) as pool:

@@ -75,6 +75,11 @@ def test_the_wheel_is_the_projects_version_and_its_build_tools_are_pinned():
     tools = [word for command in stages()["wheel"].commands() if command[:2] == ["pip", "install"]
              for word in command[2:] if not word.startswith("-")]
     assert tools and all(re.fullmatch(r"[\w.-]+==[\w.!+-]+", tool) for tool in tools), tools
+    # a tool the runtime also installs is pinned alike, or the two stages would disagree on its version
+    pins = dict(line.split("==") for line in CONSTRAINTS.read_text(encoding="utf-8").splitlines() if "==" in line)
+    differ = {name: (version, pins[name]) for name, version in (tool.split("==") for tool in tools)
+              if pins.get(name, version) != version}
+    assert not differ, f"the wheel stage's pin, constraints.txt's: {differ}"
 
 
 def test_the_wheel_stage_copies_every_package_folder_and_the_context_sends_them():

@@ -69,8 +69,13 @@ def installed(tmp_path_factory) -> Path:
             copy(origin, src / source.rstrip("/"), **({"ignore": shutil.ignore_patterns("__pycache__")} if origin.is_dir() else {}))
     _run([sys.executable, "-m", "venv", "--without-pip", str(root / "venv")])
     python = root / "venv" / "bin" / "python"
+    pinned = set()
     for command in all_stages["wheel"].commands():
         _pip(python, command, {"/wheels": wheels}, [], cwd=src)
+        pinned |= {word.lower() for word in command[2:] if "==" in word}
+    # the build stage is reproducible only if nothing it installs comes unpinned (wheel's packaging did)
+    listed = _run([str(python), "-c", "import importlib.metadata as m; print(*sorted(f\"{d.metadata['Name'].lower()}=={d.version}\" for d in m.distributions()))"]).stdout.split()
+    assert set(listed) == pinned, f"the wheel stage installed {listed}, pins {sorted(pinned)}"
     # what the runtime stage installs from: the tested venv's distributions, vigil's own left out
     deps = root / "deps"
     deps.mkdir()

@@ -53,8 +53,27 @@ def test_missing_promtool_is_a_clear_error():
     assert "apt-get install prometheus" in result.output
 
 
-def test_test_files_are_shared_out_largest_first_onto_the_lightest_worker():
+def test_test_files_are_shared_out_costliest_first_onto_the_lightest_worker():
     from vigil.rules.promtool import _share_out
 
     assert _share_out(["a", "b", "c", "d", "e"], [5, 4, 3, 2, 1], workers=2) == [["a", "d", "e"], ["b", "c"]]
     assert _share_out(["a", "b"], [1, 9], workers=8) == [["b"], ["a"]]  # no more batches than files
+
+
+def test_a_test_files_cost_is_its_evaluation_steps_not_its_size(tmp_path):
+    """promtool evaluates every rule at each evaluation_interval up to a group's last eval_time: three
+    hours at 1m cost 181 evaluations however short the file; a file promtool will refuse costs 1."""
+    from vigil.rules.promtool import evaluation_steps
+
+    long_tests = tmp_path / "long.yaml"
+    long_tests.write_text("evaluation_interval: 1m\ntests:\n"
+                          "  - alert_rule_test: [{eval_time: 1h, alertname: A}, {eval_time: 3h, alertname: A}]\n"
+                          "  - promql_expr_test: [{eval_time: 30m, expr: up}]\n")
+    assert evaluation_steps(long_tests) == 181 + 31
+    coarse = tmp_path / "coarse.yaml"
+    coarse.write_text("evaluation_interval: 10m\ntests:\n  - alert_rule_test: [{eval_time: 3h, alertname: A}]\n")
+    assert evaluation_steps(coarse) == 19
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("tests: [{alert_rule_test: [{eval_time: soon}]}]\n")
+    assert evaluation_steps(broken) == 1
+    assert evaluation_steps(tmp_path / "missing.yaml") == 1
