@@ -1,18 +1,21 @@
 """How much does choosing `vigil`'s parameters on NAB flatter its NAB score? A cross-half check.
 
-    .venv/bin/python bench/aiops/nab_params.py [--record] [--processes N]
+    .venv/bin/python bench/aiops/nab_params.py [--record] [--processes N] [--search TEXT]
 
 `vigil aiops evaluate nab`'s held-out figure protects the threshold only: the detector's parameters are
 chosen on the corpus too. Here the choosing is done by a procedure, so that it can be repeated on half
-the files: a coordinate search from version 5's setting over candidate values per parameter, passes
+the files: a coordinate search from an earlier version's setting over candidate values per parameter, passes
 until nothing changes, each step keeping the value with the best score at its own best threshold. Run
 on one half of the files (the halves of `evaluate nab`), its setting and threshold score the other
 half, both ways; the two raw totals are normalised together, as `evaluate nab` does. No label of the
 files it scores chose the searched parameters or the threshold (the rest of the setting, and the
 searched test itself, were chosen on the whole corpus).
 
-Two searches: over the breakout test's tolerance alone (version 6's change), and over every parameter.
-Figures go to section `aiops-nab-params` of docs/benchmarks.md with --record only.
+Three searches: over the breakout test's tolerance alone from version 5 (version 6's change), over the
+spike memory and the z floor from version 7 (a candidate for version 8, not shipped: docs/aiops-anomaly.md),
+and over every parameter from version 5.
+`--search TEXT` runs only the searches whose title holds TEXT (not with --record). Figures go to section
+`aiops-nab-params` of docs/benchmarks.md with --record only.
 """
 
 from __future__ import annotations
@@ -36,13 +39,18 @@ from vigil.aiops.nab.evaluate import profile_curves, run_detector  # noqa: E402
 
 DOC = REPO / "docs" / "benchmarks.md"
 SECTION = "aiops-nab-params"
-#: where every search starts: version 5, the last setting before the breakout test
-START = replace(VigilParameters(), breakout_tolerance=0.0)
+#: version 7's setting, the shipped one (spike memory and z floor spelled out: the two the candidate search moves)
+VERSION_7 = replace(VigilParameters(), spike_memory=2000, z_floor=3.0)
+#: version 5, the last setting before the breakout test
+VERSION_5 = replace(VERSION_7, breakout_tolerance=0.0)
+STARTS = {"version 5": VERSION_5, "version 7": VERSION_7}
 BREAKOUT = {"breakout_tolerance": (0.0, 0.02, 0.03, 0.05, 0.07, 0.1)}
-#: candidate values per parameter, searched in this order
-SPACES = {
-    "the breakout tolerance alone": BREAKOUT,
-    "every parameter": {
+SPIKES = {"spike_memory": (1000, 2000, 3000, 4000, 6000, 8000), "z_floor": (2.5, 3.0, 3.5, 4.0, 4.5)}
+#: title -> (the setting a search starts from, candidate values per parameter, searched in this order)
+SEARCHES = {
+    "the breakout tolerance alone": ("version 5", BREAKOUT),
+    "the spike memory and the z floor (a candidate for version 8)": ("version 7", SPIKES),
+    "every parameter": ("version 5", {
         **BREAKOUT,
         "breakout_memory": (100, 300, 1000),
         "spike_memory": (1000, 2000, 3000, 4000, 6000),
@@ -55,7 +63,7 @@ SPACES = {
         "quiet": (100, 200, 300),
         "escalate": (1.3, 1.5, 2.0),
         "baseline": (3000, 5000, 8000),
-    },
+    }),
 }
 MAX_PASSES = 4
 SCOPES = ("A", "B", "whole")
@@ -106,8 +114,8 @@ class Runs:
             self.seen[setting] = outcome
         return [self.seen[s] for s in settings]
 
-    def search(self, space: dict, scope: str) -> tuple[VigilParameters, list[str]]:
-        current, trace = START, []
+    def search(self, start: VigilParameters, space: dict, scope: str) -> tuple[VigilParameters, list[str]]:
+        current, trace = start, []
         for passes in range(1, MAX_PASSES + 2):
             if passes > MAX_PASSES:
                 trace.append(f"stopped after {MAX_PASSES} passes, still changing")
@@ -126,27 +134,28 @@ class Runs:
         return current, trace
 
 
-def changes(setting: VigilParameters) -> str:
-    """The parameters where a setting differs from version 5."""
-    start = asdict(START)
-    return ", ".join(f"{k}={v}" for k, v in asdict(setting).items() if start[k] != v) or "none"
+def changes(setting: VigilParameters, start: VigilParameters) -> str:
+    """The parameters where a setting differs from `start`."""
+    before = asdict(start)
+    return ", ".join(f"{k}={v}" for k, v in asdict(setting).items() if before[k] != v) or "none"
 
 
-def report(runs: Runs, title: str, space: dict, norm: dict) -> str:
-    chosen = {scope: runs.search(space, scope) for scope in SCOPES}
+def report(runs: Runs, title: str, start_name: str, space: dict, norm: dict) -> str:
+    start = STARTS[start_name]
+    chosen = {scope: runs.search(start, space, scope) for scope in SCOPES}
     on_a, on_b, on_whole = (runs.seen[chosen[s][0]] for s in SCOPES)
     raw_a, raw_b = on_b.raw_a_at_b, on_a.raw_b_at_a  # A scored with B's choice, B with A's
     steps = "\n".join(f"  * on {scope}: " + ("; ".join(trace) or "no change") for scope, (_, trace) in chosen.items())
-    return f"""**Search over {title}** ({sum(len(v) for v in space.values())} candidate values). Its steps, with the
-score at the searched files' own best threshold:
+    return f"""**Search over {title}** from {start_name}'s setting ({sum(len(v) for v in space.values())} candidate values). Its steps,
+with the score at the searched files' own best threshold:
 
 {steps}
 
-| search on | its choice (changes from version 5) | own score | scores the other half |
+| search on | its choice (changes from {start_name}) | own score | scores the other half |
 |---|---|---:|---:|
-| half A | {changes(chosen['A'][0])} | {on_a.own['A']:.1f} | {norm['B'].normalise(raw_b):.1f} (half B) |
-| half B | {changes(chosen['B'][0])} | {on_b.own['B']:.1f} | {norm['A'].normalise(raw_a):.1f} (half A) |
-| whole corpus | {changes(chosen['whole'][0])} | {on_whole.own['whole']:.1f} | — |
+| half A | {changes(chosen['A'][0], start)} | {on_a.own['A']:.1f} | {norm['B'].normalise(raw_b):.1f} (half B) |
+| half B | {changes(chosen['B'][0], start)} | {on_b.own['B']:.1f} | {norm['A'].normalise(raw_a):.1f} (half A) |
+| whole corpus | {changes(chosen['whole'][0], start)} | {on_whole.own['whole']:.1f} | — |
 
 Parameters and threshold chosen on one half, scored on the other, both ways: **{norm['whole'].normalise(raw_a + raw_b):.1f}**.
 """
@@ -156,21 +165,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_record_option(parser)
     parser.add_argument("--processes", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--search", default="", help="run only the searches whose title holds this text")
     args = parser.parse_args()
+    if args.search and args.record:
+        parser.error("--record writes the whole section: run every search (no --search)")
+    searches = {title: search for title, search in SEARCHES.items() if args.search in title}
+    if not searches:
+        parser.error(f"no search title holds {args.search!r}: {', '.join(SEARCHES)}")
     norm = normalisers()
     with ProcessPoolExecutor(args.processes) as pool:
         runs = Runs(pool)
-        sections = [report(runs, title, space, norm) for title, space in SPACES.items()]
-        start, shipped = runs.outcomes([START, VigilParameters()])
+        sections = [report(runs, title, start, space, norm) for title, (start, space) in searches.items()]
+        start, shipped = runs.outcomes([VERSION_5, VigilParameters()])
     threshold_only = norm["whole"].normalise(shipped.raw_a_at_b + shipped.raw_b_at_a)
     text = f"""## AIOps: `vigil` parameters chosen on one NAB half, scored on the other (`bench/aiops/nab_params.py`)
 
 Machine: {machine_summary()}. Date: {utc_now()}. Command: `.venv/bin/python bench/aiops/nab_params.py`.
-Standard profile. Coordinate searches from version 5's setting, each step keeping the value with the
-best score at its own best threshold ({len(runs.seen)} settings run).
+Standard profile. Coordinate searches from an earlier version's setting, each step keeping the value with
+the best score at its own best threshold ({len(runs.seen)} settings run).
 
 """ + "\n".join(sections) + f"""
-The shipped setting ({changes(VigilParameters())}): {shipped.own['whole']:.1f} tuned, {threshold_only:.1f} with the threshold
+The shipped setting (version {VigilDetector.version}; changes from version 5: {changes(VigilParameters(), VERSION_5)}): {shipped.own['whole']:.1f} tuned, {threshold_only:.1f} with the threshold
 alone held out (`evaluate nab`'s figures); half A {shipped.own['A']:.1f}, half B {shipped.own['B']:.1f} at their own
 thresholds. Version 5: {start.own['whole']:.1f} tuned, half A {start.own['A']:.1f}, half B {start.own['B']:.1f}.
 """
