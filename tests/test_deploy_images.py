@@ -14,6 +14,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from packaging.utils import canonicalize_name
 
 from deploy_images_support import CONSTRAINTS, DOCKERFILE, IMAGES, REPO, constraints_text, stages
 
@@ -76,9 +77,11 @@ def test_the_wheel_is_the_projects_version_and_its_build_tools_are_pinned():
              for word in command[2:] if not word.startswith("-")]
     assert tools and all(re.fullmatch(r"[\w.-]+==[\w.!+-]+", tool) for tool in tools), tools
     # a tool the runtime also installs is pinned alike, or the two stages would disagree on its version
-    pins = dict(line.split("==") for line in CONSTRAINTS.read_text(encoding="utf-8").splitlines() if "==" in line)
-    differ = {name: (version, pins[name]) for name, version in (tool.split("==") for tool in tools)
-              if pins.get(name, version) != version}
+    # (constraints.txt's names are canonical: compare the stage's by theirs, so 'Packaging' is no escape)
+    pins = dict(line.split("==") for line in CONSTRAINTS.read_text(encoding="utf-8").splitlines()
+                if line and not line.startswith("#"))
+    stage = {canonicalize_name(name): version for name, version in (tool.split("==") for tool in tools)}
+    differ = {name: (version, pins[name]) for name, version in stage.items() if pins.get(name, version) != version}
     assert not differ, f"the wheel stage's pin, constraints.txt's: {differ}"
 
 

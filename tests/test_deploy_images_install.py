@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from packaging.utils import canonicalize_name
 
 from deploy_images_support import COMMANDS, DOCKERFILE, IMAGES, REPO, stages
 from exporters_nvml_support import free_ports, wait_until
@@ -46,6 +47,12 @@ def _map(word: str, paths: dict[str, Path]) -> str:
     for image_path, local in paths.items():
         word = re.sub(rf"{re.escape(image_path)}(?=/|$)", str(local), word)
     return word
+
+
+def _canonical(pin: str) -> str:
+    """'Name==1.0' with the name as pip compares it ('Foo_Bar' and 'foo-bar' are one distribution)."""
+    name, version = pin.split("==")
+    return f"{canonicalize_name(name)}=={version}"
 
 
 def _pip(venv_python: Path, command: list[str], paths: dict[str, Path], extra: list[str], cwd: Path) -> None:
@@ -72,10 +79,10 @@ def installed(tmp_path_factory) -> Path:
     pinned = set()
     for command in all_stages["wheel"].commands():
         _pip(python, command, {"/wheels": wheels}, [], cwd=src)
-        pinned |= {word.lower() for word in command[2:] if "==" in word}
+        pinned |= {_canonical(word) for word in command[2:] if "==" in word}
     # the build stage is reproducible only if nothing it installs comes unpinned (wheel's packaging did)
-    listed = _run([str(python), "-c", "import importlib.metadata as m; print(*sorted(f\"{d.metadata['Name'].lower()}=={d.version}\" for d in m.distributions()))"]).stdout.split()
-    assert set(listed) == pinned, f"the wheel stage installed {listed}, pins {sorted(pinned)}"
+    listed = _run([str(python), "-c", "import importlib.metadata as m; print(*(f\"{d.metadata['Name']}=={d.version}\" for d in m.distributions()))"]).stdout.split()
+    assert {_canonical(word) for word in listed} == pinned, f"the wheel stage installed {listed}, pins {sorted(pinned)}"
     # what the runtime stage installs from: the tested venv's distributions, vigil's own left out
     deps = root / "deps"
     deps.mkdir()
