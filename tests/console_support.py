@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from argon2 import PasswordHasher
 from fastapi.testclient import TestClient
 
 from vigil.notifier.app import create_app
 from vigil.oncall.loader import parse_oncall
-from test_notifier_incidents_api import T0, Clock  # noqa: F401 (a settable clock, re-exported)
+from sim_clock import FakeClock
 from test_notifier_support import AUTH, alert, make_settings, payload
 
 HOOK = "/api/v1/alerts/alertmanager"
@@ -51,7 +50,7 @@ default_policy: main
 """
 
 
-def console_client(tmp_path, clock: Clock, run_worker: bool = False, base_url: str = "http://testserver",
+def console_client(tmp_path, clock: FakeClock, run_worker: bool = False, base_url: str = "http://testserver",
                    **settings) -> TestClient:
     app = create_app(make_settings(tmp_path, **settings), parse_oncall(oncall_text()), run_worker=run_worker,
                      clock=clock)
@@ -76,15 +75,3 @@ def open_incident(client: TestClient, **labels) -> int:
     assert answer.status_code == 200, answer.text
     listed = client.get("/api/v1/incidents", headers=AUTH).json()["incidents"]
     return listed[-1]["id"]
-
-
-@pytest.fixture
-def clock():
-    return Clock()
-
-
-@pytest.fixture
-def client(tmp_path, clock):
-    """The console on a fresh notifier (no worker), nobody logged in."""
-    with console_client(tmp_path, clock) as client:
-        yield client

@@ -7,13 +7,14 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from sim_clock import SIM_NOW
 from vigil.aiops.disk.model import train_disk_model
 from vigil.aiops.disk.simulate import FleetSpec, simulate_fleet
 from vigil.aiops.risk.disk_signals import score_disks
 from vigil.exporters.sim.smart import DiskFault, SimDisk, smart_document
 from vigil.exporters.smart import parse_disk
 
-NOW = 1_790_000_000.0
+NOW = SIM_NOW
 DAY_S = 86_400.0
 
 

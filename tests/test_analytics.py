@@ -47,7 +47,6 @@ from vigil.notifier.store import Store
 from vigil.oncall.loader import parse_oncall
 from vigil.oncall.notify_rules import in_working_hours
 from vigil.oncall.plan import person_hours, person_zone
-from pg_support import db_url, postgres_server  # noqa: F401 (fixtures)
 from test_notifier_support import NotifierServer, alert, free_port, make_settings, payload, run_dir_for
 
 ONCALL = """

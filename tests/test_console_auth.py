@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from vigil.notifier.console.auth import MAX_FAILURES, SESSION_COOKIE
-from console_support import AUTH, T0, client, clock, console_client, csrf_of, log_in, open_incident  # noqa: F401 (fixtures)
-from pg_support import db_url, postgres_server  # noqa: F401 (fixtures)
+from console_support import AUTH, console_client, csrf_of, log_in, open_incident
+from sim_clock import SIM_NOW
 
 
 def state_of(client, incident_id) -> dict:
@@ -106,11 +106,11 @@ def test_logout_revokes_the_session_even_for_a_kept_cookie(client):
 def test_sessions_expire_when_idle_and_at_the_latest_after_their_lifetime(client, clock):
     sessions = client.app.state.store.console_sessions
     log_in(client)
-    clock.now = T0 + sessions.idle_s - 60
+    clock.now = SIM_NOW + sessions.idle_s - 60
     assert client.get("/console/incidents").status_code == 200  # activity keeps it alive
     clock.now += sessions.idle_s - 60
     assert client.get("/console/incidents").status_code == 200
-    clock.now = T0 + sessions.ttl_s
+    clock.now = SIM_NOW + sessions.ttl_s
     assert client.get("/console/incidents").status_code == 303
     log_in(client)
     clock.now += sessions.idle_s
@@ -145,12 +145,12 @@ def test_a_flood_of_made_up_names_neither_grows_the_throttle_nor_unlocks_a_name(
     from vigil.notifier.console.auth import MAX_TRACKED, LoginThrottle
     throttle = LoginThrottle()
     for n in range(MAX_FAILURES):
-        throttle.failed("alice", T0 + n)
+        throttle.failed("alice", SIM_NOW + n)
     for n in range(MAX_TRACKED + 50):  # a flood of made-up names
-        throttle.failed(f"made-up-{n}", T0 + 10)
+        throttle.failed(f"made-up-{n}", SIM_NOW + 10)
     assert len(throttle._failures) <= MAX_TRACKED
-    assert throttle.wait_s("alice", T0 + 10) > 0  # still locked out
-    assert throttle.wait_s(f"made-up-{MAX_TRACKED + 49}", T0 + 10) == 0  # one failure: may try again
+    assert throttle.wait_s("alice", SIM_NOW + 10) > 0  # still locked out
+    assert throttle.wait_s(f"made-up-{MAX_TRACKED + 49}", SIM_NOW + 10) == 0  # one failure: may try again
 
 
 def test_a_huge_password_is_just_wrong(client):

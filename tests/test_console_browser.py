@@ -13,7 +13,7 @@ import requests
 
 from vigil.notifier.timefmt import rfc3339
 from console_support import HOOK, PASSWORDS, oncall_text
-from test_console_oncall_browser import DESKTOP, PHONE, browser, shot  # noqa: F401 (the fixture)
+from browser_support import DESKTOP, PHONE, shot
 from test_notifier_support import AUTH, NotifierServer, alert, free_port, make_settings, payload, wait_for
 
 pytestmark = pytest.mark.e2e

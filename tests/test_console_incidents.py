@@ -6,11 +6,13 @@ a one-click link from a page in the inbox landing on the console's incident page
 from __future__ import annotations
 
 import re
+from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
 from vigil.notifier.timefmt import rfc3339
-from console_support import AUTH, HOOK, T0, client, clock, console_client, csrf_of, log_in  # noqa: F401 (fixtures)
+from console_support import AUTH, HOOK, console_client, csrf_of, log_in
+from sim_clock import SIM_NOW
 from test_notifier_support import alert, payload, wait_for
 
 
@@ -32,10 +34,14 @@ def fire(client, group: str, **labels) -> int:
     return client.get("/api/v1/incidents", headers=AUTH).json()["incidents"][-1]["id"]
 
 
+def utc_day(t: float) -> date:
+    return datetime.fromtimestamp(t, timezone.utc).date()
+
+
 def test_the_list_filters_by_state_priority_team_node_and_time(user, clock):
     client = user
     old = fire(client, "a", node="gpu-node-01", severity="critical")
-    clock.now = T0 + 5400  # 1.5 h later (the session is kept alive: idle for less than 2 h)
+    clock.now = SIM_NOW + 5400  # 1.5 h later (the session is kept alive: idle for less than 2 h)
     warn = fire(client, "b", node="gpu-node-02", severity="warning")
     crit = fire(client, "c", node="gpu-node-12", severity="critical")
     page = client.get(f"/console/incidents/{crit}")
@@ -55,9 +61,12 @@ def test_the_list_filters_by_state_priority_team_node_and_time(user, clock):
     assert shown(node="node-0") == [warn, old] and shown(node="GPU-NODE-12") == [crit]
     assert shown(since="1h") == [crit, warn] and shown(since="3h") == [crit, warn, old]
     assert shown(node="node-0", since="1h", priority=priorities[warn]) == [warn]
-    day = rfc3339(T0)[:10]  # T0 is 08:00 UTC: 1.5 h later is the same day
-    assert shown(**{"from": day, "to": day}) == [crit, warn, old] and shown(to="2027-01-14") == []
-    assert shown(**{"from": "2027-01-16"}) == []
+    # days are UTC days: the first incident's and the last two's (the same day unless the now is late)
+    first, last = utc_day(SIM_NOW), utc_day(SIM_NOW + 5400)
+    assert shown(**{"from": first.isoformat(), "to": last.isoformat()}) == [crit, warn, old]
+    assert shown(to=(first - timedelta(days=1)).isoformat()) == []
+    assert shown(**{"from": (last + timedelta(days=1)).isoformat()}) == []
+    assert shown(**{"from": last.isoformat()}) == ([crit, warn] if last != first else [crit, warn, old])
     bad = client.get("/console/incidents", params={"state": "sleeping", "since": "soon", "to": "tomorrow"})
     assert bad.status_code == 200 and "unknown state" in bad.text and "is not a duration" in bad.text
     assert "to: &#39;tomorrow&#39; is not a day" in bad.text
@@ -78,14 +87,14 @@ def test_the_live_refresh_fragment_has_the_same_rows_and_sees_a_new_incident(use
 def test_the_incident_page_shows_alerts_labels_and_the_sla_clock(user, clock):
     client = user
     incident = fire(client, "a", node="gpu-node-07", gpu="3")
-    clock.now = T0 + 120
+    clock.now = SIM_NOW + 120
     page = client.get(f"/console/incidents/{incident}")
     assert page.status_code == 200
     text = page.text
     assert "GpuLost" in text and "GPU fell off the bus" in text and "node=gpu-node-07" in text and "gpu=3" in text
     assert f'href="/console/incidents/{incident}/postmortem"' in text  # the postmortem button
     assert "Acknowledge by" in text and "3m left" in text and "Resolve by" in text and "58m left" in text
-    clock.now = T0 + 400  # past the 5 min acknowledge target: the engine's check marks the breach
+    clock.now = SIM_NOW + 400  # past the 5 min acknowledge target: the engine's check marks the breach
     from vigil.notifier.engine import sla
     sla.check(client.app.state.store, client.app.state.oncall, clock.now)
     later = client.get(f"/console/incidents/{incident}").text
@@ -100,7 +109,7 @@ def test_acknowledge_note_escalate_and_resolve_each_show_in_the_timeline_by_the_
     steps = [("ack", {}, "acknowledged"), ("note", {"text": "drained <node> & rebooting"}, "noted"),
              ("escalate", {}, "escalated"), ("resolve", {}, "resolved")]
     for n, (verb, form, done) in enumerate(steps, start=1):
-        clock.now = T0 + 60 * n
+        clock.now = SIM_NOW + 60 * n
         answer = client.post(f"/console/incidents/{incident}/{verb}", data={"csrf_token": token, **form})
         assert answer.status_code == 303 and answer.headers["location"] == f"/console/incidents/{incident}?done={done}"
     detail = client.get(f"/api/v1/incidents/{incident}", headers=AUTH).json()
@@ -123,7 +132,7 @@ def test_the_timeline_says_in_words_who_was_paged_and_why_a_window_held_it(user,
                          json={"match": {"node": "n7"}, "for": "2h", "reason": "firmware", "by": "bob"}).json()
     incident = fire(client, "held", node="n7")
     for minutes in (0, 6, 12):  # tier 1 due at once (its page held), then the pause instead of tier 2
-        clock.now = T0 + 60 * minutes
+        clock.now = SIM_NOW + 60 * minutes
         client.app.state.engine.run_once()
         while client.app.state.worker.run_once():
             pass

@@ -6,46 +6,21 @@ shows under `docs/img/`."""
 
 from __future__ import annotations
 
-import os
-import shutil
-from pathlib import Path
 
 import pytest
 import requests
 
-from test_console_oncall_support import ONCALL, Clock, at, config
+from browser_support import DESKTOP, PHONE, shot
+from sim_clock import FakeClock
+from test_console_oncall_support import ONCALL, at, config
 from test_notifier_support import AUTH, TOKEN, NotifierServer, alert, free_port, make_settings, payload
 
 pytestmark = pytest.mark.e2e  # a real server and a real browser: seconds, not milliseconds
 
-DOCS_IMG = Path(__file__).parent.parent / "docs" / "img"
-PHONE = {"width": 390, "height": 844}
-DESKTOP = {"width": 1280, "height": 800}
-
-
-@pytest.fixture
-def browser():
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        pytest.skip("Debian's chromium is not installed (make test installs it: DEB_TEST_PACKAGES)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
-        yield launched
-        launched.close()
-
-
-def shot(page, tmp_path: Path, name: str) -> None:
-    page.screenshot(path=str(tmp_path / name), full_page=True)
-    if os.environ.get("VIGIL_SCREENSHOTS") == "1":
-        DOCS_IMG.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(tmp_path / name, DOCS_IMG / name)
-
-
 def test_the_on_call_pages_in_a_browser(tmp_path, browser):
     assert config()  # the file the server runs with validates
     server = NotifierServer(make_settings(tmp_path, port=free_port()), ONCALL, run_worker=True,
-                            clock=Clock(at("2026-11-24T10:00")))
+                            clock=FakeClock(at("2026-11-24T10:00")))
     with server:
         page = browser.new_page(viewport=PHONE, device_scale_factor=2)
         page.goto(f"{server.url}/console/schedules?schedule=gpu-primary")

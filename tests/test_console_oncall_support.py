@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 
 from fastapi.testclient import TestClient
 
+from sim_clock import FakeClock
 from console_support import csrf_of, log_in
 from vigil.notifier.app import create_app
 from vigil.notifier.console.passwords import hash_password
@@ -68,18 +69,10 @@ def at(text: str, zone: ZoneInfo = BERLIN) -> float:
     return datetime.fromisoformat(text).replace(tzinfo=zone).timestamp()
 
 
-class Clock:
-    def __init__(self, now: float):
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def client_at(tmp_path, now: float, run_worker: bool = False) -> TestClient:
     """A TestClient on the notifier (its delivery worker running if `run_worker`) with the clock at
     `now`, not logged in; `client.clock.now` moves the clock."""
-    clock = Clock(now)
+    clock = FakeClock(now)
     client = TestClient(create_app(make_settings(tmp_path), config(), run_worker=run_worker, clock=clock),
                         follow_redirects=False)
     client.clock = clock

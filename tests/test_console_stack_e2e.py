@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from stack_support import start_stack
-from test_console_oncall_browser import DESKTOP, browser  # noqa: F401 (the fixture)
+from browser_support import DESKTOP
 from test_notifier_support import wait_for
 
 pytestmark = pytest.mark.e2e

@@ -19,7 +19,7 @@ from vigil.deploy.k8s.reach import problems as reach_problems
 from vigil.rules.catalog import CATALOG_PATH, read_catalog_file
 from vigil.rules.shard_split import split_rule_file
 
-from test_deploy_kubernetes import GOLDEN_RULES, one, rendered  # noqa: F401 (the overlays, rendered once per module)
+from test_deploy_kubernetes import GOLDEN_RULES, one
 
 SHARD_POD_LABEL = "operator.prometheus.io/shard"  # what prometheus-operator puts on a shard's pods
 VM_URL = "http://vigil-victoria-metrics.vigil.svc:8428"

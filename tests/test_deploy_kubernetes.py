@@ -31,11 +31,6 @@ def cli(*args: str):
     return CliRunner().invoke(main, ["deploy", "kubernetes", *args])
 
 
-@pytest.fixture(scope="module")
-def rendered() -> dict[str, list[dict]]:
-    return {size: render_overlay(DEFAULT_OUTPUT / "overlays" / size) for size in ("small", "large")}
-
-
 def one(objects: list[dict], kind: str, name: str) -> dict:
     [found] = [o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name]
     return found

@@ -8,7 +8,6 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from pg_support import db_url, postgres_server  # noqa: F401 (fixtures)
 from vigil.common.times import parse_time
 from vigil.notifier.app import create_app
 from vigil.notifier.postmortem import render_postmortem

@@ -8,13 +8,14 @@ import time
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
+from sim_clock import SIM_NOW
 from exporters_nvml_support import wait_until
 from prometheus_client.parser import text_string_to_metric_families
 
 from vigil.exporters.dcgm import SPECS, DcgmCollector
 from vigil.exporters.sim.dcgm_page import PageServer, gpu_uuid, render_page
 
-T0 = 1_790_000_000.0
+T0 = SIM_NOW
 
 
 @pytest.fixture

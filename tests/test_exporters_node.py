@@ -15,13 +15,14 @@ from click.testing import CliRunner
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from sim_clock import SIM_NOW
 from vigil.common.ports import free_port
 from vigil.exporters.node_health import SPECS, NodeHealthCollector
 from vigil.exporters.sim.smart import DAY_S, DiskFault, SimDisk, SimulatedSmartctl, smart_document
 from vigil.exporters.smart import SmartReader
 from vigil.cli_node_exporter import node
 
-T0 = 1_790_000_000.0
+T0 = SIM_NOW
 REPO = Path(__file__).resolve().parents[1]
 
 

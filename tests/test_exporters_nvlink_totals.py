@@ -4,6 +4,7 @@ only with `--nvlink-per-link`."""
 from __future__ import annotations
 
 import requests
+from sim_clock import FakeClock
 from exporters_nvml_support import free_ports, run_until_ready, stop
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -13,29 +14,22 @@ from vigil.exporters.sim.nvml import SimulatedNvml
 
 NODE, GPUS, LINKS, FAULTY_GPU = "node-1", 2, 18, "1"
 NAME = "vigil_gpu_nvlink_errors_total"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 1_763_726_400.0
-
-    def __call__(self) -> float:
-        return self.t
+FRIDAY_NOON = 1_763_726_400.0  # GPUs busy
 
 
 def nvlink_series(text: str) -> list[tuple[dict[str, str], float]]:
     return [(s.labels, s.value) for f in text_string_to_metric_families(text) for s in f.samples if s.name == NAME]
 
 
-def faulty_sim(**kwargs) -> tuple[SimulatedNvml, Clock]:
+def faulty_sim(**kwargs) -> tuple[SimulatedNvml, FakeClock]:
     """Two GPUs whose second has erroring NVLinks for 10 s."""
-    clock = Clock()
+    clock = FakeClock(FRIDAY_NOON)
     sim = SimulatedNvml(NODE, GPUS, clock=clock, **kwargs)
     sim.inject(Fault("nvlink-errors", NODE, int(FAULTY_GPU), clock.t))
     return sim, clock
 
 
-def collect(sim: SimulatedNvml, clock: Clock, **kwargs) -> list[tuple[dict[str, str], float]]:
+def collect(sim: SimulatedNvml, clock: FakeClock, **kwargs) -> list[tuple[dict[str, str], float]]:
     collector = NvmlCollector(sim, NODE, watch_xids=False, clock=clock, **kwargs)
     collector.refresh()
     clock.t += 10

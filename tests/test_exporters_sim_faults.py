@@ -5,20 +5,13 @@ from __future__ import annotations
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from sim_clock import FakeClock
 from vigil.exporters.nvml_collector import NvmlCollector
 from vigil.exporters.sim.faults import DISK_FAULTS, FAULTS, JOB_FAULTS, NODE_FAULTS, Fault
 from vigil.exporters.sim.nvml import SimulatedNvml
 
 NODE, GPU = "node-1", 2
 T0 = 1_763_726_400.0  # a Friday noon: the GPUs are busy
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = T0
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def samples(collector: NvmlCollector, name: str, **labels: str) -> list[float]:
@@ -61,7 +54,7 @@ def test_every_gpu_fault_has_an_expectation() -> None:
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_fault_is_visible_in_metrics_and_a_reset_clears_it(name: str) -> None:
-    clock = Clock()
+    clock = FakeClock(T0)
     sim = SimulatedNvml(NODE, 4, clock=clock)
     collector = NvmlCollector(sim, NODE, watch_xids=False, clock=clock)
     collector.refresh()

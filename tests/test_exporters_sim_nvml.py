@@ -5,6 +5,7 @@ from __future__ import annotations
 import pynvml
 import pytest
 
+from sim_clock import FakeClock
 from vigil.exporters.sim.faults import Fault, FaultError, parse_fault
 from vigil.exporters.sim.identity import device_uuid
 from vigil.exporters.sim.load import gpu_load
@@ -13,22 +14,14 @@ from vigil.exporters.sim.nvml import MEMORY_TOTAL, SimulatedNvml
 T0 = 1_763_726_400.0  # a Friday at 12:00 UTC: GPUs busy
 
 
-class FakeClock:
-    def __init__(self, t: float = T0) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
+@pytest.fixture()
+def busy_clock() -> FakeClock:
+    return FakeClock(T0)
 
 
 @pytest.fixture()
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture()
-def nvml(clock: FakeClock) -> SimulatedNvml:
-    sim = SimulatedNvml("node-2", 8, clock=clock)
+def nvml(busy_clock: FakeClock) -> SimulatedNvml:
+    sim = SimulatedNvml("node-2", 8, clock=busy_clock)
     sim.nvmlInit()
     return sim
 
@@ -37,11 +30,11 @@ def fault(name: str, gpu: int = 3, **params: int) -> Fault:
     return Fault(name, "node-2", gpu, T0, params)
 
 
-def test_values_follow_load_and_use_pynvml_structs(nvml: SimulatedNvml, clock: FakeClock) -> None:
+def test_values_follow_load_and_use_pynvml_structs(nvml: SimulatedNvml, busy_clock: FakeClock) -> None:
     h = nvml.nvmlDeviceGetHandleByIndex(2)
     util = nvml.nvmlDeviceGetUtilizationRates(h)
     assert isinstance(util, pynvml.c_nvmlUtilization_t)
-    assert util.gpu == round(100 * gpu_load("node-2", 2, clock.t))
+    assert util.gpu == round(100 * gpu_load("node-2", 2, busy_clock.t))
     memory = nvml.nvmlDeviceGetMemoryInfo(h)
     assert isinstance(memory, pynvml.c_nvmlMemory_t)
     assert memory.total == MEMORY_TOTAL and memory.used + memory.free == memory.total
@@ -76,10 +69,10 @@ def test_identity_is_deterministic_and_distinct() -> None:
     assert all(u.startswith("GPU-") and len(u) == 40 for u in uuids)
 
 
-def test_energy_counter_increases_with_time(nvml: SimulatedNvml, clock: FakeClock) -> None:
+def test_energy_counter_increases_with_time(nvml: SimulatedNvml, busy_clock: FakeClock) -> None:
     h = nvml.nvmlDeviceGetHandleByIndex(0)
     first = nvml.nvmlDeviceGetTotalEnergyConsumption(h)
-    clock.t += 10
+    busy_clock.t += 10
     second = nvml.nvmlDeviceGetTotalEnergyConsumption(h)
     watts = nvml.nvmlDeviceGetPowerUsage(h) / 1000
     assert second - first == pytest.approx(watts * 10 * 1000, rel=0.2)
@@ -130,12 +123,12 @@ def test_ecc_dbe_then_reset_keeps_aggregate_counts(nvml: SimulatedNvml) -> None:
     assert nvml.nvmlDeviceGetRemappedRows(h)[2] == 0
 
 
-def test_overheat_throttles(nvml: SimulatedNvml, clock: FakeClock) -> None:
+def test_overheat_throttles(nvml: SimulatedNvml, busy_clock: FakeClock) -> None:
     h = nvml.nvmlDeviceGetHandleByIndex(3)
     normal_sm = nvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM)
     nvml.inject(fault("overheat"))
     thermal = nvml.nvmlDeviceGetViolationStatus(h, pynvml.NVML_PERF_POLICY_THERMAL).violationTime
-    clock.t += 5
+    busy_clock.t += 5
     assert nvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU) >= 93
     reasons = nvml.nvmlDeviceGetCurrentClocksEventReasons(h)
     assert reasons & pynvml.nvmlClocksEventReasonHwThermalSlowdown
@@ -153,10 +146,10 @@ def test_load_anomaly_pins_load_and_temperature_follows(nvml: SimulatedNvml) -> 
     assert nvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU) < busy
 
 
-def test_nvlink_errors_grow_on_some_links(nvml: SimulatedNvml, clock: FakeClock) -> None:
+def test_nvlink_errors_grow_on_some_links(nvml: SimulatedNvml, busy_clock: FakeClock) -> None:
     h = nvml.nvmlDeviceGetHandleByIndex(3)
     nvml.inject(fault("nvlink-errors"))
-    clock.t += 2
+    busy_clock.t += 2
     counts = [nvml.nvmlDeviceGetNvLinkErrorCounter(h, link, pynvml.NVML_NVLINK_ERROR_DL_CRC_FLIT) for link in range(18)]
     assert sum(1 for c in counts if c > 0) == 3 and max(counts) == 40
 

@@ -9,7 +9,6 @@ import json
 import pytest
 import requests
 
-from pg_support import db_url, postgres_server  # noqa: F401 (fixtures)
 from test_notifier_support import AUTH, NotifierServer, alert, free_port, make_settings, payload, wait_for
 
 HOOK = "/api/v1/alerts/alertmanager"

@@ -11,17 +11,8 @@ import pytest
 import requests
 from click.testing import CliRunner
 
-from test_notifier_support import AUTH, INBOX_ONLY, TOKEN, free_port, payload, wait_for
+from test_notifier_support import AUTH, TOKEN, free_port, payload, wait_for
 from vigil.cli import main
-
-
-@pytest.fixture
-def run_dir(tmp_path) -> Path:
-    (tmp_path / "secrets").mkdir()
-    (tmp_path / "secrets" / "webhook-token").write_text(TOKEN + "\n")
-    (tmp_path / "secrets" / "webhook-token").chmod(0o600)
-    (tmp_path / "oncall.yaml").write_text(INBOX_ONLY)
-    return tmp_path
 
 
 def serve_args(run_dir: Path, port: int, **changes) -> list[str]:

@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+from sim_clock import SIM_NOW
 from vigil.notifier.delivery.route import RouteStage
 from vigil.notifier.engine.escalation import EscalationEngine
 from vigil.notifier.engine.heartbeat import HeartbeatMonitor, UnknownHeartbeat
@@ -15,7 +16,6 @@ from vigil.notifier.heartbeat_spec import parse_heartbeat
 from vigil.notifier.metrics import NotifierMetrics
 from vigil.notifier.store import Store
 from vigil.oncall.loader import parse_oncall
-from pg_support import db_url, postgres_server  # noqa: F401 (fixtures)
 
 ONCALL = """
 timezone: UTC
@@ -37,7 +37,7 @@ routes:
   - {match: {alertname: HeartbeatMissing, team: platform}, policy: observability}
 default_policy: gpu
 """
-START = 1_795_000_000.0  # 2026-11-18
+START = SIM_NOW
 TIMEOUT_S = 300.0
 
 

@@ -9,11 +9,12 @@ import json
 import pytest
 import requests
 
+from sim_clock import SIM_NOW
 from vigil.notifier.heartbeat_spec import parse_heartbeat
 from vigil.notifier.timefmt import rfc3339
 from test_notifier_support import AUTH, NotifierServer, alert, free_port, make_settings, payload, wait_for
 
-START = 1_795_000_000.0
+START = SIM_NOW
 URL = "/api/v1/heartbeat/watchdog"
 
 

@@ -14,7 +14,7 @@ import requests
 
 from stack_support import FAST_STACK, RunningStack, free_port_base, vigil
 from test_notifier_support import AUTH, NotifierServer, free_port, make_settings, wait_for
-from test_rules_alertmanager import alertmanager, gpu_alert  # noqa: F401 (fixture: the generated config in a real Alertmanager)
+from test_rules_alertmanager import gpu_alert
 from vigil.components import GpuBackend, component_specs
 from vigil.settings import SettingsError, load_settings
 from vigil.stack_config import RunLayout, alertmanager_config

@@ -11,11 +11,11 @@ from fastapi.testclient import TestClient
 from vigil.notifier.app import create_app
 from vigil.notifier.links import LINK_PATH, link_key, page_links, sign
 from vigil.oncall.loader import parse_oncall
-from pg_support import db_url, postgres_server  # noqa: F401 (fixtures)
+from sim_clock import SIM_NOW
 from test_notifier_support import AUTH, TOKEN, alert, make_settings, payload
 
 HOOK = "/api/v1/alerts/alertmanager"
-T0 = 1_800_000_000.0
+T0 = SIM_NOW
 ONCALL = """
 people:
   alice:
@@ -34,19 +34,6 @@ policies:
     repage_acknowledged_after: 1h
 default_policy: main
 """
-
-
-class Clock:
-    def __init__(self):
-        self.now = T0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock():
-    return Clock()
 
 
 @pytest.fixture

@@ -16,7 +16,6 @@ from vigil.notifier.models import WebhookPayload
 from vigil.notifier.store import Store
 from vigil.notifier.store.ingest_batch import GroupCommit
 from vigil.oncall.loader import parse_oncall
-from pg_support import db_url, postgres_server  # noqa: F401 (fixtures)
 from test_notifier_support import alert, fail_the_next_commit, payload
 
 

@@ -7,10 +7,11 @@ import json
 
 import pytest
 
+from sim_clock import SIM_NOW
 from vigil.notifier.links import LINK_PATH, Link, LinkRefused, link_key, page_links, sign, verify
 from test_notifier_support import TOKEN, make_settings
 
-T0 = 1_800_000_000.0
+T0 = SIM_NOW
 KEY = link_key(TOKEN)
 
 

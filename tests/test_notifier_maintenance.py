@@ -10,15 +10,16 @@ import requests
 from fastapi.testclient import TestClient
 
 from console_support import csrf_of
-from pg_support import db_url, postgres_server  # noqa: F401 (fixtures)
+from sim_clock import SIM_NOW
 from vigil.notifier.app import create_app
+from vigil.notifier.timefmt import rfc3339
 from vigil.notifier.store import Store
 from vigil.notifier.store.maintenance import Maintenance
 from vigil.oncall.loader import parse_oncall
 from test_notifier_support import (AUTH, INBOX_ONLY, TOKEN, NotifierServer, alert, free_port, make_settings,
                                    payload, wait_for)
 
-T0 = 1_800_000_000.0
+T0 = SIM_NOW
 HOOK = "/api/v1/alerts/alertmanager"
 
 
@@ -75,7 +76,7 @@ def test_windows_are_added_listed_and_ended_through_the_api(client):
     assert added.status_code == 201, added.text
     window = added.json()
     assert window["match"] == {"node": "node-7"} and window["active"] and window["created_by"] == "alice"
-    assert window["starts_at"] == "2027-01-15T08:00:00.000Z" and window["ends_at"] == "2027-01-15T10:00:00.000Z"
+    assert window["starts_at"] == rfc3339(T0) and window["ends_at"] == rfc3339(T0 + 7200)
     planned = client.post("/api/v1/maintenance", json={"match": {"rack": "r1"}, "starts_at": iso(T0 + 86400),
                                                        "ends_at": iso(T0 + 90000), "by": "bob"}, headers=AUTH).json()
     assert not planned["active"]
@@ -83,7 +84,7 @@ def test_windows_are_added_listed_and_ended_through_the_api(client):
     assert [w["id"] for w in listed] == [window["id"], planned["id"]]
     client.now[0] = T0 + 60
     ended = client.post(f"/api/v1/maintenance/{window['id']}/end", headers=AUTH)
-    assert ended.status_code == 200 and ended.json()["ended_at"] == "2027-01-15T08:01:00.000Z"
+    assert ended.status_code == 200 and ended.json()["ended_at"] == rfc3339(T0 + 60)
     again = client.post(f"/api/v1/maintenance/{window['id']}/end", headers=AUTH)
     assert again.status_code == 409 and "over already" in again.json()["error"]
     assert client.post("/api/v1/maintenance/999/end", headers=AUTH).status_code == 404

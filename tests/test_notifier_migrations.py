@@ -29,7 +29,6 @@ from vigil.notifier.migrations.new_revision import next_revision_id, write_revis
 from vigil.notifier.schema import metadata
 from vigil.notifier.store import Store, engine_for
 from vigil.oncall.loader import parse_oncall
-from pg_support import db_url, postgres_server  # noqa: F401 (fixtures)
 from stack_support import vigil
 from test_notifier_support import AUTH, INBOX_ONLY, alert, make_settings, payload
 

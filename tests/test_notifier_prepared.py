@@ -9,7 +9,6 @@ import sqlalchemy as sa
 from vigil.notifier.schema import incidents
 from vigil.notifier.store import Store
 from vigil.notifier.store.prepared import Prepared, release, rollback_to, savepoint
-from pg_support import db_url, postgres_server  # noqa: F401 (fixtures)
 
 NEW = Prepared(incidents.insert().returning(incidents.c.id), ["group_key", "status", "opened_at", "labels", "title"])
 # a value written into the statement ("firing") travels as a parameter too

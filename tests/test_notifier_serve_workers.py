@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import requests
 
-from test_notifier_cli import Served, run_dir, serve_args  # noqa: F401 (run_dir: a fixture)
+from test_notifier_cli import Served, serve_args
 from test_notifier_support import AUTH, free_port, payload, wait_for
 
 

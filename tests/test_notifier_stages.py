@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import generate_latest
 
+from sim_clock import SIM_NOW, FakeClock
 from vigil.notifier.deliveries import Delivery, NewDelivery
 from vigil.notifier.delivery.channels import Channels
 from vigil.notifier.delivery.inbox_sender import LocalInboxSender
@@ -23,10 +24,9 @@ from vigil.notifier.metrics import NotifierMetrics
 from vigil.notifier.models import WebhookPayload
 from vigil.notifier.store import Store, incident_state
 from vigil.oncall.loader import parse_oncall
-from pg_support import db_url, postgres_server  # noqa: F401 (fixtures)
 from test_notifier_support import INBOX_ONLY, RecordingEndpoint, alert, make_settings, payload
 
-T0 = 1_000_000.0
+T0 = SIM_NOW
 TWO_CHANNELS = """
 targets:
   sre:
@@ -53,15 +53,6 @@ def ingest(store, body, now=T0, oncall=INBOX_ONLY, route=None):
 
 def claimed(store, now=T0) -> list[Page]:
     return [Page(delivery, now) for delivery in store.outbox.claim_due(now, 20, lease_s=30)]
-
-
-class FakeClock:
-    def __init__(self, now=T0, step=0.0):
-        self.now, self.step = now, step
-
-    def __call__(self) -> float:
-        self.now += self.step
-        return self.now
 
 
 # --- route -----------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """The store on both databases it supports: SQLite (default) and a real PostgreSQL server
-(tests/pg_support.py: it runs when Debian's server binaries are installed and the tests run as root)."""
+(the `db_url` fixture of tests/conftest.py: it runs when Debian's server binaries are installed and the tests run as root)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from vigil.notifier.models import WebhookPayload
 from vigil.notifier.deliveries import NewDelivery
 from vigil.notifier.store import Store
 from vigil.oncall.loader import parse_oncall
-from pg_support import db_url, postgres_server  # noqa: F401 (fixtures)
 from test_notifier_support import AUTH, INBOX_ONLY, alert, make_settings, payload
 
 

@@ -14,7 +14,6 @@ from vigil.notifier.metrics import NotifierMetrics
 from vigil.notifier.models import WebhookPayload
 from vigil.notifier.store import Store
 from vigil.oncall.loader import parse_oncall
-from pg_support import db_url, postgres_server  # noqa: F401 (fixtures)
 from test_notifier_support import alert, payload
 
 ONCALL = """

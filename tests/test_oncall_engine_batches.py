@@ -8,13 +8,13 @@ import threading
 
 import pytest
 
+from sim_clock import SIM_NOW
 from vigil.notifier.delivery.route import RouteStage
 from vigil.notifier.engine.escalation import BATCH, EscalationEngine
 from vigil.notifier.metrics import NotifierMetrics
 from vigil.notifier.models import WebhookPayload
 from vigil.notifier.store import Store
 from vigil.oncall.loader import parse_oncall
-from pg_support import db_url, postgres_server  # noqa: F401 (fixtures)
 from test_notifier_support import alert, fail_the_next_commit, payload
 
 ONCALL = """
@@ -28,7 +28,7 @@ policies:
       - {name: senior, notify: [{person: bob}], escalate_after: 1h}
 default_policy: rota
 """
-START = 1_795_000_000.0
+START = SIM_NOW
 WAIT_S = 300
 
 

@@ -16,7 +16,6 @@ import requests
 import sqlalchemy as sa
 
 from vigil.notifier.store import engine_for
-from pg_support import db_url, postgres_server  # noqa: F401 (fixtures)
 from stack_support import VIGIL
 from test_notifier_support import AUTH, TOKEN, alert, free_port, payload, wait_for
 

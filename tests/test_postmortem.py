@@ -5,57 +5,16 @@ a team's own templates."""
 from __future__ import annotations
 
 import pytest
-from fastapi.testclient import TestClient
 from markdown_it import MarkdownIt
 
 from vigil.common.times import parse_time
-from vigil.notifier.app import create_app
 from vigil.notifier.postmortem import TemplateProblem, render_postmortem
 from vigil.notifier.postmortem.facts import incident_facts
 from vigil.notifier.postmortem.render import when
-from vigil.oncall.loader import parse_oncall
-from test_notifier_incidents_api import HOOK, T0, Clock  # T0: 2027-01-15 08:00:00 UTC
-from test_notifier_incidents_api import ONCALL as INCIDENTS_ONCALL
-from test_notifier_support import AUTH, alert, make_settings, payload
+from postmortem_support import rfc
+from sim_clock import SIM_NOW
 
-DAY = 86400.0
-# the incidents API tests' team (alice then bob), with response targets so the SLA is measured
-ONCALL = """
-priorities:
-  P1: {ack_within: 5m, resolve_within: 1h}
-severities: {critical: P1}
-""" + INCIDENTS_ONCALL
-
-
-def rfc(seconds: float) -> str:
-    return when(seconds).replace(" UTC", "Z").replace(" ", "T")
-
-
-@pytest.fixture
-def seeded(tmp_path):
-    """Incidents on node-1 GPU 0 (40 days ago, 3 days ago, now), node-1 GPU 2 (yesterday), node-2; the
-    one now is acknowledged by bob after an escalation, then resolved."""
-    clock = Clock()
-    app = create_app(make_settings(tmp_path), parse_oncall(ONCALL), run_worker=False, clock=clock)
-    with TestClient(app) as client:
-        def open_at(at, fp, node="node-1", gpu="0"):
-            clock.now = at
-            body = payload(alert(fp, starts=rfc(at - 60), node=node, gpu=gpu, uuid=f"GPU-{node}-{gpu}", job_id="job-7"),
-                           group_key=f"g-{fp}")
-            response = client.post(HOOK, json=body, headers=AUTH)
-            assert response.status_code == 200, response.text
-            return response.json()["incident_id"]
-
-        old, recent, other_gpu, other_node = (open_at(T0 - 40 * DAY, "old"), open_at(T0 - 3 * DAY, "recent"),
-                                              open_at(T0 - DAY, "gpu2", gpu="2"), open_at(T0 - 3600, "n2", node="node-2"))
-        main = open_at(T0, "main")
-        for at, verb, who in ((T0 + 120, "escalate", "carol"), (T0 + 200, "ack", "bob"), (T0 + 900, "resolve", "bob")):
-            clock.now = at
-            assert client.post(f"/api/v1/incidents/{main}/{verb}", json={"by": who}, headers=AUTH).status_code == 200
-        detail = client.get(f"/api/v1/incidents/{main}", headers=AUTH).json()
-        others = client.get("/api/v1/incidents", headers=AUTH).json()["incidents"]
-    return dict(detail=detail, others=others, ids=dict(old=old, recent=recent, other_gpu=other_gpu,
-                                                        other_node=other_node, main=main), now=T0 + 1000)
+T0 = SIM_NOW
 
 
 def test_the_facts_say_when_who_and_how(seeded):
@@ -105,7 +64,7 @@ def test_the_markdown_renders_with_the_sre_sections_and_tables(seeded):
     tables = [i for i, t in enumerate(tokens) if t.type == "table_open"]
     assert len(tables) == 4  # header, pages, timeline, action items
     cells = [t.content for t in tokens if t.type == "inline"]
-    assert "2027-01-15 08:03:20 UTC" in cells  # the acknowledgement on the timeline
+    assert when(T0 + 200) in cells  # the acknowledgement on the timeline
     text = body.decode()
     assert "acknowledged by bob after 4m20s, resolved after 16m" in text
     assert "Time to detect: unknown" in text and "SLA: acknowledge met, resolve met" in text
@@ -131,6 +90,7 @@ def test_a_broken_team_template_is_named_with_its_line(seeded, tmp_path):
 
 
 def test_times_parse_from_the_api_and_alertmanager():
+    T0 = 1_800_000_000.0  # 2027-01-15 08:00:00 UTC, the instant the strings below name
     assert parse_time("2027-01-15T08:00:00.000Z") == T0
     assert parse_time("2027-01-15T08:00:00.123456789Z") == pytest.approx(T0 + 0.123456)
     assert parse_time("0001-01-01T00:00:00Z") is None and parse_time(None) is None

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from console_support import Clock, console_client, log_in, open_incident
+from console_support import console_client, log_in, open_incident
 from test_notifier_support import free_port
 
 
 @pytest.fixture
-def client(tmp_path):
+def client(tmp_path, fake_clock):
     nobody_listens = f"http://127.0.0.1:{free_port()}"
-    with console_client(tmp_path, Clock(), prometheus_url=nobody_listens) as test_client:
+    with console_client(tmp_path, fake_clock, prometheus_url=nobody_listens) as test_client:
         yield test_client
 
 

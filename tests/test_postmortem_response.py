@@ -17,7 +17,6 @@ from vigil.cli import main
 from vigil.notifier.postmortem import render_postmortem
 from vigil.notifier.postmortem.render import duration
 from test_notifier_support import AUTH, NotifierServer, alert, free_port, make_settings, payload, run_dir_for, wait_for
-from test_postmortem import seeded  # noqa: F401  (fixture: escalated, acknowledged, then resolved)
 
 LIST_LABELS = ("Duration", "Affected nodes", "Affected GPUs", "Affected jobs", "First alert", "Incident opened",
                "First visible sign in the metrics", "Time to detect", "Paged", "Time to acknowledge",

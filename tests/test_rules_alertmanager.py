@@ -7,17 +7,13 @@ Alert labels are the ones the generated rules produce (checked by the promtool u
 from __future__ import annotations
 
 import shutil
-import subprocess
 import time
 
 import pytest
 import requests
 
 from vigil import rules
-from vigil.common.ports import free_port
 from vigil.rules.alert_list import alert_list_markdown
-from vigil.rules.alertmanager import alertmanager_config, webhook_receiver
-from vigil.rules.alertmanager_routing import ROUTING_FILE, load_routing
 
 AM = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(AM is None, reason="Alertmanager is not installed")]
@@ -29,32 +25,6 @@ def gpu_alert(name: str, node: str, gpu: str | None = None, severity: str = "cri
     if gpu is not None:
         labels.update(gpu=gpu, uuid=f"GPU-{node}-{gpu}")
     return {"labels": labels, "annotations": {"summary": name}}
-
-
-@pytest.fixture
-def alertmanager(tmp_path):
-    ruleset = rules.load_specs(rules.default_spec_paths())
-    webhook = webhook_receiver(f"http://127.0.0.1:{free_port()}/hook")  # nobody listens: notifications fail
-    config = alertmanager_config(ruleset, load_routing(ROUTING_FILE, ruleset), webhook)
-    (tmp_path / "am.yml").write_text(rules.dump_yaml(config))
-    url = f"http://127.0.0.1:{free_port()}"
-    proc = subprocess.Popen([AM, f"--config.file={tmp_path / 'am.yml'}", f"--storage.path={tmp_path / 'data'}",
-                             f"--web.listen-address={url[7:]}", "--cluster.listen-address="],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if requests.get(f"{url}/-/ready", timeout=1).ok:
-                    break
-            except requests.ConnectionError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, "Alertmanager did not start"
-            time.sleep(0.2)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def muted(url: str, expected: set[tuple[str, str, str]]) -> set[tuple[str, str, str]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import requests
+from sim_clock import SIM_NOW, FakeClock
 from exporters_nvml_support import free_ports, wait_until
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -16,16 +17,8 @@ from vigil.exporters.sim.job_sources import AttributedNode
 from vigil.exporters.sim.jobs import JobSchedule
 from vigil.exporters.sim.load import gpu_load
 
-T0 = 1_800_000_000.0
+T0 = SIM_NOW
 NODES = [f"node-{i}" for i in range(1, 5)]
-
-
-class Clock:
-    def __init__(self, t: float = T0) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def series(text: str, name: str) -> list[dict[str, str]]:
@@ -82,7 +75,7 @@ def attributed(fleet: SimulatedFleet, node: str) -> AttributedNode:
 
 
 def test_attribution_labels_come_through_the_real_slurm_and_kubernetes_sources() -> None:
-    clock = Clock()
+    clock = FakeClock(T0)
     fleet = SimulatedFleet(4, 8, jobs=6, clock=clock)
     for scheduler in ("slurm", "kubernetes"):
         t, job = first_time(fleet.jobs, lambda j, _t, s=scheduler: j.scheduler == s)
@@ -115,7 +108,7 @@ def gpu_reading(fleet: SimulatedFleet, node: str, gpu: int) -> tuple[float, floa
 
 
 def test_gpu_load_follows_the_state_of_its_job() -> None:
-    clock = Clock()
+    clock = FakeClock(T0)
     fleet = SimulatedFleet(4, 8, jobs=6, clock=clock)
     jobs = fleet.jobs
     clock.t, hung = first_time(jobs, lambda j, t: j.hang_at is not None and t >= j.hang_at)
@@ -141,7 +134,7 @@ def test_gpu_load_follows_the_state_of_its_job() -> None:
 
 
 def test_fleet_server_exports_a_running_jobs_gpus_and_drops_them_when_it_ends() -> None:
-    clock = Clock()
+    clock = FakeClock(T0)
     fleet = SimulatedFleet(3, 4, jobs=3, clock=clock)
     clock.t, job = first_time(fleet.jobs, lambda j, _t: j.scheduler == "slurm")
     base = free_ports(2)
@@ -185,7 +178,7 @@ def test_backfilled_history_follows_the_same_jobs_as_the_live_fleet() -> None:
 
 
 def test_job_hang_fault_stops_every_gpu_of_the_job_until_cleared() -> None:
-    clock = Clock()
+    clock = FakeClock(T0)
     fleet = SimulatedFleet(3, 4, jobs=3, clock=clock)
     clock.t, job = first_time(fleet.jobs, lambda j, t: len({n for n, _ in j.gpus}) > 1 and j.hang_at is None
                               and not j.idle_gpus and t + 600 < j.end)

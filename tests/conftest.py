@@ -1,0 +1,107 @@
+"""The fixtures every test module may ask for, found by pytest (nothing imports them):
+
+- `sim_now`, `fake_clock`, `clock`: the simulated now (tests/sim_clock.py) and a fake clock set to it.
+  A test that asks for either, or whose module imports SIM_NOW, is marked `sim_now`: `pytest -m sim_now` runs every test that simulates
+  time, and VIGIL_TEST_NOW moves their now (`make test-any-day`).
+- `postgres_server`, `db_url`: a real PostgreSQL server per module, and a test run on SQLite and on
+  PostgreSQL, each case with an empty database of its own (skipped where the server cannot run).
+- `client`: the web console on a fresh notifier (no worker), nobody logged in, its clock `clock`.
+- from the plugins below: `browser` (tests/browser_support.py), `seeded` (tests/postmortem_support.py),
+  `rendered`, `alertmanager`, `run_dir` (tests/shared_fixtures.py).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from sim_clock import NOW_VARIABLE, SIM_NOW, FakeClock, sim_stamp
+
+# support modules that hold fixtures as plugins: the tests find their fixtures without importing them
+pytest_plugins = ["browser_support", "postmortem_support", "shared_fixtures"]
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+SIM_FIXTURES = {"sim_now", "fake_clock", "clock", "seeded"}
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "sim_now: simulates time from the one simulated now (moved by VIGIL_TEST_NOW)")
+
+
+def pytest_report_header(config) -> str:
+    moved = "moved by " + NOW_VARIABLE if os.environ.get(NOW_VARIABLE) else "the default"
+    return f"simulated now: {sim_stamp()} ({moved}); TZ={os.environ.get('TZ', 'unset')}"
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        module = getattr(item, "module", None)
+        if SIM_FIXTURES & set(getattr(item, "fixturenames", ())) or "SIM_NOW" in vars(module or object):
+            item.add_marker(pytest.mark.sim_now)
+
+
+@pytest.fixture
+def sim_now() -> float:
+    return SIM_NOW
+
+
+@pytest.fixture
+def fake_clock() -> FakeClock:
+    return FakeClock(SIM_NOW)
+
+
+@pytest.fixture
+def clock(fake_clock) -> FakeClock:
+    return fake_clock
+
+
+@pytest.fixture(scope="module")
+def postgres_server():
+    """A PostgreSQL server on a temp directory and a loopback port, run as the `postgres` user."""
+    from vigil.common.ports import free_port
+
+    if not (PG_BIN / "initdb").exists() or os.geteuid() != 0:
+        pytest.skip("PostgreSQL server binaries or root (to run them as `postgres`) not available")
+    root = Path(tempfile.mkdtemp(prefix="vigil-pg-"))
+    shutil.chown(root, "postgres")
+    port = free_port()
+    as_postgres = ["runuser", "-u", "postgres", "--"]
+    subprocess.run([*as_postgres, PG_BIN / "initdb", "-D", root / "data", "-A", "trust", "-U", "postgres"],
+                   check=True, capture_output=True)
+    subprocess.run([*as_postgres, PG_BIN / "pg_ctl", "-D", root / "data", "-l", root / "log", "-w", "-o",
+                    f"-p {port} -k {root} -c listen_addresses=127.0.0.1", "start"], check=True, capture_output=True)
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}"
+    finally:
+        subprocess.run([*as_postgres, PG_BIN / "pg_ctl", "-D", root / "data", "-m", "fast", "-w", "stop"],
+                       capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request, tmp_path):
+    import sqlalchemy as sa
+
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'notifier.db'}"
+    server = request.getfixturevalue("postgres_server")
+    name = f"t_{tmp_path.name.lower().replace('-', '_')}"[:60]
+    admin = sa.create_engine(server.replace("postgresql://", "postgresql+psycopg://") + "/postgres",
+                             isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    admin.dispose()
+    return f"{server}/{name}"
+
+
+@pytest.fixture
+def client(tmp_path, clock):
+    """The console on a fresh notifier (no worker), nobody logged in."""
+    from console_support import console_client
+
+    with console_client(tmp_path, clock) as console:
+        yield console
