@@ -25,9 +25,9 @@ from vigil.notifier.api.errors import install_error_handlers
 from vigil.notifier.api.openapi import document_api
 from vigil.notifier.api.parse import Rejected
 from vigil.notifier.clock import Clock, system_clock
-from vigil.notifier.deliveries import PagePlanner
+from vigil.notifier.store.notifications import IncidentPlanner
 from vigil.notifier.delivery.pipeline import delivery_stages
-from vigil.notifier.delivery.route import RouteStage
+from vigil.notifier.engine.intake import EngineIntake
 from vigil.notifier.delivery.worker import DeliveryWorker
 from vigil.notifier.engine.escalation import EscalationEngine
 from vigil.notifier.engine.heartbeat import HeartbeatMonitor
@@ -47,7 +47,7 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
     """The notifier application; the store opens (and the worker starts) when the app starts."""
     metrics = NotifierMetrics()
     links = page_links_for(settings, oncall)
-    route = RouteStage(oncall, links, metrics)
+    route = EngineIntake(oncall, links, metrics)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -111,7 +111,7 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
     return app
 
 
-def _reconcile_quietly(store: Store, route: PagePlanner, settings: NotifierSettings, metrics: NotifierMetrics,
+def _reconcile_quietly(store: Store, route: IncidentPlanner, settings: NotifierSettings, metrics: NotifierMetrics,
                        clock: Clock, worker: DeliveryWorker) -> None:
     try:
         found = reconcile(store.notifications, route, settings.alertmanager_url, clock,

@@ -1,12 +1,8 @@
-"""The delivery types: what the route stage asks the outbox to hold, and what the worker claims from it."""
+"""The delivery types: what the engine's intake asks the outbox to hold, and what the worker claims from it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable
-
-from vigil.notifier.incidents import IncidentDecision
-from vigil.notifier.models import WebhookPayload
 
 DIGEST_KEY_PREFIX = "digest:"
 
@@ -49,7 +45,3 @@ class Delivery:
     def is_digest(self) -> bool:
         """A storm-control digest standing for several pages (`delivery/storm.py`)."""
         return (self.page_key or "").startswith(DIGEST_KEY_PREFIX)
-
-
-# (payload, decision, incident_id, incident labels) -> pages to enqueue: the route stage
-PagePlanner = Callable[[WebhookPayload, IncidentDecision, int, dict], Iterable[NewDelivery]]

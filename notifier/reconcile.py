@@ -19,7 +19,7 @@ import requests
 
 from vigil.common.times import ZERO_TIME
 from vigil.notifier.clock import Clock
-from vigil.notifier.deliveries import PagePlanner
+from vigil.notifier.store.notifications import IncidentPlanner
 from vigil.notifier.incidents import KnownFirings
 from vigil.notifier.models import WebhookPayload
 from vigil.notifier.store.notifications import RECONCILED_PREFIX, Notifications
@@ -31,7 +31,7 @@ TIMEOUT_S = 5
 HEARTBEAT_RECEIVERS = frozenset({"watchdog"})
 
 
-def reconcile(notifications: Notifications, route: PagePlanner, alertmanager_url: str, clock: Clock,
+def reconcile(notifications: Notifications, route: IncidentPlanner, alertmanager_url: str, clock: Clock,
               receiver: str | None = None) -> int:
     """Ingest unknown firing groups from Alertmanager; returns how many alerts were new."""
     response = requests.get(f"{alertmanager_url}/api/v2/alerts/groups", timeout=TIMEOUT_S,

@@ -5,7 +5,7 @@ Two sources, both generated, never typed by hand:
 
 - vigil's own exporters, live from their `MetricSpec` declarations (the same lists that generate
   docs/metrics.md, `vigil.exporters.metrics_doc.SOURCES`);
-- `rules/metric_catalog.json`, written by `python -m vigil.rules.catalog_gen --write` from the real
+- `rules/metric_catalog.json`, written by `python tools/metric_catalog.py --write` from the real
   node_exporter, Prometheus and Alertmanager binaries and from vigil's notifier and AIOps registries
   (scraped exposition); a test checks it against the binaries installed here.
 
@@ -80,7 +80,7 @@ def _exporter_metrics() -> dict[str, MetricInfo]:
 
 
 def read_catalog_file(path: Path) -> dict[str, dict[str, dict]]:
-    """{source: {series name: {"type", "labels"}}} as written by `catalog_gen`."""
+    """{source: {series name: {"type", "labels"}}} as written by `tools/metric_catalog.py`."""
     return json.loads(path.read_text(encoding="utf-8"))["sources"]
 
 

@@ -37,7 +37,7 @@ from vigil.cli_report import describe
 from vigil.notifier.analytics.health import report, working_hours_of
 from vigil.notifier.analytics.queries import incidents_opened
 from vigil.notifier.delivery.pipeline import delivery_stages
-from vigil.notifier.delivery.route import RouteStage
+from vigil.notifier.engine.intake import EngineIntake
 from vigil.notifier.delivery.worker import DeliveryWorker
 from vigil.notifier.engine import actions
 from vigil.notifier.engine.escalation import EscalationEngine
@@ -95,7 +95,7 @@ class Seeder:
         self.now = 0.0
         metrics = NotifierMetrics()
         clock = lambda: self.now  # noqa: E731
-        self.route = RouteStage(self.oncall, None, metrics)
+        self.route = EngineIntake(self.oncall, None, metrics)
         self.engine = EscalationEngine(self.store, self.oncall, clock, metrics)
         self.worker = DeliveryWorker(self.store.outbox, delivery_stages(self.store, self.oncall, self.settings,
                                                                         metrics, clock), clock, 0.05)

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from sim_clock import SIM_NOW
-from vigil.notifier.delivery.route import RouteStage
+from vigil.notifier.engine.intake import EngineIntake
 from vigil.notifier.engine.escalation import EscalationEngine
 from vigil.notifier.engine.heartbeat import HeartbeatMonitor, UnknownHeartbeat
 from vigil.notifier.heartbeat_spec import parse_heartbeat
@@ -48,7 +48,7 @@ class Notifier:
         self.store = Store(db_url)
         self.clock = clock
         oncall = parse_oncall(ONCALL)
-        route = RouteStage(oncall, None, NotifierMetrics())
+        route = EngineIntake(oncall, None, NotifierMetrics())
         self.monitor = HeartbeatMonitor(self.store, tuple(map(parse_heartbeat, specs or ("watchdog=5m",))), route,
                                         lambda: self.clock[0], on_enqueued=on_enqueued)
         self.engine = EscalationEngine(self.store, oncall, lambda: self.clock[0])

@@ -9,8 +9,7 @@ import threading
 import pytest
 import sqlalchemy as sa
 
-from vigil.notifier.deliveries import NewDelivery
-from vigil.notifier.delivery.route import RouteStage
+from vigil.notifier.engine.intake import EngineIntake
 from vigil.notifier.metrics import NotifierMetrics
 from vigil.notifier.models import WebhookPayload
 from vigil.notifier.store import Store
@@ -26,21 +25,23 @@ def store(db_url):
     opened.close()
 
 
-class HeldPlanner:
-    """Pages everyone; the first call waits until `release` is set, so the posts pile up behind it."""
+class HeldPlanner(EngineIntake):
+    """The on-call engine's intake (one tier, one person), as production runs it; its first call waits
+    until `release` is set, so the posts pile up behind it; it breaks on the notification for `fail_node`."""
 
     def __init__(self, fail_node: str | None = None):
+        super().__init__(parse_oncall(ONE_TIER))
         self.release = threading.Event()
         self.fail_node = fail_node
         self._first = True
 
-    def __call__(self, payload, decision, incident_id, labels):
+    def on_ingest(self, event):
         if self._first:
             self._first = False
             assert self.release.wait(10)
-        if payload.alerts[0].labels.get("node") == self.fail_node:
+        if event.payload.alerts[0].labels.get("node") == self.fail_node:
             raise RuntimeError("planner broke")
-        return [NewDelivery("demo-dri", 0, "inbox", f"#{incident_id}", "body")]
+        return super().on_ingest(event)
 
 
 def body(name: str) -> WebhookPayload:
@@ -205,7 +206,7 @@ def own_incident(name: str) -> WebhookPayload:
     return WebhookPayload.model_validate(payload(alert(name, node=f"node-{name}"), group_key=f'{{}}:{{g="{name}"}}'))
 
 
-class RouteFailingOn(RouteStage):
+class RouteFailingOn(EngineIntake):
     """The on-call engine's intake, which breaks on the notification for `node`."""
 
     def __init__(self, node: str, metrics: NotifierMetrics):

@@ -15,7 +15,7 @@ from vigil.notifier.delivery.mute import MuteStage
 from vigil.notifier.delivery.pipeline import delivery_stages
 from vigil.notifier.delivery.record import RecordStage
 from vigil.notifier.delivery.retry import RetryStage
-from vigil.notifier.delivery.route import RouteStage
+from vigil.notifier.engine.intake import EngineIntake
 from vigil.notifier.delivery.send import CHANNEL_GONE, SendStage
 from vigil.notifier.delivery.stage import Outcome, Page, run_stages
 from vigil.notifier.delivery.throttle import ThrottleStage
@@ -47,7 +47,7 @@ def store(tmp_path):
 
 
 def ingest(store, body, now=T0, oncall=INBOX_ONLY, route=None):
-    route = route or RouteStage(parse_oncall(oncall))
+    route = route or EngineIntake(parse_oncall(oncall))
     return store.notifications.ingest(WebhookPayload.model_validate(body), now, route)
 
 
@@ -71,9 +71,9 @@ def test_route_writes_the_page_text_from_the_notification(store):
 
 
 def test_a_page_routed_with_a_wait_stays_in_the_outbox_until_it_is_due(store):
-    def escalate_after_5_minutes(payload, decision, incident_id, labels):  # what an escalation step enqueues
-        return [NewDelivery("manager", 0, "inbox", "t", "b", delay_s=300)]
-    ingest(store, payload(alert("a")), route=escalate_after_5_minutes)
+    incident_id = ingest(store, payload(alert("a")), route=PagesNobody()).incident_id
+    with store.engine.begin() as conn:  # what an escalation step enqueues
+        store.outbox.enqueue(conn, None, incident_id, "firing", [NewDelivery("manager", 0, "inbox", "t", "b", delay_s=300)], T0)
     assert claimed(store, T0 + 299) == []
     [page] = claimed(store, T0 + 300)
     assert page.delivery.target == "manager"
@@ -268,6 +268,15 @@ storm: {{max_pages_per_minute: 2}}
 """
 
 
+class PagesNobody:
+    """An intake that opens the incident and enqueues no page (the test enqueues its own)."""
+
+    reopen_within_s = 0.0
+
+    def on_ingest(self, event) -> int:
+        return 0
+
+
 class Pipeline:
     """The notifier's real delivery stages and worker on `db_url`, driven by a hand-moved clock."""
 
@@ -283,7 +292,7 @@ class Pipeline:
     def page_alice(self, group: str, contact="phone", index=0) -> int:
         """An incident of its own, and its tier-1 page to alice's `contact`, as the escalation engine enqueues it."""
         incident_id = ingest(self.store, payload(alert(group), group_key=group), now=self.clock.now,
-                             route=lambda *args: []).incident_id
+                             route=PagesNobody()).incident_id
         with self.store.engine.begin() as conn:
             self.store.outbox.enqueue(conn, None, incident_id, "firing", [NewDelivery(
                 "alice", index, "other", f"[FIRING:1] {group}", "body", tier=0, contact=contact,

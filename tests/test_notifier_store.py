@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from vigil.notifier.app import create_app
 from vigil.notifier.models import WebhookPayload
-from vigil.notifier.deliveries import NewDelivery
+from vigil.notifier.engine.intake import EngineIntake
 from vigil.notifier.store import Store
 from vigil.oncall.loader import parse_oncall
 from test_notifier_support import AUTH, INBOX_ONLY, alert, make_settings, payload
@@ -23,8 +23,8 @@ def store(db_url):
     opened.close()
 
 
-def page_everyone(payload, decision, incident_id, labels):
-    return [NewDelivery("demo-dri", 0, "inbox", f"[{decision.page_status}] #{incident_id}", "body")]
+# the on-call engine's intake on a first-version file: one inbox, paged for every incident
+page_everyone = EngineIntake(parse_oncall(INBOX_ONLY))
 
 
 def ingest(store, body, now=1000.0):

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from vigil.notifier.delivery.route import RouteStage
+from vigil.notifier.engine.intake import EngineIntake
 from vigil.notifier.engine import actions
 from vigil.notifier.engine.escalation import EscalationEngine
 from vigil.notifier.metrics import NotifierMetrics
@@ -66,7 +66,7 @@ class Scenario:
         self.oncall = parse_oncall(ONCALL)
         self.now = now
         self.metrics = NotifierMetrics()
-        self.route = RouteStage(self.oncall, None, self.metrics)
+        self.route = EngineIntake(self.oncall, None, self.metrics)
         self.engine = EscalationEngine(self.store, self.oncall, lambda: self.now, self.metrics)
 
     def post(self, body: dict) -> int:

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from sim_clock import SIM_NOW
-from vigil.notifier.delivery.route import RouteStage
+from vigil.notifier.engine.intake import EngineIntake
 from vigil.notifier.engine.escalation import BATCH, EscalationEngine
 from vigil.notifier.metrics import NotifierMetrics
 from vigil.notifier.models import WebhookPayload
@@ -34,7 +34,7 @@ WAIT_S = 300
 
 def open_incidents(store: Store, count: int) -> list[int]:
     oncall = parse_oncall(ONCALL)
-    route = RouteStage(oncall, None, NotifierMetrics())
+    route = EngineIntake(oncall, None, NotifierMetrics())
     return [store.notifications.ingest(WebhookPayload.model_validate(payload(alert(f"fp-{i}"), group_key=f"g{i}")),
                                        START + i * 0.001, route).incident_id for i in range(count)]
 
@@ -116,7 +116,7 @@ def test_an_sla_breach_is_found_within_a_poll_interval_of_passes_made_in_quick_s
     oncall = parse_oncall(ONCALL.replace("people:", "priorities:\n  P1: {ack_within: 1m}\npeople:", 1))
     store = Store(db_url)
     try:
-        route = RouteStage(oncall, None, NotifierMetrics())
+        route = EngineIntake(oncall, None, NotifierMetrics())
         incident = store.notifications.ingest(WebhookPayload.model_validate(payload(alert("fp"))), START,
                                               route).incident_id
         now = [START + 59.9]

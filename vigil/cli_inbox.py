@@ -11,10 +11,10 @@ import time
 import click
 
 from vigil.common.click_types import Duration, RowNumber
-from vigil.notifier.timefmt import rfc3339
+from vigil.notifier.timefmt import people_time as when, rfc3339
 
-from .cli_incidents import call_notifier, when
-from .cli_stack import run_dir_option
+from .cli_options import call_notifier, run_dir_option
+
 
 DEFAULT_PAGES = 500  # what `vigil inbox` lists without --limit (the notifier's default page of rows)
 MAX_PAGES = 5000  # the most the notifier lists at once

@@ -13,9 +13,10 @@ from vigil.common.click_types import Duration, RowNumber, label_pairs
 from vigil.notifier.api.parse import window_body
 from vigil.notifier.timefmt import utc_text
 from vigil.oncall.schedules import moment_at
+from vigil.notifier.timefmt import people_time as when
 
-from .cli_incidents import by_option, call_notifier, json_option, printed_plainly, when
-from .cli_stack import run_dir_option
+from .cli_options import by_option, call_notifier, json_option, printed_plainly, run_dir_option
+
 
 TIME_HELP = "now, UNIX seconds, or a time like 2026-11-24T22:00Z (without an offset: UTC)"
 UTC = ZoneInfo("UTC")

@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 
 import click
 
-from vigil.cli_stack import run_dir_option
+from .cli_options import run_dir_option
 from vigil.common.yaml_source import line_at, plain, read_yaml
 from vigil.oncall.coverage import gaps, salvage, team_schedules, team_zone, who
 from vigil.oncall.ical import person_calendar, person_name, schedule_calendar

@@ -27,8 +27,7 @@ from vigil.common.click_types import RowNumber
 from vigil.common.prometheus_api import PrometheusClient
 from vigil.notifier.postmortem import CONTENT_TYPES, TemplateProblem, gather, render
 
-from .cli_incidents import call_notifier
-from .cli_stack import run_dir_option
+from .cli_options import call_notifier, run_dir_option
 from .stack_client import StackClient
 from .stopped_stack import StoppedStack
 from .tsdb_readback import read_back

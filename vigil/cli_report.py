@@ -15,9 +15,10 @@ import click
 
 from vigil.common.durations import format_duration
 from vigil.oncall.schedules import moment_at
+from vigil.notifier.timefmt import people_time as when
 
-from .cli_incidents import call_notifier, json_option, when
-from .cli_stack import run_dir_option
+from .cli_options import call_notifier, json_option, run_dir_option
+
 
 TIME_HELP = "now, UNIX seconds, or a time like 2026-11-24T22:00Z (without an offset: the on-call file's zone)"
 COLUMNS = ("incidents", "paged", "acked", "MTTA", "MTTR", "escal.", "SLA ack", "SLA res.", "pages", "off-hours",

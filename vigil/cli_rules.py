@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 
 from vigil.rules import (
-    INHIBIT_FILE_NAME, RULE_FILE_NAME, RuleSet, SpecError, alertmanager_inhibit_rules, default_spec_paths,
-    default_unit_test_paths, dump_yaml, load_specs, prometheus_rule_file,
+    INHIBIT_FILE_NAME, RULE_FILE_NAME, SpecError, alertmanager_inhibit_rules, default_spec_paths, default_unit_test_paths,
+    dump_yaml, load_specs, prometheus_rule_file,
 )
 from vigil.common.click_types import Duration, label_pairs
 from vigil.rules.alertmanager import alertmanager_config, heartbeat_url_for, webhook_receiver
@@ -17,19 +17,12 @@ from vigil.rules.catalog import load_catalog, with_records
 from vigil.rules.kubernetes import dump_yaml_documents, prometheus_rules
 from vigil.rules.promtool import PromtoolMissing, check_rules, test_rules
 
+from .cli_options import load_ruleset, specs_argument
+from .cli_rules_backtest import backtest_command
+
 ALERTMANAGER_FILE_NAME = "alertmanager.yml"
 KUBERNETES_FILE_NAME = "prometheus-rules.k8s.yml"
 LOCAL_NOTIFIER_WEBHOOK = "http://127.0.0.1:9603/api/v1/alerts/alertmanager"  # `vigil up`'s default port_base
-_SPECS = click.argument("specs", nargs=-1, type=click.Path(path_type=Path, dir_okay=False))
-
-
-def _load(specs: tuple[Path, ...]) -> RuleSet:
-    """The rule set of `specs` (the shipped specs when none are given); spec errors as a clean failure."""
-    try:
-        return load_specs(list(specs) or default_spec_paths())
-    except SpecError as exc:
-        count = len(exc.errors)
-        raise click.ClickException(f"{count} error{'s' if count != 1 else ''} in the rule specs:\n{exc}") from None
 
 
 def _write(path: Path, text: str) -> None:
@@ -46,7 +39,7 @@ def rules():
 
 
 @rules.command()
-@_SPECS
+@specs_argument
 @click.option("-o", "--output-dir", type=click.Path(path_type=Path, file_okay=False),
               help=f"Write {RULE_FILE_NAME} and {INHIBIT_FILE_NAME} here instead of printing the rules.")
 @click.option("--max-for", type=Duration(),
@@ -74,7 +67,7 @@ def generate(specs, output_dir, max_for, alertmanager, routing, notifier_url, to
     """
     if (alertmanager or kubernetes) and output_dir is None:
         raise click.UsageError("--alertmanager and --kubernetes write files: give -o DIR")
-    ruleset = _load(specs)
+    ruleset = load_ruleset(specs)
     rule_text = dump_yaml(prometheus_rule_file(ruleset, max_for_seconds=max_for))
     if output_dir is None:
         click.echo(rule_text, nl=False)
@@ -109,7 +102,7 @@ def generate(specs, output_dir, max_for, alertmanager, routing, notifier_url, to
 
 
 @rules.command()
-@_SPECS
+@specs_argument
 @click.option("--max-for", type=Duration(), help="Check the rules with this cap on 'for'.")
 def check(specs, max_for):
     """Validate and lint SPECS, generate the rules and run `promtool check rules` on them.
@@ -118,7 +111,7 @@ def check(specs, max_for):
     metric catalog (`vigil rules catalog`), range windows, runbook entries and the labels routing and
     inhibitions need; every problem is listed at once as the spec's file:line.
     """
-    ruleset = _load(specs)
+    ruleset = load_ruleset(specs)
     try:
         result = check_rules(ruleset, max_for_seconds=max_for)
     except PromtoolMissing as exc:
@@ -160,7 +153,7 @@ def test_command(test_files, specs):
 
     Test files name the rules as `rule_files: [vigil-rules.yml]`.
     """
-    ruleset = _load(tuple(specs))
+    ruleset = load_ruleset(tuple(specs))
     files = list(test_files) or default_unit_test_paths()
     if not files:
         raise click.ClickException("no promtool test files given and none shipped under rules/tests/")
@@ -172,7 +165,5 @@ def test_command(test_files, specs):
         raise click.ClickException(f"promtool test rules failed:\n{result.output}")
     click.echo(f"OK: {len(files)} promtool test files pass")
 
-
-from .cli_rules_backtest import backtest_command  # noqa: E402 - last: the command loads specs with _load above
 
 rules.add_command(backtest_command)

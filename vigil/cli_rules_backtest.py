@@ -25,7 +25,7 @@ from vigil.rules.backtest_run import (
     server_evaluation_interval,
 )
 
-from .cli_stack import run_dir_option
+from .cli_options import load_ruleset, run_dir_option, specs_argument
 from .runstate import NoStack
 from .stack_client import StackClient, StackRequestError
 
@@ -94,7 +94,7 @@ def _notifier(notifier_url: str | None, token_file: Path | None, stack: StackCli
 
 
 @click.command(name="backtest")
-@click.argument("specs", nargs=-1, type=click.Path(path_type=Path, dir_okay=False))
+@specs_argument
 @click.option("--from", "start", type=Moment(), default="-1d", show_default=True, help=f"Start: {TIME_FORMS}.")
 @click.option("--to", "end", type=Moment(), default="now", show_default=True, help="End, in the same forms.")
 @click.option("--prometheus", "--prometheus-url", "prometheus", type=HttpUrl(), metavar="URL", help="Prometheus with the history. Default: the stack in --run-dir.")
@@ -119,11 +119,9 @@ def backtest_command(specs, start, end, prometheus, run_dir, interval, flap_wind
     long, how often it flapped, and the share of firings that overlapped a known incident of the
     notifier. A changed spec file is backtested as it is, before it is deployed.
     """
-    from .cli_rules import _load  # here, not at the top: cli_rules registers this command
-
     if end <= start:
         raise click.UsageError(f"--to must be after --from (got {_stamp(start)} → {_stamp(end)})")
-    ruleset = _load(specs)
+    ruleset = load_ruleset(specs)
     stack = _stack(run_dir) if prometheus is None else None
     url = (prometheus or stack.prometheus).rstrip("/")
     notifier = None if no_incidents else _notifier(notifier_url, token_file, stack)

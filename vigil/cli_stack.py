@@ -12,6 +12,7 @@ import click
 from vigil.common.click_types import Duration
 
 from .cli_dashboards import grafana_options, grafana_target, provision_when_up
+from .cli_options import run_dir_option
 from .components import MissingBinaries
 from .detach import DETACHED_CHILD_FLAG, start_detached
 from .runstate import NoStack, read_state
@@ -20,8 +21,6 @@ from .stack import StackError, run_stack
 from .stack_stop import StopFailed, stop_stack
 from .supervisor import is_healthy
 
-run_dir_option = click.option("--run-dir", type=click.Path(path_type=Path), default=Path(".vigil"), show_default=True,
-                              help="Run directory of the stack (state, configs, data, logs).")
 
 
 @click.command()

@@ -35,7 +35,7 @@ from urllib.parse import quote
 import sqlalchemy as sa
 
 from vigil.common.times import parse_time
-from vigil.notifier.api.incidents import incident_detail
+from vigil.notifier.read_models import incident_detail
 from vigil.notifier.migrate import SchemaError, schema_state
 from vigil.notifier.schema import delivery_attempts, heartbeats, incident_events, notifications
 from vigil.notifier.store.engine import engine_for, reading

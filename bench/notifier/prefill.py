@@ -12,7 +12,7 @@ from typing import Callable
 import sqlalchemy as sa
 
 from vigil.notifier.app import page_links_for
-from vigil.notifier.delivery.route import RouteStage
+from vigil.notifier.engine.intake import EngineIntake
 from vigil.notifier.metrics import NotifierMetrics
 from vigil.notifier.models import WebhookPayload
 from vigil.notifier.schema import deliveries, escalations
@@ -41,7 +41,7 @@ def _with_open_incidents(db_url: str, oncall_path: Path, token: str, count: int,
     store = Store(db_url)
     oncall = load_oncall(oncall_path)
     settings = NotifierSettings(token=token, oncall_config=oncall_path, db_url=db_url)
-    route = RouteStage(oncall, page_links_for(settings, oncall), NotifierMetrics())
+    route = EngineIntake(oncall, page_links_for(settings, oncall), NotifierMetrics())
     try:
         with store.engine.begin() as conn:
             now = time.time()

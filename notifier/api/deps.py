@@ -1,4 +1,4 @@
-"""Typed dependencies of the routes: the store, the clock, the settings, the metrics, the route stage
+"""Typed dependencies of the routes: the store, the clock, the settings, the metrics, the engine's intake
 and the worker, all set on `app.state` by `create_app` (the store and worker once the app starts)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Query, Request
 
 from vigil.notifier.clock import Clock
-from vigil.notifier.deliveries import PagePlanner
+from vigil.notifier.store.notifications import IncidentPlanner
 from vigil.notifier.delivery.worker import DeliveryWorker
 from vigil.notifier.metrics import NotifierMetrics
 from vigil.notifier.settings import NotifierSettings
@@ -28,7 +28,7 @@ StoreDep = Annotated[Store, Depends(_from_state("store"))]
 ClockDep = Annotated[Clock, Depends(_from_state("clock"))]
 SettingsDep = Annotated[NotifierSettings, Depends(_from_state("settings"))]
 MetricsDep = Annotated[NotifierMetrics, Depends(_from_state("metrics"))]
-RouteDep = Annotated[PagePlanner, Depends(_from_state("route"))]
+RouteDep = Annotated[IncidentPlanner, Depends(_from_state("route"))]
 WorkerDep = Annotated[DeliveryWorker, Depends(_from_state("worker"))]
 # `?limit=N` of the list routes: the newest N (default 500)
 ListLimit = Annotated[int, Query(ge=1, le=MAX_LIST)]

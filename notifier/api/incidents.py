@@ -13,20 +13,17 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from vigil.notifier.api.deps import ClockDep, ListLimit, StoreDep
 from vigil.notifier.api.openapi import ACTOR_BODY, ACTOR_REFUSALS, NOTE_BODY
-from vigil.notifier.api.parse import MAX_ROW_ID, Rejected, actor_body, note_body
+from vigil.notifier.api.parse import Rejected, actor_body, note_body
 from vigil.notifier.engine import actions
+from vigil.notifier.read_models import IncidentId, incident_detail
 from vigil.notifier.store import Store
-from vigil.notifier.store.engine import reading
-from vigil.notifier.store.notifications import latest_payload
-from vigil.notifier.store.timeline import pause_of
 
 router = APIRouter()
-IncidentId = Annotated[int, Path(ge=1, le=MAX_ROW_ID)]
 State = Literal["triggered", "acknowledged", "resolved"]
 Priority = Annotated[str, Query(pattern=r"^P[1-5]$")]
 Team = Annotated[str, Query(min_length=1, max_length=200)]
@@ -48,19 +45,6 @@ async def show_incident(store: StoreDep, incident_id: IncidentId):
     return found
 
 
-def incident_detail(store: Store, incident_id: int) -> dict | None:
-    """The incident with its `alerts`, `timeline` and `pages`; None if there is no such incident."""
-    incident = store.notifications.incident(incident_id)
-    if incident is None:
-        return None
-    with reading(store.engine) as conn:
-        payload = latest_payload(conn, incident_id)
-    alerts = [] if payload is None else [
-        dict(status=a.status, labels=a.labels, summary=a.annotations.get("summary", ""), startsAt=a.startsAt,
-             endsAt=a.endsAt, fingerprint=a.fingerprint) for a in payload.alerts]
-    timeline = store.timeline.of(incident_id)
-    return {**incident, "alerts": alerts, "timeline": timeline, "pages": store.outbox.pages_of(incident_id),
-            "escalation_paused": pause_of(timeline)}
 
 
 def _actor_route(verb: str, action) -> None:

@@ -20,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from vigil.notifier.api.deps import ClockDep, SettingsDep, StoreDep
 from vigil.notifier.api.link_pages import action_page, console_incident_path, done_page, incident_page, refusal_page
 from vigil.notifier.api.openapi import LINK_RESPONSES
-from vigil.notifier.console.auth import session_user
+from vigil.notifier.console_session import session_user
 from vigil.notifier.engine import actions
 from vigil.notifier.links import LINK_PATH, Link, LinkRefused, link_key, verify
 from vigil.notifier.store.link_uses import LinkUses

@@ -16,11 +16,8 @@ from starlette.concurrency import run_in_threadpool
 from vigil.notifier.api.deps import ClockDep, StoreDep
 from vigil.notifier.api.openapi import ACTOR_REFUSALS, MAINTENANCE_BODY
 from vigil.notifier.api.parse import MAX_ROW_ID, Rejected, maintenance_body
+from vigil.notifier.read_models import config_windows
 from vigil.notifier.store.maintenance import Maintenance
-from vigil.notifier.timefmt import rfc3339
-from vigil.oncall.model import OncallConfig
-from vigil.oncall.schedule_model import zone_named
-from vigil.oncall.schedules import to_unix
 
 router = APIRouter()
 WindowId = Path(ge=1, le=MAX_ROW_ID)
@@ -34,17 +31,6 @@ async def list_windows(request: Request, store: StoreDep, clock: ClockDep, all: 
     return {"windows": sorted(listed, key=lambda window: window["starts_at"])}
 
 
-def config_windows(config: OncallConfig, now: float, include_past: bool) -> list[dict]:
-    """The on-call file's windows, shaped like the API's (no id: they end when the file says)."""
-    zone = zone_named(config.timezone)
-    found = []
-    for window in config.maintenance:
-        start, end = to_unix(window.start, zone), to_unix(window.end, zone)
-        if include_past or end > now:
-            found.append(dict(id=None, source="on-call file", match=dict(window.match), starts_at=rfc3339(start),
-                              ends_at=rfc3339(end), reason=window.reason, created_by=None, created_at=None,
-                              ended_at=None, active=start <= now < end))
-    return found
 
 
 @router.post("/api/v1/maintenance", status_code=201, openapi_extra=MAINTENANCE_BODY)

@@ -19,14 +19,8 @@ from vigil.common.durations import parse_duration
 from vigil.common.json_body import BodyRejected, decode_json_body, plain_json_text
 from vigil.notifier.delivery.inbox_sender import PAGE_HEADER
 from vigil.notifier.models import WebhookPayload, naive_time
+from vigil.notifier.rejected import Rejected
 from vigil.notifier.timefmt import LAST
-
-
-
-class Rejected(Exception):
-    def __init__(self, status: int, reason: str, message: str):
-        super().__init__(message)
-        self.status, self.reason, self.message = status, reason, message
 
 
 @dataclass(frozen=True)

@@ -29,9 +29,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 
 from vigil.notifier.console.passwords import verify_password
+from vigil.notifier.console_session import SESSION_COOKIE, session_user
 from vigil.notifier.console.render import render
 
-SESSION_COOKIE = "vigil_console"
 LOGIN_COOKIE = "vigil_console_login"
 TOKEN_USER = "token"
 HOME = "/console/incidents"
@@ -48,19 +48,6 @@ class LoginRequired(Exception):
 
 class CsrfRefused(Exception):
     """A console POST without the session's CSRF token: 403."""
-
-
-async def session_user(request: Request) -> str | None:
-    """The user of the request's live console session (None: no session); sets the request's CSRF token."""
-    token = request.cookies.get(SESSION_COOKIE)
-    if not token:
-        return None
-    store, clock = request.app.state.store, request.app.state.clock
-    session = await run_in_threadpool(store.console_sessions.get, token, clock())
-    if session is None:
-        return None
-    request.state.console_user, request.state.csrf, request.state.session_token = session.username, session.csrf, token
-    return session.username
 
 
 async def _console_user(request: Request) -> str:

@@ -24,7 +24,7 @@ from fastapi.responses import PlainTextResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
 from vigil.common.durations import parse_duration
-from vigil.notifier.api.incidents import IncidentId, incident_detail
+from vigil.notifier.read_models import IncidentId, incident_detail
 from vigil.notifier.console.auth import CheckedForm, ConsoleUser
 from vigil.notifier.console.render import seconds_of, render
 from vigil.notifier.engine import actions

@@ -9,7 +9,8 @@ import re
 from collections.abc import Mapping
 from zoneinfo import ZoneInfo
 
-from vigil.notifier.api.parse import NewWindow, Rejected, new_window, window_body
+from vigil.notifier.api.parse import NewWindow, new_window, window_body
+from vigil.notifier.rejected import Rejected
 from vigil.notifier.console.render import seconds_of
 from vigil.oncall.schedules import moment_at
 

@@ -16,8 +16,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
-from vigil.notifier.api.maintenance import config_windows
-from vigil.notifier.api.parse import MAX_ROW_ID
+from vigil.notifier.read_models import config_windows
+from vigil.common.click_types import MAX_ROW_ID
 from vigil.notifier.console.auth import CheckedForm, ConsoleUser
 from vigil.notifier.console.maintenance_form import FormProblems, grouped, window_from_form
 from vigil.notifier.console.oncall_views import Refused, remember_zone, shown, viewer_zone, zone_context

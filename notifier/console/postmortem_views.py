@@ -12,7 +12,7 @@ from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from vigil.common.prometheus_api import PrometheusClient
-from vigil.notifier.api.incidents import IncidentId, incident_detail
+from vigil.notifier.read_models import IncidentId, incident_detail
 from vigil.notifier.console.auth import ConsoleUser
 from vigil.notifier.console.render import render
 from vigil.notifier.postmortem import CONTENT_TYPES, render_postmortem

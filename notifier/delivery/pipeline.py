@@ -5,8 +5,9 @@ durable outbox between routing and sending:
     (pages enqueued in            (the worker, for each claimed delivery; `stage.py` is the
      their own transaction)        interface, one module per stage)
 
-Who is paged, and when, is decided before the outbox (the route stage for first-version routes, the
-escalation engine for policies); every stage after it works on one claimed page at a time.
+Who is paged, and when, is decided before the outbox (the engine's intake, `engine/intake.py`, in the
+webhook's transaction, and the escalation loop for later tiers); every stage after it works on one
+claimed page at a time.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from vigil.common.durations import format_duration
 from vigil.common.times import ZERO_TIME
 from vigil.notifier.after_commit import AfterCommit
 from vigil.notifier.clock import Clock
-from vigil.notifier.deliveries import PagePlanner
+from vigil.notifier.store.notifications import IncidentPlanner
 from vigil.notifier.heartbeat_spec import HeartbeatSpec
 from vigil.notifier.loop_thread import LoopThread
 from vigil.notifier.models import WebhookPayload
@@ -82,7 +82,7 @@ class UnknownHeartbeat(KeyError):
 class HeartbeatMonitor:
     """Watches `specs`: opens incidents for missing heartbeats (`run_once`) and resolves them (`heard`)."""
 
-    def __init__(self, store: Store, specs: tuple[HeartbeatSpec, ...], planner: PagePlanner, clock: Clock,
+    def __init__(self, store: Store, specs: tuple[HeartbeatSpec, ...], planner: IncidentPlanner, clock: Clock,
                  poll_interval_s: float = 0.5, on_enqueued: Callable[[], None] | None = None):
         self._store, self._planner, self._clock = store, planner, clock
         self.specs = {spec.name: spec for spec in specs}

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from vigil.notifier.deliveries import PagePlanner
+from vigil.notifier.store.notifications import IncidentPlanner
 from vigil.notifier.models import WebhookPayload
 from vigil.notifier.store.notifications import IngestResult, Notifications
 from vigil.notifier.store.prepared import release, rollback_to, savepoint
@@ -55,7 +55,7 @@ _SAVEPOINT = "vigil_ingest"
 class _Member:
     payload: WebhookPayload
     now: float
-    plan: PagePlanner
+    plan: IncidentPlanner
     future: Future | asyncio.Future = field(default_factory=Future)  # an asyncio one is settled on its loop
     retry_alone: bool = False
 
@@ -81,13 +81,13 @@ class GroupCommit:
         self._loop_drain: asyncio.Task | None = None
         self._loop_conn: sa.Connection | None = None
 
-    def submit(self, payload: WebhookPayload, now: float, plan: PagePlanner) -> "Future[IngestResult]":
+    def submit(self, payload: WebhookPayload, now: float, plan: IncidentPlanner) -> "Future[IngestResult]":
         """Queue `payload`; the future resolves once it is committed (or fails with the reason)."""
         member = _Member(payload, now, plan)
         self._queue(member)
         return member.future
 
-    async def store(self, payload: WebhookPayload, now: float, plan: PagePlanner) -> IngestResult:
+    async def store(self, payload: WebhookPayload, now: float, plan: IncidentPlanner) -> IngestResult:
         """`submit` for the event loop: returns once `payload` is committed (or raises the reason)."""
         loop = asyncio.get_running_loop()
         member = _Member(payload, now, plan, loop.create_future())
@@ -160,7 +160,7 @@ class GroupCommit:
                 self._running = True
                 threading.Thread(target=self._drain, name="vigil-notifier-group-commit", daemon=True).start()
 
-    def ingest(self, payload: WebhookPayload, now: float, plan: PagePlanner) -> IngestResult:
+    def ingest(self, payload: WebhookPayload, now: float, plan: IncidentPlanner) -> IngestResult:
         """`submit` and wait: for callers on a thread."""
         return self.submit(payload, now, plan).result()
 

@@ -2,9 +2,9 @@
 (the engine's incident columns: `incident_state.py`).
 
 `ingest` is the webhook's one transaction: store the notification once (dedup), apply its incident
-decision (`notifier/incidents.py`) and hand it to the planner, all or nothing. The planner is either
-the on-call engine (an `IncidentPlanner`: it routes the incident, opens or ends its escalation and
-enqueues pages on the same connection) or a plain `PagePlanner` returning the pages to enqueue.
+decision (`notifier/incidents.py`) and hand it to the on-call engine's intake (an `IncidentPlanner`: it
+routes the incident, opens or ends its escalation and enqueues pages on the same connection), all or
+nothing.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from vigil.notifier.after_commit import AfterCommit
-from vigil.notifier.deliveries import PagePlanner
 from vigil.notifier.incidents import IncidentDecision, IncidentState, decide
 from vigil.notifier.models import WebhookPayload
 from vigil.notifier.schema import incident_alerts, incidents, notifications
@@ -94,7 +93,7 @@ class IngestEvent:
 
 @runtime_checkable
 class IncidentPlanner(Protocol):
-    """The on-call engine's side of an ingest (`vigil.notifier.delivery.route.RouteStage`)."""
+    """The on-call engine's side of an ingest (`vigil.notifier.engine.intake.EngineIntake`)."""
 
     reopen_within_s: float  # a group firing again this soon after its incident resolved reopens it
 
@@ -108,7 +107,7 @@ class Notifications:
         self._outbox = outbox
         self._ingest_lock = threading.Lock()  # one ingest at a time per process; the DB guards the rest
 
-    def ingest(self, payload: WebhookPayload, now: float, plan: PagePlanner) -> IngestResult:
+    def ingest(self, payload: WebhookPayload, now: float, plan: IncidentPlanner) -> IngestResult:
         """Store `payload` once, apply its incident decision and enqueue its pages, atomically."""
         with self._ingest_lock:
             for attempt in range(3):
@@ -123,7 +122,7 @@ class Notifications:
                         raise
         raise AssertionError("unreachable")
 
-    def ingest_in(self, conn: sa.Connection, payload: WebhookPayload, now: float, plan: PagePlanner) -> IngestResult:
+    def ingest_in(self, conn: sa.Connection, payload: WebhookPayload, now: float, plan: IncidentPlanner) -> IngestResult:
         """`ingest`'s work on the caller's transaction `conn` (several ingests may share one); an
         IntegrityError (an HA peer got there first) must roll that transaction back and run it again."""
         key = payload.dedup_key()
@@ -131,8 +130,7 @@ class Notifications:
         if seen is not None:
             return IngestResult(seen[0], seen[1], duplicate=True)
         latest = self._latest_incident(conn, payload)
-        engine = _engine_of(plan)
-        decision = decide(payload, latest, now, engine.reopen_within_s if engine else 0.0)
+        decision = decide(payload, latest, now, plan.reopen_within_s)
         title = payload.title()
         if decision.creates_incident:
             resolved = decision.page_status == "resolved"
@@ -151,13 +149,8 @@ class Notifications:
         notification_id = _NEW_NOTIFICATION.first(conn, dict(
             dedup_key=key, received_at=now, group_key=payload.groupKey, status=payload.status,
             receiver=payload.receiver, incident_id=incident_id, payload=payload.model_dump_json()))[0]
-        enqueued, counted = 0, AfterCommit()
-        if engine is not None:
-            enqueued = engine.on_ingest(IngestEvent(conn, payload, decision, incident_id, notification_id, now, title,
-                                                    counted))
-        elif decision.page:
-            pages = list(plan(payload, decision, incident_id, self.incident_labels(conn, incident_id)))
-            enqueued = self._outbox.enqueue(conn, notification_id, incident_id, decision.page_status, pages, now)
+        counted = AfterCommit()
+        enqueued = plan.on_ingest(IngestEvent(conn, payload, decision, incident_id, notification_id, now, title, counted))
         return IngestResult(notification_id, incident_id, duplicate=False, deliveries=enqueued, counted=counted)
 
     def _latest_incident(self, conn, payload: WebhookPayload) -> IncidentState | None:
@@ -257,12 +250,6 @@ def _reconciled_firing(conn: sa.Connection) -> bool:
 
 _RECONCILED_FIRING = "vigil_reconciled_firing"
 _LABELS = json.JSONEncoder(sort_keys=True)  # what `json.dumps(labels, sort_keys=True)` writes, one encoder for all
-
-
-def _engine_of(plan: PagePlanner) -> IncidentPlanner | None:
-    """`plan` if it is the on-call engine (what `isinstance(plan, IncidentPlanner)` says, without the
-    runtime protocol check's cost on every post)."""
-    return plan if callable(getattr(plan, "on_ingest", None)) and hasattr(plan, "reopen_within_s") else None
 
 
 def _opened_at(payload: WebhookPayload, now: float) -> float:

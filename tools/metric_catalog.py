@@ -1,8 +1,8 @@
 """Generate `rules/metric_catalog.json`: the series that node_exporter, Prometheus, Alertmanager, the
 notifier and the AIOps service really export, read from their own `/metrics` exposition.
 
-    python -m vigil.rules.catalog_gen            # print the catalog
-    python -m vigil.rules.catalog_gen --write    # rewrite rules/metric_catalog.json
+    python tools/metric_catalog.py            # print the catalog
+    python tools/metric_catalog.py --write    # rewrite rules/metric_catalog.json
 
 The binaries are the Debian packages the stack runs (prometheus, prometheus-alertmanager,
 prometheus-node-exporter), started on free loopback ports with private data directories; Prometheus
@@ -10,6 +10,10 @@ evaluates a rule group and notifies Alertmanager first, so its per-group and per
 exist. The notifier's and the AIOps service's registries are collected in-process (a fresh SQLite
 store, an empty baseline model store). vigil's exporters are not in the file: the catalog reads their
 `MetricSpec` declarations directly.
+
+A development tool in tools/, not part of the installed package: it imports the notifier and the AIOps
+service to read their registries, which the rules package itself must never do (vigil.rules is below
+both; tests/test_layering.py holds that).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.parser import text_string_to_metric_families
 
 from vigil.common.ports import free_port_base
-from .catalog import CATALOG_PATH
+from vigil.rules.catalog import CATALOG_PATH
 
 _SAMPLE_TYPES = {"counter": "counter", "gauge": "gauge", "info": "info", "stateset": "gauge",
                  "unknown": "unknown", "untyped": "unknown"}
@@ -187,7 +191,7 @@ def vigil_registries(tmp: Path) -> dict[str, dict]:
 def generate() -> dict:
     with tempfile.TemporaryDirectory(prefix="vigil-catalog-") as tmp:
         sources = {**scrape_binaries(Path(tmp)), **vigil_registries(Path(tmp))}
-    return {"generated_by": "python -m vigil.rules.catalog_gen --write", "sources": sources}
+    return {"generated_by": "python tools/metric_catalog.py --write", "sources": sources}
 
 
 def render(catalog: dict) -> str:
@@ -195,7 +199,7 @@ def render(catalog: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m vigil.rules.catalog_gen", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python tools/metric_catalog.py", description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help=f"rewrite {CATALOG_PATH}")
     args = parser.parse_args(argv)
     text = render(generate())
