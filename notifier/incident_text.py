@@ -4,7 +4,7 @@ postmortem's timeline print the same words)."""
 from __future__ import annotations
 
 from vigil.common.durations import format_duration
-from vigil.notifier.timefmt import utc_text
+from vigil.common.times import utc_text
 
 _TARGETS = {"ack": "acknowledge", "resolve": "resolve"}  # an `sla_breach` event's `which`, in words
 

@@ -17,7 +17,7 @@ from vigil.notifier.store import Store
 from vigil.notifier.store.engine import reading
 from vigil.notifier.store.notifications import latest_payload
 from vigil.notifier.store.timeline import pause_of
-from vigil.notifier.timefmt import rfc3339
+from vigil.common.times import rfc3339
 from vigil.oncall.model import OncallConfig
 from vigil.oncall.schedule_model import zone_named
 from vigil.oncall.schedules import moment_at, to_unix

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Iterable, Sequence
 
 import yaml
 
 from vigil.common.durations import parse_prometheus_duration
 from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
+from vigil.common.times import parse_time, rfc3339
 
 from .backtest import Incident, RuleReport, count_flaps, matched_firings, ranked, series_firings
 from .backtest_records import RecordingLike, inline_records
@@ -142,16 +142,12 @@ def backtest(client: PrometheusClient, ruleset: RuleSet, start: float, end: floa
     return Backtest(start, end, ranked(reports), errors, None if incidents is None else len(incidents))
 
 
-def parse_rfc3339(text: str) -> float:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
 def incidents_from_api(rows: Iterable[dict], start: float, end: float) -> list[Incident]:
     """The notifier's incidents (`GET /api/v1/incidents` rows) that were open some time in [start, end]."""
     found = []
     for row in rows:
-        opened = parse_rfc3339(row["opened_at"])
-        resolved = parse_rfc3339(row["resolved_at"]) if row.get("resolved_at") else None
+        opened = parse_time(row["opened_at"])
+        resolved = parse_time(row["resolved_at"]) if row.get("resolved_at") else None
         if opened <= end and (resolved is None or resolved >= start):
             found.append(Incident(opened, resolved, dict(row.get("labels") or {}), row.get("title") or ""))
     return found
@@ -160,7 +156,7 @@ def incidents_from_api(rows: Iterable[dict], start: float, end: float) -> list[I
 def as_json(result: Backtest, prometheus: str) -> dict:
     """The backtest as the JSON `vigil rules backtest --json` prints (docs/rules-backtest.md)."""
     return {
-        "from": _rfc3339(result.start), "to": _rfc3339(result.end), "prometheus": prometheus,
+        "from": rfc3339(result.start), "to": rfc3339(result.end), "prometheus": prometheus,
         "incidents_compared": result.incidents,
         "rules": [_report_json(r) for r in result.reports],
         "errors": result.errors,
@@ -176,10 +172,6 @@ def _report_json(r: RuleReport) -> dict:
         "firings": len(r.firings), "firing_seconds": round(r.firing_seconds, 3), "flaps": r.flaps,
         "series": len({f.labels for f in r.firings}), "still_firing": sum(f.open for f in r.firings),
         "incident_matches": r.matched_incidents, "incident_share": None if share is None else round(share, 4),
-        "intervals": [{"labels": dict(f.labels), "start": _rfc3339(f.start), "end": _rfc3339(f.end), "open": f.open}
+        "intervals": [{"labels": dict(f.labels), "start": rfc3339(f.start), "end": rfc3339(f.end), "open": f.open}
                       for f in r.firings],
     }
-
-
-def _rfc3339(t: float) -> str:
-    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -14,7 +14,9 @@ daylight-saving changes in Europe/Berlin and America/New_York (docs/testing.md).
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import datetime
+
+from vigil.common.times import rfc3339
 
 #: the default simulated now: Friday 2027-01-15 08:00:00 UTC, the instant most notifier tests began at
 DEFAULT_NOW = 1_800_000_000.0
@@ -39,7 +41,7 @@ SIM_NOW = read_now(os.environ.get(NOW_VARIABLE))
 
 def sim_stamp(t: float = SIM_NOW) -> str:
     """`t` as RFC 3339 in UTC, the way a test report names the instant."""
-    return datetime.fromtimestamp(t, timezone.utc).isoformat().replace("+00:00", "Z")
+    return rfc3339(t)
 
 
 class FakeClock:

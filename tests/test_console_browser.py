@@ -11,7 +11,7 @@ import time
 import pytest
 import requests
 
-from vigil.notifier.timefmt import rfc3339
+from vigil.common.times import rfc3339
 from console_support import HOOK, PASSWORDS, oncall_text
 from browser_support import DESKTOP, PHONE, shot
 from test_notifier_support import AUTH, NotifierServer, alert, free_port, make_settings, payload, wait_for

@@ -10,7 +10,7 @@ from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
-from vigil.notifier.timefmt import rfc3339
+from vigil.common.times import rfc3339
 from console_support import AUTH, HOOK, console_client, csrf_of, log_in
 from sim_clock import SIM_NOW
 from test_notifier_support import alert, payload, wait_for

@@ -8,11 +8,10 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from vigil.common.times import parse_time
+from vigil.common.times import parse_time, rfc3339
 from vigil.notifier.app import create_app
 from vigil.notifier.postmortem import render_postmortem
 from vigil.notifier.postmortem.facts import incident_facts
-from vigil.notifier.timefmt import rfc3339
 from vigil.oncall.loader import parse_oncall
 from vigil.cli_incidents import describe_incident
 from vigil.notifier.incident_text import event_text as what

@@ -24,11 +24,10 @@ from click.testing import CliRunner
 
 from test_notifier_support import (AUTH, NotifierServer, alert, free_port, make_settings, payload, run_dir_for,
                                    wait_for)
-from vigil.common.times import parse_time
+from vigil.common.times import parse_time, rfc3339
 from vigil.aiops.history.openmetrics import write_openmetrics
 from vigil.cli import main
 from vigil.notifier.postmortem.render import duration, gather, render, when
-from vigil.notifier.timefmt import rfc3339
 from vigil.stack_config import RunLayout
 from vigil.tsdb_readback import READY_TIMEOUT_S, prometheus_on, tsdb_prometheus
 

@@ -11,7 +11,7 @@ import requests
 
 from sim_clock import SIM_NOW
 from vigil.notifier.heartbeat_spec import parse_heartbeat
-from vigil.notifier.timefmt import rfc3339
+from vigil.common.times import rfc3339
 from test_notifier_support import AUTH, NotifierServer, alert, free_port, make_settings, payload, wait_for
 
 START = SIM_NOW

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 
 import pytest
 import requests
@@ -12,7 +11,7 @@ from fastapi.testclient import TestClient
 from console_support import csrf_of
 from sim_clock import SIM_NOW
 from vigil.notifier.app import create_app
-from vigil.notifier.timefmt import rfc3339
+from vigil.common.times import rfc3339
 from vigil.notifier.store import Store
 from vigil.notifier.store.maintenance import Maintenance
 from vigil.oncall.loader import parse_oncall
@@ -21,10 +20,6 @@ from test_notifier_support import (AUTH, INBOX_ONLY, TOKEN, NotifierServer, aler
 
 T0 = SIM_NOW
 HOOK = "/api/v1/alerts/alertmanager"
-
-
-def iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat()
 
 
 # --- the store ------------------------------------------------------------------------------------
@@ -77,8 +72,8 @@ def test_windows_are_added_listed_and_ended_through_the_api(client):
     window = added.json()
     assert window["match"] == {"node": "node-7"} and window["active"] and window["created_by"] == "alice"
     assert window["starts_at"] == rfc3339(T0) and window["ends_at"] == rfc3339(T0 + 7200)
-    planned = client.post("/api/v1/maintenance", json={"match": {"rack": "r1"}, "starts_at": iso(T0 + 86400),
-                                                       "ends_at": iso(T0 + 90000), "by": "bob"}, headers=AUTH).json()
+    planned = client.post("/api/v1/maintenance", json={"match": {"rack": "r1"}, "starts_at": rfc3339(T0 + 86400),
+                                                       "ends_at": rfc3339(T0 + 90000), "by": "bob"}, headers=AUTH).json()
     assert not planned["active"]
     listed = client.get("/api/v1/maintenance", headers=AUTH).json()["windows"]
     assert [w["id"] for w in listed] == [window["id"], planned["id"]]

@@ -15,7 +15,7 @@ from vigil import rules
 from vigil.aiops.history.openmetrics import write_openmetrics
 from vigil.common.prometheus_api import PrometheusClient
 from vigil.notifier.postmortem.evidence import gather
-from vigil.notifier.timefmt import rfc3339
+from vigil.common.times import rfc3339
 from test_aiops_history_prometheus import wait_http
 from test_notifier_support import free_port
 

@@ -17,7 +17,8 @@ from vigil.common.durations import parse_prometheus_duration
 from vigil.rules import RULE_FILE_NAME, dump_yaml, load_specs
 from vigil.rules.promtool import test_rules as run_promtool_tests
 from vigil.rules.backtest import Firing, Incident, RuleReport, count_flaps, firing_intervals, overlaps, ranked, series_firings
-from vigil.rules.backtest_run import MAX_POINTS, evaluation_step, incidents_from_api, parse_rfc3339
+from vigil.common.times import parse_time
+from vigil.rules.backtest_run import MAX_POINTS, evaluation_step, incidents_from_api
 
 M = 60.0
 
@@ -110,7 +111,7 @@ def test_incidents_from_the_notifier_api_are_kept_when_open_some_time_in_the_ran
         {"opened_at": "2026-11-22T13:00:00.000Z", "resolved_at": None, "labels": {"alertname": "B"}, "title": "B"},
         {"opened_at": "2026-11-21T10:00:00.000Z", "resolved_at": "2026-11-21T11:00:00.000Z", "labels": {}, "title": "old"},
     ]
-    start, end = parse_rfc3339("2026-11-22T00:00:00Z"), parse_rfc3339("2026-11-23T00:00:00Z")
+    start, end = parse_time("2026-11-22T00:00:00Z"), parse_time("2026-11-23T00:00:00Z")
     found = incidents_from_api(rows, start, end)
     assert [(i.labels, i.end is None) for i in found] == [({"alertname": "A"}, False), ({"alertname": "B"}, True)]
     assert found[0].end - found[0].start == 3600
@@ -118,8 +119,8 @@ def test_incidents_from_the_notifier_api_are_kept_when_open_some_time_in_the_ran
 
 @pytest.mark.parametrize("text, expected", [
     ("now", 1_000_000.0), ("-1d", 1_000_000.0 - 86_400), ("now-6h", 1_000_000.0 - 21_600), ("-90", 1_000_000.0 - 90),
-    ("1700000000", 1_700_000_000.0), ("2026-11-22T00:00:00Z", parse_rfc3339("2026-11-22T00:00:00+00:00")),
-    ("2026-11-22T08:00:00+08:00", parse_rfc3339("2026-11-22T00:00:00Z")), ("2026-11-22T00:00:00", parse_rfc3339("2026-11-22T00:00:00Z")),
+    ("1700000000", 1_700_000_000.0), ("2026-11-22T00:00:00Z", parse_time("2026-11-22T00:00:00+00:00")),
+    ("2026-11-22T08:00:00+08:00", parse_time("2026-11-22T00:00:00Z")), ("2026-11-22T00:00:00", parse_time("2026-11-22T00:00:00Z")),
 ])
 def test_times_accept_now_relative_unix_and_rfc3339(text, expected):
     assert parse_moment(text, now=1_000_000.0) == expected

@@ -16,7 +16,6 @@ import shutil
 import subprocess
 import time
 from dataclasses import replace
-from datetime import datetime, timezone
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -36,7 +35,8 @@ from vigil.exporters.sim.nvml import SimulatedNvml
 from vigil.common.ports import free_port
 from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
 from vigil.rules import Alert, Group, load_specs
-from vigil.rules.backtest_run import Settings, backtest, parse_rfc3339, query_times
+from vigil.common.times import parse_time, rfc3339 as stamp
+from vigil.rules.backtest_run import Settings, backtest, query_times
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("prometheus") is None or shutil.which("promtool") is None,
                                                  reason="prometheus and promtool are not installed")]
@@ -110,10 +110,6 @@ def simulated_day(start: float, exprs: str) -> tuple[list[tuple], dict[str, str]
     return [(name, dict(labels), ts, vs) for (name, labels), (ts, vs) in series.items()], types
 
 
-def stamp(t: float) -> str:
-    return datetime.fromtimestamp(t, timezone.utc).isoformat().replace("+00:00", "Z")
-
-
 @pytest.fixture(scope="module")
 def day(tmp_path_factory):
     """(prometheus url, start, end, noisy spec path) for a simulated day with FAULTS, ending at the
@@ -166,7 +162,7 @@ def test_a_noisy_rule_ranks_first_and_each_fault_fires_its_rules_once(day):
         assert rule["firings"] == 1, (fault, rule)
         (firing,) = rule["intervals"]
         assert firing["labels"]["node"] == node and firing["labels"].get("gpu") == (None if gpu is None else str(gpu))
-        fired, resolved = parse_rfc3339(firing["start"]), parse_rfc3339(firing["end"])
+        fired, resolved = parse_time(firing["start"]), parse_time(firing["end"])
         # fired once its 'for' had passed after the fault, resolved after the fault was cleared
         assert start + on * HOUR + rule["for_seconds"] <= fired <= start + on * HOUR + rule["for_seconds"] + 3 * STEP
         assert start + off * HOUR <= resolved <= start + off * HOUR + rule["keep_firing_for_seconds"] + 6 * STEP
@@ -247,7 +243,7 @@ def test_max_for_caps_every_for_like_the_demo_stack_rules(day):
     on = FAULTS[0][3]  # the overheat: above 85 °C from then on
     hot = rules["GpuTemperatureHigh"]  # for: 10m, four 3-minute steps; capped, the next evaluation fires it
     assert hot["for_seconds"] == 1 and hot["firings"] == 1
-    assert parse_rfc3339(hot["intervals"][0]["start"]) == start + on * HOUR + STEP
+    assert parse_time(hot["intervals"][0]["start"]) == start + on * HOUR + STEP
 
 
 def test_an_alert_on_a_recording_rule_never_deployed_is_backtested_through_its_expression(day):

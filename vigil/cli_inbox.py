@@ -11,7 +11,7 @@ import time
 import click
 
 from vigil.common.click_types import Duration, RowNumber
-from vigil.notifier.timefmt import people_time as when, rfc3339
+from vigil.common.times import people_time as when, rfc3339
 
 from .cli_options import call_notifier, run_dir_option
 

@@ -13,11 +13,10 @@ import json
 import click
 
 from vigil.common.click_types import RowNumber
-from vigil.common.times import parse_time
+from vigil.common.times import parse_time, people_time as when, utc_text
 from vigil.notifier.incident_text import event_text as what, window_text
 from vigil.notifier.postmortem.facts import escalation_texts
 from vigil.notifier.postmortem.page_fate import page_results, unsent_fates
-from vigil.notifier.timefmt import people_time as when, utc_text
 
 from .cli_options import by_option, call_notifier, json_option, printed_plainly, run_dir_option
 

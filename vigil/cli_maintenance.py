@@ -11,9 +11,8 @@ import click
 
 from vigil.common.click_types import Duration, RowNumber, label_pairs
 from vigil.notifier.api.parse import window_body
-from vigil.notifier.timefmt import utc_text
+from vigil.common.times import people_time as when, utc_text
 from vigil.oncall.schedules import moment_at
-from vigil.notifier.timefmt import people_time as when
 
 from .cli_options import by_option, call_notifier, json_option, printed_plainly, run_dir_option
 

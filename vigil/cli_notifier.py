@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from vigil.common.click_types import Duration, HostPort, HttpUrl
 from vigil.common.durations import format_duration
 from vigil.notifier.settings import DEFAULT_MAX_BODY_BYTES, DEFAULT_RESOLVE_GONE_AFTER_S
-from vigil.notifier.timefmt import people_time as when
+from vigil.common.times import people_time as when
 
 from .cli_options import call_notifier, json_option, printed_plainly, run_dir_option
 

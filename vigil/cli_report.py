@@ -15,7 +15,7 @@ import click
 
 from vigil.common.durations import format_duration
 from vigil.oncall.schedules import moment_at
-from vigil.notifier.timefmt import people_time as when
+from vigil.common.times import people_time as when
 
 from .cli_options import call_notifier, json_option, run_dir_option
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timezone
 from zoneinfo import ZoneInfo
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import requests
 from vigil.common.click_types import Duration, HttpUrl
 from vigil.common.durations import format_duration, parse_duration
 from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
+from vigil.common.times import people_time, rfc3339
 from vigil.oncall.schedules import LATEST, moment_at
 from vigil.rules.backtest_run import (
     DEFAULT_FLAP_WINDOW, MAX_POINTS, Backtest, Settings, as_json, backtest, incidents_from_api,
@@ -120,7 +120,7 @@ def backtest_command(specs, start, end, prometheus, run_dir, interval, flap_wind
     notifier. A changed spec file is backtested as it is, before it is deployed.
     """
     if end <= start:
-        raise click.UsageError(f"--to must be after --from (got {_stamp(start)} → {_stamp(end)})")
+        raise click.UsageError(f"--to must be after --from (got {people_time(rfc3339(start))} → {people_time(rfc3339(end))})")
     ruleset = load_ruleset(specs)
     stack = _stack(run_dir) if prometheus is None else None
     url = (prometheus or stack.prometheus).rstrip("/")
@@ -140,12 +140,8 @@ def backtest_command(specs, start, end, prometheus, run_dir, interval, flap_wind
         raise click.ClickException(f"Prometheus refused {len(result.errors)} rule(s):\n" + "\n".join(result.errors))
 
 
-def _stamp(t: float) -> str:
-    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-
-
 def _print_table(result: Backtest, url: str) -> None:
-    click.echo(f"backtest of {len(result.reports)} alerts over {_stamp(result.start)} → {_stamp(result.end)} UTC "
+    click.echo(f"backtest of {len(result.reports)} alerts over {people_time(rfc3339(result.start))} → {people_time(rfc3339(result.end))} UTC "
                f"({format_duration(result.end - result.start)}) against {url}; noisiest first")
     header = ("ALERT", "SEVERITY", "FIRINGS", "FIRING TIME", "FLAPS", "SERIES", "INCIDENTS")
     rows = [header]

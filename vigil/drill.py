@@ -23,7 +23,7 @@ import requests
 import vigil.rules as rulegen
 from vigil.common.prometheus_api import PrometheusUnavailable
 from vigil.exporters.sim.faults import FAULTS, per_gpu, per_job
-from vigil.notifier.timefmt import utc_text
+from vigil.common.times import utc_text
 
 from .stack_client import RECENT_ROWS, StackClient, StackRequestError
 

@@ -14,7 +14,7 @@ from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from vigil.notifier.timefmt import rfc3339
+from vigil.common.times import rfc3339
 
 from .stack_config import RunLayout
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from vigil.notifier.analytics.queries import IncidentFacts
-from vigil.notifier.timefmt import rfc3339
+from vigil.common.times import rfc3339
 from vigil.oncall.model import OncallConfig
 from vigil.oncall.plan import person_hours, person_zone
 

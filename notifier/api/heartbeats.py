@@ -16,7 +16,7 @@ from vigil.notifier.api.openapi import HEARTBEAT_BODY
 from vigil.notifier.api.parse import Rejected, heartbeat_body
 from vigil.notifier.engine.heartbeat import HeartbeatMonitor
 from vigil.notifier.store.heartbeats import HeartbeatRow
-from vigil.notifier.timefmt import rfc3339
+from vigil.common.times import rfc3339
 
 router = APIRouter()
 HEARTBEAT_PATH = "/api/v1/heartbeat/{name}"

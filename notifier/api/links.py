@@ -24,7 +24,7 @@ from vigil.notifier.console_session import session_user
 from vigil.notifier.engine import actions
 from vigil.notifier.links import LINK_PATH, Link, LinkRefused, link_key, verify
 from vigil.notifier.store.link_uses import LinkUses
-from vigil.notifier.timefmt import rfc3339
+from vigil.common.times import rfc3339
 
 router = APIRouter()
 LINK_ACTOR = "one-click link"

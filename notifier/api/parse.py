@@ -8,7 +8,6 @@ would retry a 5xx forever); `reason` is the label counted in `vigil_notifier_web
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Annotated
 
 from fastapi import Request
@@ -20,7 +19,7 @@ from vigil.common.json_body import BodyRejected, decode_json_body, plain_json_te
 from vigil.notifier.delivery.inbox_sender import PAGE_HEADER
 from vigil.notifier.models import WebhookPayload, naive_time
 from vigil.notifier.rejected import Rejected
-from vigil.notifier.timefmt import LAST
+from vigil.common.times import LAST, rfc3339
 
 
 @dataclass(frozen=True)
@@ -182,16 +181,12 @@ def window_body(match: dict[str, str], by: str | None, reason: str | None, start
     `duration` is used when `ends` is None. Shared by the CLI and the console's form."""
     body = {"match": match, "by": by, "reason": reason}
     if starts is not None:
-        body["starts_at"] = _utc_iso(starts)
+        body["starts_at"] = rfc3339(starts)
     if ends is not None:
-        body["ends_at"] = _utc_iso(ends)
+        body["ends_at"] = rfc3339(ends)
     else:
         body["for"] = duration
     return body
-
-
-def _utc_iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat()
 
 
 def new_window(data: object, now: float) -> NewWindow:

@@ -18,6 +18,7 @@ from fastapi.responses import HTMLResponse
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
+from vigil.common.times import parse_time
 from vigil.notifier.incident_text import event_text
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -55,11 +56,10 @@ def csrf_field(request: Request) -> Markup:
 
 
 def seconds_of(moment) -> float | None:
-    if moment is None or moment == "":
-        return None
+    """Unix seconds of a row's time: a number as it is, an RFC 3339 text read by `parse_time`."""
     if isinstance(moment, (int, float)):
         return float(moment)
-    return datetime.fromisoformat(str(moment).replace("Z", "+00:00")).timestamp()
+    return None if moment is None else parse_time(str(moment))
 
 
 def when(moment) -> str:

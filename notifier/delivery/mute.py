@@ -30,7 +30,7 @@ import sqlalchemy as sa
 from vigil.notifier.deliveries import Delivery
 from vigil.notifier.delivery.stage import Outcome, Page
 from vigil.notifier.store.maintenance import Maintenance
-from vigil.notifier.timefmt import rfc3339
+from vigil.common.times import rfc3339
 from vigil.oncall.model import OncallConfig
 from vigil.oncall.plan import config_maintenance
 from vigil.oncall.schedule_model import zone_named

@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from vigil.common.durations import format_duration
-from vigil.common.times import ZERO_TIME
+from vigil.common.times import rfc3339, ZERO_TIME
 from vigil.notifier.after_commit import AfterCommit
 from vigil.notifier.clock import Clock
 from vigil.notifier.store.notifications import IncidentPlanner
@@ -35,7 +35,6 @@ from vigil.notifier.loop_thread import LoopThread
 from vigil.notifier.models import WebhookPayload
 from vigil.notifier.store import Store
 from vigil.notifier.store.heartbeats import HeartbeatRow
-from vigil.notifier.timefmt import rfc3339
 
 log = logging.getLogger(__name__)
 RECEIVER = "vigil-heartbeat"

@@ -20,7 +20,7 @@ from vigil.notifier.engine.pause import paused_by, restart_ack_target
 from vigil.notifier.metrics import NotifierMetrics
 from vigil.notifier.store import Store, incident_state
 from vigil.notifier.store.engine import reading
-from vigil.notifier.timefmt import rfc3339
+from vigil.common.times import rfc3339
 from vigil.oncall.model import OncallConfig
 
 TARGETS = ("ack", "resolve")

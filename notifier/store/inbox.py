@@ -11,7 +11,7 @@ from vigil.notifier.schema import inbox_pages, incidents
 from vigil.notifier.store.engine import reading
 from vigil.notifier.store.notifications import Notifications
 from vigil.notifier.store.outbox import Outbox, insert_if_new
-from vigil.notifier.timefmt import rfc3339
+from vigil.common.times import rfc3339
 
 
 class Inbox:

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from vigil.notifier.schema import deliveries, incidents
 from vigil.notifier.store.prepared import Prepared
-from vigil.notifier.timefmt import rfc3339
+from vigil.common.times import rfc3339
 
 STATES = ("triggered", "acknowledged", "resolved")
 

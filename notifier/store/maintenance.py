@@ -19,7 +19,7 @@ from vigil.notifier.schema import maintenance_windows
 from vigil.notifier.store.engine import reading
 from vigil.notifier.store.escalations import Escalations
 from vigil.notifier.store.prepared import Prepared
-from vigil.notifier.timefmt import rfc3339
+from vigil.common.times import rfc3339
 
 
 @dataclass(frozen=True)

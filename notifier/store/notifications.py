@@ -25,7 +25,7 @@ from vigil.notifier.store import incident_state
 from vigil.notifier.store.engine import reading
 from vigil.notifier.store.outbox import Outbox
 from vigil.notifier.store.prepared import Prepared
-from vigil.notifier.timefmt import rfc3339
+from vigil.common.times import rfc3339
 
 RECONCILED_PREFIX = "reconciled:"
 

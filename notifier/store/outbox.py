@@ -17,7 +17,7 @@ from vigil.notifier.schema import deliveries, delivery_attempts
 from vigil.notifier.store.engine import reading
 from vigil.notifier.store.prepared import Prepared
 from vigil.notifier.store.timeline import Timeline
-from vigil.notifier.timefmt import rfc3339
+from vigil.common.times import rfc3339
 
 # pending: waiting (due now, later, or leased by a worker); sent; failed: given up after the last retry
 # (or handed to the person's next contact); muted / superseded / digested: not sent, on purpose (the

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from vigil.notifier.schema import incident_events
 from vigil.notifier.store.engine import reading
 from vigil.notifier.store.prepared import Prepared
-from vigil.notifier.timefmt import rfc3339
+from vigil.common.times import rfc3339
 
 # one encoder for every event's detail (`json.dumps` with options builds a new one per call)
 _DETAIL = json.JSONEncoder(sort_keys=True, default=str)

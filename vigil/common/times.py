@@ -1,4 +1,6 @@
-"""Reading RFC 3339 times (from our API, Alertmanager, Prometheus or a CSV) as Unix seconds."""
+"""RFC 3339 times, one reader and one writer: `parse_time` reads them (from our API, Alertmanager,
+Prometheus or a CSV) as Unix seconds; `rfc3339` writes them (UTC, milliseconds, as our API and files do),
+and `people_time`/`utc_text` show such a time to people."""
 
 from __future__ import annotations
 
@@ -18,3 +20,27 @@ def parse_time(value: str | None) -> float | None:
         return None
     moment = datetime.fromisoformat(value)
     return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
+
+
+#: the last moment RFC 3339 (a four-digit year) can write; later ones are written as it
+LAST = datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=timezone.utc)
+
+
+def rfc3339(seconds: float | None) -> str | None:
+    """`seconds` as `2026-11-23T14:00:01.000Z`; a time after the end of year 9999 (a window without end
+    in practice, e.g. one the on-call file ends at 9999-12-31T23:00-05:00) as that end."""
+    if seconds is None:
+        return None
+    moment = datetime.fromtimestamp(seconds, tz=timezone.utc) if seconds < LAST.timestamp() else LAST
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def people_time(rfc3339_time: str | None) -> str:
+    """`2026-11-23T14:00:01.000Z` as people read it in a column of UTC times: `2026-11-23 14:00:01` (`-`
+    for none)."""
+    return rfc3339_time[:19].replace("T", " ") if rfc3339_time else "-"
+
+
+def utc_text(rfc3339_time: str | None) -> str:
+    """`2026-11-23T14:00:01.000Z` as people read it alone: `2026-11-23 14:00:01 UTC` (`-` for none)."""
+    return f"{people_time(rfc3339_time)} UTC" if rfc3339_time else "-"
