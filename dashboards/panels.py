@@ -23,7 +23,7 @@ DATASOURCE_UID = "vigil-prometheus"
 DATASOURCE_TYPE = "prometheus"
 DATASOURCE = DataSourceRef(type_val=DATASOURCE_TYPE, uid=DATASOURCE_UID)
 TAG = "vigil"
-GPU_JOB = "vigil-gpu"  # the GPU exporters' scrape job (vigil.stack_config.prometheus.GPU_JOB)
+GPU_JOB = "vigil-gpu"  # the GPU exporters' scrape job (vigil.stack.config.prometheus.GPU_JOB)
 
 # Units (Grafana's unit ids)
 PERCENT = "percentunit"  # 0..1 shown as %

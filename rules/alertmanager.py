@@ -1,6 +1,6 @@
 """The Alertmanager configuration generated from the rule specs and the routing file, built as data.
 
-One generator for `vigil rules generate --alertmanager` and for `vigil up` (vigil/stack_config):
+One generator for `vigil rules generate --alertmanager` and for `vigil up` (vigil/stack/config/):
 
 - route tree: the Watchdog first (receiver `watchdog`, with timings of its own so that it is re-sent
   every `repeat_interval`), then one route per `team` label of the specs with a child per severity to

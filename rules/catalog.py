@@ -11,7 +11,7 @@ Two sources, both generated, never typed by hand:
 
 Names are sample names (`x_total`, `x_bucket`, `x_count`, `x_sum`). Every scraped series also carries
 the target labels `job` and `instance`; `up` and the other scrape series also carry `node` (the GPU
-job's target label, see vigil.stack_config.prometheus). A label set of None means the labels are not
+job's target label, see vigil.stack.config.prometheus). A label set of None means the labels are not
 known (an empty registry at generation time): label checks skip those metrics.
 """
 

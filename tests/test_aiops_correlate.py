@@ -14,7 +14,7 @@ import yaml
 from click.testing import CliRunner
 
 from vigil.aiops.correlate import AlertInputError, Firing, firings_from_json, group_firings, mine_inhibitions
-from vigil.cli_aiops_risk import suggest_inhibitions
+from vigil.cli.aiops_risk import suggest_inhibitions
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
 AMTOOL = Path("/usr/bin/amtool")

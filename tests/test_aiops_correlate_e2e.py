@@ -13,7 +13,7 @@ import yaml
 from click.testing import CliRunner
 
 from vigil.aiops.correlate import firings_from_prometheus
-from vigil.cli_aiops_risk import suggest_inhibitions
+from vigil.cli.aiops_risk import suggest_inhibitions
 from vigil.common.ports import free_port
 from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
 

@@ -12,7 +12,7 @@ import yaml
 from click.testing import CliRunner
 
 from vigil.aiops.correlate import firings_from_json, mine
-from vigil.cli_aiops_risk import suggest_inhibitions
+from vigil.cli.aiops_risk import suggest_inhibitions
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
 SEVERITY = {"critical": 3, "warning": 2, "info": 1}

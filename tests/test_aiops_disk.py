@@ -15,7 +15,7 @@ from vigil.aiops.disk.model import (
     train_disk_model,
 )
 from vigil.aiops.disk.simulate import FleetSpec, simulate_fleet
-from vigil.cli_aiops_risk import train_disk
+from vigil.cli.aiops_risk import train_disk
 
 FLEET = FleetSpec(disks=2500, days=100, seed=7)
 

@@ -23,7 +23,7 @@ from vigil.aiops.risk import gpu_score
 from vigil.aiops.risk.collector import FailureRiskCollector
 from vigil.common.ports import free_port
 from vigil.common.prometheus_api import PrometheusClient
-from vigil.cli_aiops_risk import suggest_inhibitions
+from vigil.cli.aiops_risk import suggest_inhibitions
 
 PROMETHEUS = Path("/usr/bin/prometheus")
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not PROMETHEUS.exists(), reason="prometheus is not installed")]

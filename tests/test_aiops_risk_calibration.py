@@ -19,7 +19,7 @@ from vigil.aiops.risk.detection_search import DetectionObjective, search_directi
 from vigil.aiops.risk.gpu_score import GpuSignals, score_gpus
 from vigil.aiops.risk.population import GPU_PARAMS, simulate_gpus
 from vigil.aiops.risk.population_disks import NVME_PARAMS, SATA_PARAMS, simulate_nvme, simulate_sata
-from vigil.cli_aiops_risk import calibrate_risk
+from vigil.cli.aiops_risk import calibrate_risk
 
 from bench_support import load_bench
 

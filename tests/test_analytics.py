@@ -33,7 +33,7 @@ from click.testing import CliRunner
 from prometheus_client.parser import text_string_to_metric_families
 
 from vigil.cli import main
-from vigil.cli_report import describe
+from vigil.cli.report import describe
 from vigil.notifier.analytics.health import report, working_hours_of
 from vigil.notifier.analytics.queries import incidents_opened
 from vigil.notifier.delivery.pipeline import delivery_stages

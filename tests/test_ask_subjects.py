@@ -25,8 +25,8 @@ from vigil.aiops.ask.retrieve import Unanswerable
 from vigil.aiops.history.openmetrics import write_openmetrics
 from vigil.common.prometheus_api import PrometheusClient
 from vigil.rules.query import read_query
-from vigil.stack_config import RunLayout
-from vigil.tsdb_readback import tsdb_prometheus
+from vigil.stack.config import RunLayout
+from vigil.stack.tsdb_readback import tsdb_prometheus
 
 EVAL = Path(__file__).resolve().parent.parent / "bench" / "ask" / "eval_questions.yaml"
 HUNG = ("ALERTS", {"alertname": "JobHung", "alertstate": "firing"})

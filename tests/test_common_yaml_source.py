@@ -10,7 +10,7 @@ from vigil import rules
 from vigil.cli import main
 from vigil.common.yaml_source import line_at, parse_yaml, plain, read_yaml
 from vigil.oncall.loader import OncallConfigError, load_oncall
-from vigil.settings import SettingsError, load_settings
+from vigil.stack.settings import SettingsError, load_settings
 
 TWICE = """\
 targets:

@@ -8,9 +8,9 @@ import stat
 
 from vigil.notifier.console.passwords import verify_password
 from vigil.oncall.loader import load_oncall
-from vigil.runstate import ComponentState, StackState
-from vigil.stack import console_hint
-from vigil.stack_config.demo_oncall import DEMO_CONSOLE_USER
+from vigil.stack.runstate import ComponentState, StackState
+from vigil.stack.run import console_hint
+from vigil.stack.config.demo_oncall import DEMO_CONSOLE_USER
 from test_stack_config import generate  # the stack's files written into a run directory under tmp_path
 
 

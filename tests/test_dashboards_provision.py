@@ -17,7 +17,7 @@ from stack_support import VIGIL
 from vigil.cli import main
 from vigil.common.ports import free_port
 from vigil.dashboards.grafana_provision import GrafanaTarget, ProvisionError, grafana_target, provision
-from vigil.runstate import ComponentState, StackState
+from vigil.stack.runstate import ComponentState, StackState
 
 TOKEN = "glsa_provision-test-token-0123456789"
 PROMETHEUS = "http://127.0.0.1:19690"
@@ -198,7 +198,7 @@ def test_vigil_up_refuses_an_unsafe_grafana_url_before_starting_anything(tmp_pat
 def up_step(grafana_url: str, monkeypatch) -> list[str]:
     """Run `vigil up --grafana-url` with the stack itself replaced by a healthy one: the step the CLI hands
     `run_stack`, called as run_stack calls it once every component is healthy; what it said."""
-    import vigil.cli_stack
+    import vigil.cli.stack
 
     said: list[str] = []
 
@@ -208,7 +208,7 @@ def up_step(grafana_url: str, monkeypatch) -> list[str]:
         on_up(state, said.append)
         return 0
 
-    monkeypatch.setattr(vigil.cli_stack, "run_stack", healthy_stack)
+    monkeypatch.setattr(vigil.cli.stack, "run_stack", healthy_stack)
     result = CliRunner().invoke(main, ["up", "--port-base", "19600", "--scrape-interval", "3s",
                                        "--grafana-url", grafana_url], env={"VIGIL_GRAFANA_TOKEN": TOKEN})
     assert result.exit_code == 0, result.output  # whatever Grafana said, the stack ran on

@@ -164,7 +164,7 @@ def test_each_images_healthcheck_passes_once_its_command_serves(installed, tmp_p
     tmp_path): its HEALTHCHECK fails before and passes once it serves. No GPU here, so the exporter's
     `--backend nvml` becomes the simulated fleet, which serves the same /metrics."""
     from vigil.notifier.console.passwords import hash_password
-    from vigil.stack_config import demo_oncall_config
+    from vigil.stack.config import demo_oncall_config
 
     base = free_ports(3)
     (tmp_path / "secrets").mkdir()

@@ -13,8 +13,8 @@ import yaml
 from click.testing import CliRunner
 
 from vigil.cli import main
-from vigil.settings import StackSettings
-from vigil.stack_config import RunLayout, prometheus_config
+from vigil.stack.settings import StackSettings
+from vigil.stack.config import RunLayout, prometheus_config
 
 PROMTOOL = shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool is missing (Debian's prometheus package)")

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from deploy_systemd_support import exec_argv
 from vigil.cli import main
-from vigil.cli_deploy_systemd import DEFAULT_OUT
+from vigil.cli.deploy_systemd import DEFAULT_OUT
 from vigil.common.hostport import parse_host_port
 from vigil.deploy.systemd import UNITS
 
@@ -25,8 +25,8 @@ DOCS = REPO / "docs" / "deploy.md"
 VIGIL_BIN = str(Path(sys.executable).parent / "vigil")  # the venv's real binary: verify wants it to exist
 ANALYZE = shutil.which("systemd-analyze")
 # the CLI command each unit runs: (module, click command), whose --listen default the unit must keep
-COMMANDS = {"vigil-gpu-exporter": ("vigil.cli_gpu_exporter", "gpu"), "vigil-node-exporter": ("vigil.cli_node_exporter", "node"),
-            "vigil-notifier": ("vigil.cli_notifier", "serve"), "vigil-aiops": ("vigil.cli_aiops_baseline", "serve")}
+COMMANDS = {"vigil-gpu-exporter": ("vigil.cli.gpu_exporter", "gpu"), "vigil-node-exporter": ("vigil.cli.node_exporter", "node"),
+            "vigil-notifier": ("vigil.cli.notifier", "serve"), "vigil-aiops": ("vigil.cli.aiops_baseline", "serve")}
 
 needs_systemd = pytest.mark.skipif(ANALYZE is None, reason="systemd-analyze is missing (Debian's systemd package)")
 

@@ -70,7 +70,7 @@ def workdir():
     """Files the units find in /etc/vigil, their credentials and state, owned by the dynamic user as
     `StateDirectory=` and `LoadCredential=` leave them (pytest's own tmp_path is root-only)."""
     from vigil.notifier.console.passwords import hash_password
-    from vigil.stack_config import demo_oncall_config
+    from vigil.stack.config import demo_oncall_config
 
     root = Path(tempfile.mkdtemp(prefix="vigil-sandbox-"))
     root.chmod(0o755)

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from cli_support import command
 from vigil import rules
 from vigil.cli import main
-from vigil.drill import fault_expectations, shipped_fault_expectations
+from vigil.stack.drill import fault_expectations, shipped_fault_expectations
 from vigil.exporters.sim.faults import FAULTS as SIMULATOR_FAULTS
 from vigil.exporters.sim.faults import DISK_FAULTS, NODE_FAULTS
 

@@ -13,7 +13,7 @@ from vigil.notifier.app import create_app
 from vigil.notifier.postmortem import render_postmortem
 from vigil.notifier.postmortem.facts import incident_facts
 from vigil.oncall.loader import parse_oncall
-from vigil.cli_incidents import describe_incident
+from vigil.cli.incidents import describe_incident
 from vigil.notifier.incident_text import event_text as what
 from test_notifier_support import AUTH, alert, make_settings, payload
 from test_oncall_engine import ONCALL, SATURDAY_3AM as T0  # 3 tiers: carol (the rota), dave after 5 m, mgr after 10 m

@@ -20,7 +20,7 @@ from vigil.common.ports import free_port
 from vigil.exporters.node_health import SPECS, NodeHealthCollector
 from vigil.exporters.sim.smart import DAY_S, DiskFault, SimDisk, SimulatedSmartctl, smart_document
 from vigil.exporters.smart import SmartReader
-from vigil.cli_node_exporter import node
+from vigil.cli.node_exporter import node
 
 T0 = SIM_NOW
 REPO = Path(__file__).resolve().parents[1]

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 from prometheus_client.parser import text_string_to_metric_families
 
-from vigil.cli_node_exporter import node
+from vigil.cli.node_exporter import node
 
 CAPTURES = Path(__file__).resolve().parent / "data" / "smart"
 ATA = ["seagate_ST33000650NS.json", "wdc_WD5002ABYS.json", "hgst_HUS724020ALE640.json", "samsung_MZ7WD240HAFV.json"]

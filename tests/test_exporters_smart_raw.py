@@ -49,7 +49,7 @@ def test_simulated_disks_pack_194_like_real_ones_and_the_exporter_decodes_it():
     from click.testing import CliRunner
     from prometheus_client.parser import text_string_to_metric_families
 
-    from vigil.cli_node_exporter import node
+    from vigil.cli.node_exporter import node
 
     result = CliRunner().invoke(node, ["--once", "--simulate", "--sim-disks", "4", "--node", "n1",
                                        "--sysfs-root", "/nonexistent"])

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from test_notifier_support import AUTH, NotifierServer, alert, free_port, make_settings, payload, run_dir_for, wait_for
 from vigil.cli import main
 from vigil.common.times import rfc3339
-from vigil.stack_client import StackClient
+from vigil.stack.client import StackClient
 
 ONCALL = """
 people:

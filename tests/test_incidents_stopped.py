@@ -28,8 +28,8 @@ from vigil.common.times import parse_time, rfc3339
 from vigil.aiops.history.openmetrics import write_openmetrics
 from vigil.cli import main
 from vigil.notifier.postmortem.render import duration, gather, render, when
-from vigil.stack_config import RunLayout
-from vigil.tsdb_readback import READY_TIMEOUT_S, prometheus_on, tsdb_prometheus
+from vigil.stack.config import RunLayout
+from vigil.stack.tsdb_readback import READY_TIMEOUT_S, prometheus_on, tsdb_prometheus
 
 
 def vigil(*args: str, run_dir: Path):
@@ -283,7 +283,7 @@ def test_the_postmortem_of_an_incident_open_at_the_stop_ends_at_the_stop(stopped
     stop = parse_time(rfc3339(running["stopped"]))
     RunLayout(run).stopped_file.write_text(json.dumps({"stopped_at": rfc3339(stop)}))  # as the supervisor records it on its way out
     later = stop + 2 * 86400
-    monkeypatch.setattr("vigil.cli_postmortem.time", SimpleNamespace(time=lambda: later))
+    monkeypatch.setattr("vigil.cli.postmortem.time", SimpleNamespace(time=lambda: later))
     out = tmp_path / "pm.md"
     result = vigil("postmortem", str(running["open"]["id"]), "-o", str(out), run_dir=run)
     assert result.exit_code == 0, result.output
@@ -314,7 +314,7 @@ def test_without_a_recorded_stop_the_newest_record_stands_for_it(stopped, record
     run, running, _ = stopped
     if recorded is not None:
         RunLayout(run).stopped_file.write_text(json.dumps({"stopped_at": rfc3339(running["stopped"] + recorded)}))
-    monkeypatch.setattr("vigil.cli_postmortem.time", SimpleNamespace(time=lambda: running["stopped"] + 86400))
+    monkeypatch.setattr("vigil.cli.postmortem.time", SimpleNamespace(time=lambda: running["stopped"] + 86400))
     result = vigil("postmortem", str(running["open"]["id"]), run_dir=run)
     assert result.exit_code == 0, result.output
     newest = max(parse_time(e["at"]) for e in running["open"]["timeline"] + running["show"]["timeline"])

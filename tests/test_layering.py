@@ -15,7 +15,7 @@ DOMAIN_PACKAGES = tuple(f"vigil.{folder}" for folder in DOMAIN_FOLDERS)
 
 
 def module_name(path: Path) -> str:
-    """The import name of a source file: `rules/kinds.py` is `vigil.rules.kinds`, `vigil/cli.py` is `vigil.cli`."""
+    """The import name of a source file: `rules/kinds.py` is `vigil.rules.kinds`, `vigil/cli/__init__.py` is `vigil.cli`."""
     parts = list(path.relative_to(REPO).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
@@ -65,15 +65,21 @@ def test_domain_packages_import_only_the_common_helpers_and_each_other(folder):
                          + "; ".join(f"{f}:{line} imports {m}" for f, line, m in wrong))
 
 
+def test_the_stack_never_imports_the_cli():
+    """vigil/ is layered too: the CLI (`vigil/cli/`) on top, the stack (`vigil/stack/`) below it."""
+    wrong = [item for item in vigil_imports("vigil/stack") if within(item[2], ("vigil.cli",))]
+    assert wrong == [], "; ".join(f"{f}:{line} imports {m}" for f, line, m in wrong)
+
+
 def test_the_scan_sees_relative_and_top_layer_imports(tmp_path):
     """The checks above can fail: the scan resolves the import forms a violation would use."""
     assert module_name(REPO / "rules" / "kinds.py") == "vigil.rules.kinds"
     assert module_name(REPO / "vigil" / "common" / "__init__.py") == "vigil.common"
     kinds = dict((module, line) for line, module in imported_modules(REPO / "rules" / "kinds.py"))
     assert "vigil.rules.reader" in kinds  # `from .reader import Reader`
-    drill = [module for _, module in imported_modules(REPO / "vigil" / "drill.py")]
-    assert "vigil.stack_client" in drill and "vigil.rules" in drill  # `from .stack_client …`, `import vigil.rules`
-    assert not within("vigil.stack_config", ("vigil.common", *DOMAIN_PACKAGES))
+    drill = [module for _, module in imported_modules(REPO / "vigil" / "stack" / "drill.py")]
+    assert "vigil.stack.client" in drill and "vigil.rules" in drill  # `from vigil.stack.client …`, `import vigil.rules`
+    assert not within("vigil.stack.config", ("vigil.common", *DOMAIN_PACKAGES))
     assert not within("vigil.commonplace", ("vigil.common",))
 
 
@@ -192,7 +198,7 @@ def test_the_cycle_check_finds_a_cycle_and_resolves_module_imports(tmp_path):
     render = module_imports(REPO / "notifier" / "postmortem" / "render.py", known)
     assert {"vigil.notifier.postmortem.charts", "vigil.notifier.postmortem.evidence"} <= render
     assert "vigil.notifier.postmortem" not in render
-    assert top_package("vigil.rules.model") == "vigil.rules" and top_package("vigil.cli_rules") == "vigil"
+    assert top_package("vigil.rules.model") == "vigil.rules" and top_package("vigil.cli.rules") == "vigil"
 
 
 # --- the notifier's own packages -----------------------------------------------------------------------

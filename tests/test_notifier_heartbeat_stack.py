@@ -15,10 +15,10 @@ import requests
 from stack_support import FAST_STACK, RunningStack, free_port_base, vigil
 from test_notifier_support import AUTH, NotifierServer, free_port, make_settings, wait_for
 from test_rules_alertmanager import gpu_alert
-from vigil.components import GpuBackend, component_specs
-from vigil.settings import SettingsError, load_settings
-from vigil.stack_config import RunLayout, alertmanager_config
-from vigil.stack_config.alertmanager import notifier_heartbeat_url
+from vigil.stack.components import GpuBackend, component_specs
+from vigil.stack.settings import SettingsError, load_settings
+from vigil.stack.config import RunLayout, alertmanager_config
+from vigil.stack.config.alertmanager import notifier_heartbeat_url
 from vigil import rules as rulegen
 from vigil.rules.alertmanager_routing import ROUTING_FILE, load_routing
 

@@ -20,8 +20,8 @@ from vigil.common.ports import free_port  # noqa: F401  (the notifier tests impo
 from vigil.notifier.app import create_app
 from vigil.notifier.settings import NotifierSettings
 from vigil.oncall.loader import parse_oncall
-from vigil.runstate import ComponentState, StackState
-from vigil.stack_config import RunLayout
+from vigil.stack.runstate import ComponentState, StackState
+from vigil.stack.config import RunLayout
 
 TOKEN = "test-token-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

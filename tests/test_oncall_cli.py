@@ -192,8 +192,8 @@ def test_without_config_the_running_stacks_oncall_file_is_read(tmp_path):
     import subprocess
     import sys
 
-    from vigil.runstate import ComponentState, StackState
-    from vigil.stack_config import RunLayout
+    from vigil.stack.runstate import ComponentState, StackState
+    from vigil.stack.config import RunLayout
 
     run_dir, elsewhere = tmp_path / "run", tmp_path / "elsewhere"
     run_dir.mkdir()

@@ -1,4 +1,4 @@
-"""The demo's on-call file (vigil/stack_config/demo_oncall.py), read by the real loader: who is reached
+"""The demo's on-call file (vigil/stack/config/demo_oncall.py), read by the real loader: who is reached
 through which contact for each priority. A warning phones nobody, the manager included."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import yaml
 
 from vigil.oncall.loader import parse_oncall
 from vigil.oncall.plan import contact_plan
-from vigil.stack_config.demo_oncall import DEMO_MANAGER, DEMO_PEOPLE, demo_oncall_config
+from vigil.stack.config.demo_oncall import DEMO_MANAGER, DEMO_PEOPLE, demo_oncall_config
 
 MONDAY_NOON = 1_763_985_600.0  # 2025-11-24 12:00 UTC, inside the demo's working hours
 SUNDAY_NIGHT = MONDAY_NOON - 36 * 3600  # outside them

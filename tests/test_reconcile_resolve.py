@@ -16,12 +16,12 @@ import requests
 
 from test_notifier_alertmanager import ALERTMANAGER, HOOK, LABELS, Alertmanager, get
 from test_notifier_support import AUTH, NotifierServer, alert, free_port, make_settings, payload, wait_for
-from vigil.cli_notifier import serve as serve_command
-from vigil.components import GpuBackend, component_specs
+from vigil.cli.notifier import serve as serve_command
+from vigil.stack.components import GpuBackend, component_specs
 from vigil.notifier.heartbeat_spec import parse_heartbeat
 from vigil.notifier.reconcile_resolve import ACTOR
-from vigil.settings import load_settings
-from vigil.stack_config import RunLayout
+from vigil.stack.settings import load_settings
+from vigil.stack.config import RunLayout
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(not shutil.which(ALERTMANAGER), reason="prometheus-alertmanager not installed")]

@@ -14,9 +14,9 @@ import yaml
 from click.testing import CliRunner
 
 from vigil.cli import main
-from vigil.settings import load_settings
-from vigil.stack_config import RunLayout, write_stack_files
-from vigil.stack_config.alertmanager import notifier_webhook_url
+from vigil.stack.settings import load_settings
+from vigil.stack.config import RunLayout, write_stack_files
+from vigil.stack.config.alertmanager import notifier_webhook_url
 
 AMTOOL = shutil.which("amtool")
 needs_amtool = pytest.mark.skipif(AMTOOL is None, reason="amtool (prometheus-alertmanager) is not installed")

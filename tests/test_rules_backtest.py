@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from vigil.cli import main as vigil_main
-from vigil.cli_rules_backtest import parse_moment
+from vigil.cli.rules_backtest import parse_moment
 from vigil.common.durations import parse_prometheus_duration
 from vigil.rules import RULE_FILE_NAME, dump_yaml, load_specs
 from vigil.rules.promtool import test_rules as run_promtool_tests

@@ -18,8 +18,8 @@ from vigil import rules
 from vigil.cli import main
 from vigil.rules.alert_list import alert_list_markdown, replace_generated
 from vigil.rules.alertmanager_routing import ROUTING_FILE, load_routing
-from vigil.settings import load_settings
-from vigil.stack_config import RunLayout, alertmanager_config, dump_config
+from vigil.stack.settings import load_settings
+from vigil.stack.config import RunLayout, alertmanager_config, dump_config
 
 from golden_support import UPDATE
 

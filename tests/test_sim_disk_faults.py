@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from exporters_nvml_support import free_ports, wait_until
 from test_exporters_node import scrape, value
 
-from vigil.cli_node_exporter import node
+from vigil.cli.node_exporter import node
 from vigil.common.ports import free_port
 from vigil.exporters.fleet_server import FleetServer
 from vigil.exporters.node_health import NodeHealthCollector

@@ -156,8 +156,8 @@ def test_fleet_server_exports_a_running_jobs_gpus_and_drops_them_when_it_ends() 
 
 
 def test_backfilled_history_follows_the_same_jobs_as_the_live_fleet() -> None:
-    from vigil.history import simulated_series
-    from vigil.settings import StackSettings
+    from vigil.stack.history import simulated_series
+    from vigil.stack.settings import StackSettings
 
     settings = StackSettings(sim_nodes=3, sim_gpus=4, sim_jobs=3, backfill_days=1)
     nodes = ["node-1", "node-2", "node-3"]

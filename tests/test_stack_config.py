@@ -13,10 +13,10 @@ import yaml
 import vigil.rules as rulegen
 from golden_support import check_golden
 from stack_support import vigil
-from vigil.components import GpuBackend, component_specs
+from vigil.stack.components import GpuBackend, component_specs
 from vigil.rules.alertmanager_routing import ROUTING_FILE, load_routing
-from vigil.settings import SettingsError, load_settings
-from vigil.stack_config import RunLayout, alertmanager_config, dump_config, prometheus_config, write_stack_files
+from vigil.stack.settings import SettingsError, load_settings
+from vigil.stack.config import RunLayout, alertmanager_config, dump_config, prometheus_config, write_stack_files
 
 NODES = ["node-1", "node-2", "node-3"]
 

@@ -13,14 +13,14 @@ import yaml
 
 from stack_support import vigil
 from test_notifier_support import free_port, wait_for
-from vigil.components import GpuBackend
-from vigil.components_ha import ha_component_specs
-from vigil.history_vm import import_lines
-from vigil.settings import SettingsError, load_settings
-from vigil.stack_config import RunLayout, write_stack_files
-from vigil.stack_config.ha import REPLICA_LABEL, HaLayout, HaTopology
-from vigil.stack_config.ha_alertmanager import cluster_flags
-from vigil.stack_config.sharding import HASH_LABEL, shard_of, shard_relabel, sharded_config
+from vigil.stack.components import GpuBackend
+from vigil.stack.components_ha import ha_component_specs
+from vigil.stack.history_vm import import_lines
+from vigil.stack.settings import SettingsError, load_settings
+from vigil.stack.config import RunLayout, write_stack_files
+from vigil.stack.config.ha import REPLICA_LABEL, HaLayout, HaTopology
+from vigil.stack.config.ha_alertmanager import cluster_flags
+from vigil.stack.config.sharding import HASH_LABEL, shard_of, shard_relabel, sharded_config
 
 BINARIES = {"prometheus": "prometheus", "promtool": "promtool", "alertmanager": "alertmanager", "amtool": "amtool",
             "node-exporter": "node_exporter", "victoria-metrics": "victoria-metrics"}

@@ -14,12 +14,12 @@ import pytest
 import yaml
 
 from stack_support import vigil
-from vigil.components import GpuBackend
-from vigil.components_sharded import scraped_jobs, sharded_component_specs
-from vigil.settings import SettingsError, load_settings
-from vigil.stack_config import RunLayout, write_stack_files
-from vigil.stack_config.sharded import AIOPS_JOB, ShardedLayout, ShardedTopology
-from vigil.stack_config.sharding import SHARD_LABEL, shard_of
+from vigil.stack.components import GpuBackend
+from vigil.stack.components_sharded import scraped_jobs, sharded_component_specs
+from vigil.stack.settings import SettingsError, load_settings
+from vigil.stack.config import RunLayout, write_stack_files
+from vigil.stack.config.sharded import AIOPS_JOB, ShardedLayout, ShardedTopology
+from vigil.stack.config.sharding import SHARD_LABEL, shard_of
 
 BINARIES = {"prometheus": "prometheus", "promtool": "promtool", "alertmanager": "alertmanager", "amtool": "amtool",
             "node-exporter": "node_exporter", "victoria-metrics": "victoria-metrics", "vmalert": "vmalert"}
@@ -138,9 +138,9 @@ def test_a_config_file_with_shards_but_another_profile_is_refused_at_its_line(tm
 
 
 def test_vigil_ask_and_the_dashboards_read_the_global_view_of_a_sharded_stack(tmp_path):
-    from vigil.cli_ask import _prometheus_url
-    from vigil.cli_dashboards import stack_prometheus
-    from vigil.runstate import ComponentState, StackState, read_state
+    from vigil.cli.ask import _prometheus_url
+    from vigil.cli.dashboards import stack_prometheus
+    from vigil.stack.runstate import ComponentState, StackState, read_state
 
     layout = RunLayout(tmp_path / "run")
     layout.root.mkdir()

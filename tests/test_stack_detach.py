@@ -13,8 +13,8 @@ from pathlib import Path
 import requests
 
 from stack_support import free_port_base, vigil
-from vigil.components import find_binaries, node_exporter_flags
-from vigil.detach import LogFollower
+from vigil.stack.components import find_binaries, node_exporter_flags
+from vigil.stack.detach import LogFollower
 
 
 def test_the_follower_hands_out_each_new_line_once_and_waits_for_unfinished_ones(tmp_path):

@@ -10,8 +10,8 @@ import subprocess
 from click.testing import CliRunner
 
 from vigil.cli import main
-from vigil.runstate import StackState
-from vigil.stack_config import RunLayout
+from vigil.stack.runstate import StackState
+from vigil.stack.config import RunLayout
 
 
 def down(run_dir, *args: str):

@@ -26,7 +26,7 @@ from stack_support import FAST_STACK, RunningStack, free_port_base, vigil, wait_
 from vigil.common.prometheus_api import PrometheusClient
 from vigil.dashboards.build import dashboard_models
 from vigil.dashboards.live import run_dashboard
-from vigil.stack_config import RunLayout, postgres
+from vigil.stack.config import RunLayout, postgres
 
 pytestmark = pytest.mark.e2e
 

@@ -23,9 +23,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from stack_support import FAST_STACK, RunningStack, free_port_base, vigil
 from test_notifier_support import wait_for
 from vigil.common.prometheus_api import PrometheusClient
-from vigil.stack_client import StackClient
-from vigil.stack_config.sharded import shard_name
-from vigil.stack_config.sharding import shard_of
+from vigil.stack.client import StackClient
+from vigil.stack.config.sharded import shard_name
+from vigil.stack.config.sharding import shard_of
 
 pytestmark = pytest.mark.e2e
 

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from vigil.common.ports import free_port, port_is_free
-from vigil.supervisor import ComponentSpec, Supervisor, taken_ports
+from vigil.stack.supervisor import ComponentSpec, Supervisor, taken_ports
 
 
 def http_server(port: int) -> ComponentSpec:
@@ -94,14 +94,14 @@ def test_taken_ports_lists_every_conflict():
 
 @pytest.mark.parametrize("bad", ["0.0.0.0", "10.1.2.3"])
 def test_settings_refuse_non_loopback(bad):
-    from vigil.settings import SettingsError, load_settings
+    from vigil.stack.settings import SettingsError, load_settings
 
     with pytest.raises(SettingsError, match="not a loopback address"):
         load_settings(None, {"host": bad})
 
 
 def test_settings_report_every_error_with_the_file(tmp_path):
-    from vigil.settings import SettingsError, load_settings
+    from vigil.stack.settings import SettingsError, load_settings
 
     cfg = tmp_path / "vigil.yaml"
     cfg.write_text("stack:\n  sim_nodes: 0\n  port_base: 80\n  bogus: 1\n")
@@ -113,7 +113,7 @@ def test_settings_report_every_error_with_the_file(tmp_path):
 
 
 def test_settings_yaml_error_names_the_line(tmp_path):
-    from vigil.settings import SettingsError, load_settings
+    from vigil.stack.settings import SettingsError, load_settings
 
     cfg = tmp_path / "vigil.yaml"
     cfg.write_text("stack:\n  sim_nodes: 2\n  port_base: [\n")

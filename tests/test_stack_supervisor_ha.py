@@ -10,7 +10,7 @@ import time
 
 from test_stack_supervisor import http_server
 from vigil.common.ports import free_port
-from vigil.supervisor import ComponentSpec, Supervisor, is_healthy
+from vigil.stack.supervisor import ComponentSpec, Supervisor, is_healthy
 
 # records when it got SIGTERM, then exits
 TRAP = ("import signal, sys, time\n"

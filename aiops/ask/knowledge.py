@@ -27,7 +27,7 @@ from vigil.rules.loader import load_specs
 from vigil.rules.located import SpecError
 
 LEXICON_PATH = Path(__file__).with_name("lexicon.yaml")
-# vigil's stack puts `node` on every node-level target (vigil.stack_config.prometheus), so every scraped
+# vigil's stack puts `node` on every node-level target (vigil.stack.config.prometheus), so every scraped
 # series carries it besides `job` and `instance`.
 STACK_TARGET_LABELS = frozenset({"job", "instance", "node"})
 _WORD = re.compile(r"[a-z0-9]+")

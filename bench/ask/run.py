@@ -28,7 +28,7 @@ from vigil.aiops.ask.knowledge import load_knowledge  # noqa: E402
 from vigil.aiops.benchmark_record import add_record_option, machine_summary, utc_now, write_section  # noqa: E402
 from vigil.common.ports import free_port_base  # noqa: E402
 from vigil.common.prometheus_api import PrometheusClient  # noqa: E402
-from vigil.runstate import read_state  # noqa: E402
+from vigil.stack.runstate import read_state  # noqa: E402
 
 QUESTIONS = Path(__file__).with_name("eval_questions.yaml")
 VIGIL = str(Path(sys.executable).with_name("vigil"))

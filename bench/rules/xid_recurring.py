@@ -8,7 +8,7 @@ its series are absent for 10 minutes and come back at 1 with the XIDs' next even
 least 3 occasions and the alert fires for each GPU. (10 minutes, not a short reboot's 2: promtool's blocks carry no
 staleness markers, so a gap shorter than the 5-minute lookback would not show as one.) The XID's own last time (`vigil_gpu_xid_last_seen_timestamp_seconds`)
 and the GPU's (`vigil_gpu_last_xid_timestamp_seconds`) are written beside them. promtool builds the
-blocks; the Debian Prometheus serves them (queries only, `vigil.tsdb_readback.prometheus_on`).
+blocks; the Debian Prometheus serves them (queries only, `vigil.stack.tsdb_readback.prometheus_on`).
 
 The rule's expression, from `vigil rules generate`, is sent `--rounds` times as an instant query at the
 end of the week with `stats=all`, and so is the same expression joined on the GPU's time (the form
@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 from vigil.aiops.benchmark_record import add_record_option, machine_summary, utc_now, write_section  # noqa: E402
 from vigil.aiops.history.openmetrics import write_openmetrics  # noqa: E402
-from vigil.tsdb_readback import prometheus_on  # noqa: E402
+from vigil.stack.tsdb_readback import prometheus_on  # noqa: E402
 
 DOC = REPO / "docs" / "benchmarks.md"
 SECTION = "rules-xid-recurring"

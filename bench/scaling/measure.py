@@ -13,8 +13,8 @@ import requests
 
 import stores
 from reuse import rules_run, stack
-from vigil.stack_config.prometheus import GPU_JOB
-from vigil.stack_config.sharding import HASH_LABEL, shard_of, sharded_config
+from vigil.stack.config.prometheus import GPU_JOB
+from vigil.stack.config.sharding import HASH_LABEL, shard_of, sharded_config
 
 SCRAPE_S = rules_run.SCRAPE_S
 RULE_LIMIT_MS = 1000.0

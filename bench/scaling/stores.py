@@ -12,7 +12,7 @@ import requests
 
 from reuse import rules_run, stack
 from vigil.rules.dump import dump_yaml
-from vigil.stack_config.vmalert import vmalert_argv
+from vigil.stack.config.vmalert import vmalert_argv
 
 VICTORIA_METRICS = "/usr/bin/victoria-metrics"
 VMALERT = "/usr/bin/vmalert"

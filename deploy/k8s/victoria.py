@@ -5,7 +5,7 @@ Both replicas of each Prometheus shard write every series; the operator gives ea
 `prometheus_replica` external label. The remote write drops that label (`writeRelabelConfigs`: Prometheus
 adds the external labels before relabelling), so the two copies are one series in VictoriaMetrics, whose
 `-dedup.minScrapeInterval` (the scrape interval) keeps one sample of it per interval: the same scheme as
-the local ha profile (vigil/stack_config/ha_prometheus.py). In the base, because long-term storage is
+the local ha profile (vigil/stack/config/ha_prometheus.py). In the base, because long-term storage is
 wanted at every size (docs/deploy.md, Long-term store).
 """
 

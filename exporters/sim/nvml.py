@@ -21,7 +21,7 @@ from typing import Any, Callable
 import pynvml
 
 from vigil.exporters.sim import faults as F
-from vigil.exporters.sim.identity import device_uuid  # noqa: F401 - part of this module's API (vigil.history uses it)
+from vigil.exporters.sim.identity import device_uuid  # noqa: F401 - part of this module's API (vigil.stack.history uses it)
 from vigil.exporters.sim.jobs import HUNG_MEMORY, IDLE_MEMORY, GpuJob, JobSchedule
 from vigil.exporters.sim.load import gpu_load, gpu_power, gpu_temperature
 from vigil.exporters.sim.nvml_mig import MigCalls, SimMigHandle
