@@ -43,5 +43,5 @@ class Delivery:
 
     @property
     def is_digest(self) -> bool:
-        """A storm-control digest standing for several pages (`delivery/storm.py`)."""
+        """A storm-control digest standing for several pages (`delivery/stages.py`)."""
         return (self.page_key or "").startswith(DIGEST_KEY_PREFIX)

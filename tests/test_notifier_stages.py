@@ -7,18 +7,13 @@ from prometheus_client import generate_latest
 
 from sim_clock import SIM_NOW, FakeClock
 from vigil.notifier.deliveries import Delivery, NewDelivery
-from vigil.notifier.delivery.channels import Channels
-from vigil.notifier.delivery.inbox_sender import LocalInboxSender
-from vigil.notifier.delivery.apprise_sender import AppriseSender
-from vigil.notifier.delivery.dedup import DedupStage
-from vigil.notifier.delivery.mute import MuteStage
+from vigil.notifier.delivery.channels import Channels, LocalInboxSender, AppriseSender
+from vigil.notifier.delivery.stages import (
+    CHANNEL_GONE, DedupStage, MuteStage, Outcome, Page, RecordStage, RetryStage, run_stages, SendStage,
+    ThrottleStage,
+)
 from vigil.notifier.delivery.pipeline import delivery_stages
-from vigil.notifier.delivery.record import RecordStage
-from vigil.notifier.delivery.retry import RetryStage
 from vigil.notifier.engine.intake import EngineIntake
-from vigil.notifier.delivery.send import CHANNEL_GONE, SendStage
-from vigil.notifier.delivery.stage import Outcome, Page, run_stages
-from vigil.notifier.delivery.throttle import ThrottleStage
 from vigil.notifier.delivery.worker import DeliveryWorker
 from vigil.notifier.metrics import NotifierMetrics
 from vigil.notifier.models import WebhookPayload

@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from vigil.notifier.api.deps import ClockDep, ListLimit, StoreDep
 from vigil.notifier.api.openapi import INBOX_BODY
 from vigil.notifier.api.parse import MAX_ROW_ID, Rejected, page_arrival
-from vigil.notifier.delivery.inbox_sender import INBOX_PATH
+from vigil.notifier.delivery.channels import INBOX_PATH
 from vigil.notifier.models import AlertStatus
 
 router = APIRouter()

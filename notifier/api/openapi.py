@@ -7,7 +7,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from vigil.notifier.api.parse import MAX_ROW_ID, ActorBody, MaintenanceBody, NoteBody
-from vigil.notifier.delivery.inbox_sender import PAGE_HEADER
+from vigil.notifier.delivery.channels import PAGE_HEADER
 from vigil.notifier.models import WebhookPayload
 
 _REF = "#/components/schemas/{model}"

@@ -16,7 +16,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstrai
 from vigil.common.click_types import MAX_ROW_ID
 from vigil.common.durations import parse_duration
 from vigil.common.json_body import BodyRejected, decode_json_body, plain_json_text
-from vigil.notifier.delivery.inbox_sender import PAGE_HEADER
+from vigil.notifier.delivery.channels import PAGE_HEADER
 from vigil.notifier.models import WebhookPayload, naive_time
 from vigil.notifier.rejected import Rejected
 from vigil.common.times import LAST, rfc3339

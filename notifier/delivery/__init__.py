@@ -1,5 +1,5 @@
-"""Page delivery as stages behind one interface (`stage.py`), assembled in `pipeline.py`:
-
-route (at ingest: who is paged, in which steps; escalation plugs in here) → outbox → mute → dedup →
-throttle → send (apprise, or the local inbox) → retry → record, run by the outbox `worker`.
+"""Page delivery: what the outbox holds goes out through the stages of `stages.py` (mute → dedup →
+storm → throttle → send → retry → fallback → record), assembled in `pipeline.py`, run by the outbox
+`worker`; the senders (apprise, the local inbox) are in `channels.py`. Who is paged, and when, is the
+engine's (`notifier/engine/`): delivery never imports it.
 """

@@ -2,8 +2,8 @@
 durable outbox between routing and sending:
 
     webhook / escalation ─▶ outbox ─▶ mute ─▶ dedup ─▶ storm ─▶ throttle ─▶ send ─▶ retry ─▶ fallback ─▶ record
-    (pages enqueued in            (the worker, for each claimed delivery; `stage.py` is the
-     their own transaction)        interface, one module per stage)
+    (pages enqueued in            (the worker, for each claimed delivery; every stage is a
+     their own transaction)        class in `stages.py`, as Alertmanager's notify.go keeps them)
 
 Who is paged, and when, is decided before the outbox (the engine's intake, `engine/intake.py`, in the
 webhook's transaction, and the escalation loop for later tiers); every stage after it works on one
@@ -16,17 +16,11 @@ import json
 from functools import partial
 
 from vigil.notifier.clock import Clock
-from vigil.notifier.delivery.channels import Channels
-from vigil.notifier.delivery.dedup import DedupStage
-from vigil.notifier.delivery.fallback import FallbackStage
-from vigil.notifier.delivery.inbox_sender import LocalInboxSender
-from vigil.notifier.delivery.mute import MuteStage, window_holding
-from vigil.notifier.delivery.record import RecordStage
-from vigil.notifier.delivery.retry import RetryStage
-from vigil.notifier.delivery.send import SendStage
-from vigil.notifier.delivery.stage import Stage
-from vigil.notifier.delivery.storm import StormStage, digest_text
-from vigil.notifier.delivery.throttle import ThrottleStage
+from vigil.notifier.delivery.channels import Channels, LocalInboxSender
+from vigil.notifier.delivery.stages import (
+    DedupStage, digest_text, FallbackStage, MuteStage, RecordStage, RetryStage, SendStage, Stage, StormStage,
+    ThrottleStage, window_holding,
+)
 from vigil.notifier.delivery.worker import LEASE_S
 from vigil.notifier.metrics import NotifierMetrics
 from vigil.notifier.settings import NotifierSettings

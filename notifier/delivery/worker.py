@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence
 
 from vigil.notifier.clock import Clock
-from vigil.notifier.delivery.stage import ATTEMPTED, Page, Stage, run_stages
+from vigil.notifier.delivery.stages import ATTEMPTED, Page, Stage, run_stages
 from vigil.notifier.loop_thread import LoopThread
 from vigil.notifier.store.outbox import Outbox
 

@@ -30,7 +30,7 @@ import json
 
 import sqlalchemy as sa
 
-from vigil.notifier.delivery.mute import Held, window_holding
+from vigil.notifier.delivery.stages import Held, window_holding
 from vigil.notifier.store import incident_state
 from vigil.notifier.store.escalations import REPAGE, Escalation, Escalations
 from vigil.notifier.store.maintenance import Maintenance
