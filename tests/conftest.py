@@ -1,8 +1,9 @@
 """The fixtures every test module may ask for, found by pytest (nothing imports them):
 
 - `sim_now`, `fake_clock`, `clock`: the simulated now (tests/sim_clock.py) and a fake clock set to it.
-  A test that asks for either, or whose module imports SIM_NOW, is marked `sim_now`: `pytest -m sim_now` runs every test that simulates
-  time, and VIGIL_TEST_NOW moves their now (`make test-any-day`).
+  A test that asks for one of them (or for `seeded`), or whose module imports SIM_NOW, is marked
+  `sim_now`: `pytest -m sim_now` runs every test that simulates time, and VIGIL_TEST_NOW moves their
+  now (`make test-any-day`, docs/testing.md).
 - `postgres_server`, `db_url`: a real PostgreSQL server per module, and a test run on SQLite and on
   PostgreSQL, each case with an empty database of its own (skipped where the server cannot run).
 - `client`: the web console on a fresh notifier (no worker), nobody logged in, its clock `clock`.
@@ -40,7 +41,8 @@ def pytest_report_header(config) -> str:
 def pytest_collection_modifyitems(config, items) -> None:
     for item in items:
         module = getattr(item, "module", None)
-        if SIM_FIXTURES & set(getattr(item, "fixturenames", ())) or "SIM_NOW" in vars(module or object):
+        imports_now = module is not None and "SIM_NOW" in vars(module)
+        if imports_now or SIM_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.sim_now)
 
 

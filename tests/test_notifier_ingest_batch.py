@@ -25,7 +25,7 @@ def store(db_url):
     opened.close()
 
 
-class HeldPlanner(EngineIntake):
+class HeldIntake(EngineIntake):
     """The on-call engine's intake (one tier, one person), as production runs it; its first call waits
     until `release` is set, so the posts pile up behind it; it breaks on the notification for `fail_node`."""
 
@@ -59,7 +59,7 @@ def stored_ids(store: Store) -> set[int]:
 
 
 def test_concurrent_posts_share_transactions_and_each_answer_waits_for_the_commit(store, db_url):
-    group, planner, counted = GroupCommit(store.engine, store.notifications), HeldPlanner(), commits(store.engine)
+    group, planner, counted = GroupCommit(store.engine, store.notifications), HeldIntake(), commits(store.engine)
     seen_at_answer: dict[int, bool] = {}
     all_checked = threading.Event()
     observer = Store(db_url)  # another connection pool: sees only what is committed
@@ -86,7 +86,7 @@ def test_concurrent_posts_share_transactions_and_each_answer_waits_for_the_commi
 
 
 def test_a_duplicate_inside_one_batch_is_stored_once(store):
-    group, planner = GroupCommit(store.engine, store.notifications), HeldPlanner()
+    group, planner = GroupCommit(store.engine, store.notifications), HeldIntake()
     first = group.submit(body("first"), 1000.0, planner)
     twins = [group.submit(body("twin"), 1000.0, planner) for _ in range(3)]
     planner.release.set()
@@ -98,7 +98,7 @@ def test_a_duplicate_inside_one_batch_is_stored_once(store):
 
 
 def test_a_failing_member_is_refused_alone_and_the_others_are_stored(store):
-    group, planner = GroupCommit(store.engine, store.notifications), HeldPlanner(fail_node="node-bad")
+    group, planner = GroupCommit(store.engine, store.notifications), HeldIntake(fail_node="node-bad")
     first = group.submit(body("first"), 1000.0, planner)
     good = [group.submit(body(f"g{i}"), 1000.0, planner) for i in range(2)]
     bad = group.submit(body("bad"), 1000.0, planner)
@@ -113,7 +113,7 @@ def test_a_failing_member_is_refused_alone_and_the_others_are_stored(store):
 
 def test_a_batch_whose_commit_fails_is_refused_whole_and_the_next_batch_of_the_burst_is_stored(store):
     # the committer holds one connection for a burst: a failed COMMIT must not leave it in a transaction
-    group, planner = GroupCommit(store.engine, store.notifications, linger_s=10.0), HeldPlanner()
+    group, planner = GroupCommit(store.engine, store.notifications, linger_s=10.0), HeldIntake()
     fail_the_next_commit(store.engine)
     planner.release.set()
     with pytest.raises(RuntimeError, match="commit broke"):
@@ -127,7 +127,7 @@ def test_a_batch_whose_commit_fails_is_refused_whole_and_the_next_batch_of_the_b
 def test_posts_awaited_on_the_event_loop_share_a_transaction_and_each_gets_its_own_answer(store):
     # the webhook's path: `store` on the event loop, answers handed back to the loop per batch
     # (a failing member's effect on the others is `test_a_failing_member_is_refused_alone_...`'s)
-    group, planner = GroupCommit(store.engine, store.notifications), HeldPlanner()
+    group, planner = GroupCommit(store.engine, store.notifications), HeldIntake()
     counted = commits(store.engine)
     if store.engine.dialect.name == "sqlite":
         # there the batches run on the loop itself, so holding the first one would hold the loop: the
@@ -150,7 +150,7 @@ def test_posts_awaited_on_the_event_loop_share_a_transaction_and_each_gets_its_o
 
 def test_the_committer_thread_ends_when_idle(store):
     group = GroupCommit(store.engine, store.notifications, linger_s=0.05)
-    planner = HeldPlanner()
+    planner = HeldIntake()
     planner.release.set()
     group.ingest(body("a"), 1000.0, planner)
     for thread in threading.enumerate():
@@ -160,7 +160,7 @@ def test_the_committer_thread_ends_when_idle(store):
 
 
 def test_on_the_event_loop_a_failing_member_is_refused_alone_and_the_others_are_stored(store):
-    group, planner = GroupCommit(store.engine, store.notifications), HeldPlanner(fail_node="node-bad")
+    group, planner = GroupCommit(store.engine, store.notifications), HeldIntake(fail_node="node-bad")
     planner.release.set()
 
     async def post_all():
@@ -175,7 +175,7 @@ def test_on_the_event_loop_a_failing_member_is_refused_alone_and_the_others_are_
 
 
 def test_on_the_event_loop_a_batch_whose_commit_fails_is_refused_whole_and_the_next_one_is_stored(store):
-    group, planner = GroupCommit(store.engine, store.notifications), HeldPlanner()
+    group, planner = GroupCommit(store.engine, store.notifications), HeldIntake()
     planner.release.set()
     fail_the_next_commit(store.engine)
 
