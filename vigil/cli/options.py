@@ -1,6 +1,6 @@
 """Options and helpers that more than one command group uses: the run directory, the rule specs
 argument, calling the running (or stopped) stack's notifier, `--by` and `--json`. Command modules import
-from here, never from each other."""
+them from here, not from one another."""
 
 from __future__ import annotations
 
