@@ -63,12 +63,11 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
         collectors = [StoreCollector(store), HeartbeatCollector(monitor), OncallHealthCollector(store, oncall, clock)]
         for collector in collectors:
             metrics.registry.register(collector)
+        # the notifier's background loops, one list: started in this order, stopped in the reverse one
+        loops = [worker, engine, monitor, *([gone] if gone is not None else [])]
         if run_worker:
-            worker.start()
-            engine.start()
-            monitor.start()
-            if gone is not None:
-                gone.start()
+            for loop in loops:
+                loop.start()
         if settings.alertmanager_url:
             # in the background: /healthz must not wait for an Alertmanager that may be down
             threading.Thread(target=_reconcile_quietly, args=(store, route, settings, metrics, clock, worker),
@@ -76,11 +75,8 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
         try:
             yield
         finally:
-            if gone is not None:
-                gone.stop()
-            monitor.stop()
-            engine.stop()
-            worker.stop()
+            for loop in reversed(loops):
+                loop.stop()
             for collector in collectors:
                 metrics.registry.unregister(collector)
             store.close()
