@@ -21,6 +21,14 @@ RESET_GPU = "reset_gpu"  # drain the GPU and reset it (nvidia-smi --gpu-reset)
 REBOOT_NODE = "reboot_node"  # drain the node and reboot it; a reset is not enough
 INSPECT_HARDWARE = "inspect_hardware"  # the fault came back after reboots: reseat, test or replace the GPU
 ACTIONS = (RESTART_JOB, WATCH, RESET_GPU, REBOOT_NODE, INSPECT_HARDWARE)
+# each action as a page tells it to the person on call
+ACTION_TEXT = MappingProxyType({
+    RESTART_JOB: "restart the job (the GPU is healthy: the program caused it)",
+    WATCH: "no action now; watch the trend (a reset may be needed later)",
+    RESET_GPU: "drain the GPU and reset it (nvidia-smi --gpu-reset)",
+    REBOOT_NODE: "drain the node and reboot it (a GPU reset is not enough)",
+    INSPECT_HARDWARE: "inspect the hardware: reseat, test or replace the GPU (the fault came back)",
+})
 XID_METRIC = "vigil_gpu_xid_errors_total"
 
 

@@ -16,6 +16,11 @@ from test_notifier_support import (AUTH, INBOX_ONLY, NotifierServer, RecordingEn
 HOOK = "/api/v1/alerts/alertmanager"
 
 
+def incident_of(received: dict) -> str:
+    """`incident #N` of a page's first line (`incident #N · P1`)."""
+    return received["message"].split("\n")[0].split(" · ")[0]
+
+
 def inbox_pages(server) -> list[dict]:
     response = requests.get(server.url + "/api/v1/inbox", headers=AUTH, timeout=5)
     response.raise_for_status()
@@ -117,8 +122,8 @@ routes:
             wait_for(lambda: len(phone.received) == 1)
         # the phone (critical only) got the critical page; the chat got both routed ones; storage: nobody
         # incidents: #1 the critical group, #2 the warning one, #3 the unrouted one
-        assert [p["message"].split("\n")[0] for p in phone.received] == ["incident #1"]
-        assert sorted(p["message"].split("\n")[0] for p in chat.received) == ["incident #1", "incident #2"]
+        assert [incident_of(p) for p in phone.received] == ["incident #1"]
+        assert sorted(incident_of(p) for p in chat.received) == ["incident #1", "incident #2"]
     with sqlite3.connect(tmp_path / "notifier.db") as db:
         assert db.execute("SELECT count(*) FROM incidents").fetchone() == (3,)
         assert db.execute("SELECT count(*) FROM deliveries").fetchone() == (3,)
@@ -164,7 +169,7 @@ default: sre
             assert worker.run_once() == 3  # g3 + g4 on the limited channel, g4 on the other
             assert worker.run_once() == 0
     for endpoint in (limited, default):
-        incidents = sorted(p["message"].split("\n")[0] for p in endpoint.received)
+        incidents = sorted(incident_of(p) for p in endpoint.received)
         assert incidents == ["incident #1", "incident #2", "incident #3", "incident #4"]  # late, but none dropped
 
 

@@ -62,7 +62,7 @@ def test_route_writes_the_page_text_from_the_notification(store):
     ingest(store, payload(alert("a")))
     [page] = claimed(store)
     assert page.delivery.title == "[FIRING:1] GpuLost node=node-1 gpu=0 — GPU fell off the bus"
-    assert page.delivery.body.startswith("incident #1\n- firing GpuLost node=node-1 gpu=0: GPU fell off the bus")
+    assert page.delivery.body.startswith("incident #1 · P1\n- firing GpuLost node=node-1 gpu=0: GPU fell off the bus")
 
 
 def test_a_page_routed_with_a_wait_stays_in_the_outbox_until_it_is_due(store):
