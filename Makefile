@@ -19,6 +19,7 @@ TEST_WORKERS ?= 2
 # `make test-any-day` at each instant below, with the TZ of a host there (NOW@TZ): a Saturday, a Sunday,
 # the last 30 s of a year, and the nights of the daylight-saving changes in Berlin and New York
 WEEKEND_NOW := 2026-12-06T06:30:00Z
+SIM_NOW_TESTS := $(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile -m sim_now -p no:cacheprovider
 ANY_DAY_NOWS := 2026-12-05T12:00:00Z@UTC 2026-12-06T06:30:00Z@UTC 2026-12-31T23:59:30Z@UTC \
 	2027-03-28T01:00:00Z@Europe/Berlin 2026-10-25T01:00:00Z@Europe/Berlin \
 	2027-03-14T07:00:00Z@America/New_York 2026-11-01T06:00:00Z@America/New_York
@@ -31,13 +32,13 @@ demo: setup
 test: setup
 	@deploy/ensure-system-packages.sh $(DEB_TEST_PACKAGES)
 	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile
-	VIGIL_TEST_NOW=$(WEEKEND_NOW) $(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile -m sim_now -p no:cacheprovider
+	VIGIL_TEST_NOW=$(WEEKEND_NOW) $(SIM_NOW_TESTS)
 
 test-any-day: setup
 	@deploy/ensure-system-packages.sh $(DEB_TEST_PACKAGES)
 	@set -e; for at in $(ANY_DAY_NOWS); do \
 		echo "== simulated now $${at%@*}, TZ=$${at#*@}"; \
-		VIGIL_TEST_NOW=$${at%@*} TZ=$${at#*@} $(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile -m sim_now -p no:cacheprovider; \
+		VIGIL_TEST_NOW=$${at%@*} TZ=$${at#*@} $(SIM_NOW_TESTS); \
 	done
 
 setup: system-packages $(STAMP)

@@ -20,8 +20,15 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
-from sim_clock import NOW_VARIABLE, SIM_NOW, FakeClock, sim_stamp
+from vigil.common.ports import free_port
+from vigil.common.times import rfc3339
+
+try:
+    from sim_clock import NOW_VARIABLE, SIM_NOW, FakeClock
+except ValueError as exc:  # a VIGIL_TEST_NOW that names no instant: one line, not a traceback
+    raise pytest.UsageError(str(exc)) from None
 
 # support modules that hold fixtures as plugins: the tests find their fixtures without importing them
 pytest_plugins = ["browser_support", "postmortem_support", "shared_fixtures"]
@@ -35,7 +42,7 @@ def pytest_configure(config) -> None:
 
 def pytest_report_header(config) -> str:
     moved = "moved by " + NOW_VARIABLE if os.environ.get(NOW_VARIABLE) else "the default"
-    return f"simulated now: {sim_stamp()} ({moved}); TZ={os.environ.get('TZ', 'unset')}"
+    return f"simulated now: {rfc3339(SIM_NOW)} ({moved}); TZ={os.environ.get('TZ', 'unset')}"
 
 
 def pytest_collection_modifyitems(config, items) -> None:
@@ -64,8 +71,6 @@ def clock(fake_clock) -> FakeClock:
 @pytest.fixture(scope="module")
 def postgres_server():
     """A PostgreSQL server on a temp directory and a loopback port, run as the `postgres` user."""
-    from vigil.common.ports import free_port
-
     if not (PG_BIN / "initdb").exists() or os.geteuid() != 0:
         pytest.skip("PostgreSQL server binaries or root (to run them as `postgres`) not available")
     root = Path(tempfile.mkdtemp(prefix="vigil-pg-"))
@@ -86,8 +91,6 @@ def postgres_server():
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def db_url(request, tmp_path):
-    import sqlalchemy as sa
-
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'notifier.db'}"
     server = request.getfixturevalue("postgres_server")

@@ -3,7 +3,7 @@ serves them as fixtures; helpers that build a clock themselves import `FakeClock
 
 Every test whose simulated time may start anywhere takes its "now" from `SIM_NOW`: a fixed instant
 by default, so no test depends on the day or the hour it runs, and `VIGIL_TEST_NOW` moves it
-(RFC 3339 with an offset, or Unix seconds) to prove the tests hold whatever the instant:
+(RFC 3339, UTC without an offset, or Unix seconds) to prove the tests hold whatever the instant:
 
     VIGIL_TEST_NOW=2026-12-05T12:00:00Z .venv/bin/pytest -m sim_now
 
@@ -14,9 +14,8 @@ daylight-saving changes in Europe/Berlin and America/New_York (docs/testing.md).
 from __future__ import annotations
 
 import os
-from datetime import datetime
 
-from vigil.common.times import rfc3339
+from vigil.common.times import parse_time
 
 #: the default simulated now: Friday 2027-01-15 08:00:00 UTC, the instant most notifier tests began at
 DEFAULT_NOW = 1_800_000_000.0
@@ -24,24 +23,25 @@ NOW_VARIABLE = "VIGIL_TEST_NOW"
 
 
 def read_now(text: str | None) -> float:
-    """The instant `text` names (RFC 3339 with Z or an offset, or Unix seconds); DEFAULT_NOW for none."""
+    """The instant `text` names (Unix seconds, or RFC 3339 as `parse_time` reads it: without an offset it
+    is UTC); DEFAULT_NOW for none; ValueError naming the variable for anything else."""
     if not text:
         return DEFAULT_NOW
     try:
         return float(text)
     except ValueError:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    if moment.tzinfo is None:
-        raise ValueError(f"{NOW_VARIABLE}={text!r} has no UTC offset: write Z or +HH:MM")
-    return moment.timestamp()
+        pass
+    try:
+        moment = parse_time(text)
+    except ValueError:
+        moment = None
+    if moment is None:
+        raise ValueError(f"{NOW_VARIABLE}={text!r} is neither an RFC 3339 time (2026-12-05T12:00:00Z) "
+                         "nor Unix seconds")
+    return moment
 
 
 SIM_NOW = read_now(os.environ.get(NOW_VARIABLE))
-
-
-def sim_stamp(t: float = SIM_NOW) -> str:
-    """`t` as RFC 3339 in UTC, the way a test report names the instant."""
-    return rfc3339(t)
 
 
 class FakeClock:
