@@ -147,7 +147,7 @@ def incidents_from_api(rows: Iterable[dict], start: float, end: float) -> list[I
     found = []
     for row in rows:
         opened = parse_time(row["opened_at"])
-        resolved = parse_time(row["resolved_at"]) if row.get("resolved_at") else None
+        resolved = parse_time(row.get("resolved_at"))
         if opened <= end and (resolved is None or resolved >= start):
             found.append(Incident(opened, resolved, dict(row.get("labels") or {}), row.get("title") or ""))
     return found

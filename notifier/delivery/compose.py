@@ -25,8 +25,7 @@ def compose_page(payload: WebhookPayload, page_status: str, incident_id: int, pr
     firing = [alert for alert in payload.alerts if alert.status == "firing"]
     head = f"[{page_status.upper()}" + (f":{len(firing)}]" if page_status == "firing" else "]")
     title = shorten(f"{head} {payload.title()}", MAX_TITLE_CHARS)
-    # the group key is in the incidents API, not in pages
-    lines = [f"incident #{incident_id}" + (f" · {priority}" if priority else "")]
+    lines = [_first_line(incident_id, priority)]
     for alert in payload.alerts[:MAX_LISTED_ALERTS]:
         where = " ".join(f"{key}={alert.labels[key]}" for key in ("node", "gpu", "uuid") if key in alert.labels)
         summary = alert.annotations.get("summary") or alert.annotations.get("description", "")
@@ -39,6 +38,11 @@ def compose_page(payload: WebhookPayload, page_status: str, incident_id: int, pr
     if page_status == "firing" and firing:
         lines += what_to_do(firing[0].labels, firing[0].annotations)
     return PageText(title, "\n".join(lines))
+
+
+def _first_line(incident_id: int, priority: str | None) -> str:
+    """`incident #7 · P1` (the group key is in the incidents API, not in pages)."""
+    return f"incident #{incident_id}" + (f" · {priority}" if priority else "")
 
 
 def what_to_do(labels: dict, annotations: dict) -> list[str]:
@@ -68,7 +72,7 @@ def compose_incident_page(payload: WebhookPayload | None, page_status: str, inci
     signed links."""
     if payload is None:
         text = PageText(shorten(f"[{page_status.upper()}] {fallback_title}", MAX_TITLE_CHARS),
-                        f"incident #{incident_id}" + (f" · {priority}" if priority else ""))
+                        _first_line(incident_id, priority))
     else:
         text = compose_page(payload, page_status, incident_id, priority)
     lines = [text.body]

@@ -41,7 +41,7 @@ def page_text(conn: sa.Connection, incident, page_status: str, now: float, links
     """What a page of `incident` (its row) says now."""
     urls = links(incident.id, now) if links is not None and page_status == "firing" else []
     return compose_incident_page(latest_payload(conn, incident.id), page_status, incident.id, incident.title,
-                                 urls, note, getattr(incident, "priority", None))
+                                 urls, note, incident.priority)
 
 
 def page_people(conn: sa.Connection, oncall: OncallConfig, incident, escalation: Escalation, people: list[str],

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
@@ -91,7 +91,6 @@ class IngestEvent:
     counted: AfterCommit = field(default_factory=AfterCommit)  # counts to run once the ingest committed
 
 
-@runtime_checkable
 class IncidentPlanner(Protocol):
     """The on-call engine's side of an ingest (`vigil.notifier.engine.intake.EngineIntake`)."""
 

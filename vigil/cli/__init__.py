@@ -89,7 +89,3 @@ def aiops():
 @click.version_option(package_name="vigil")
 def main():
     """vigil: monitoring, alerting and AIOps for GPU clusters."""
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
