@@ -17,19 +17,20 @@ from starlette.concurrency import run_in_threadpool
 
 from vigil.notifier import console
 from vigil.notifier.analytics.collector import OncallHealthCollector
-from vigil.notifier.api import health, heartbeats, inbox, incidents, maintenance, reports, schedules, webhook
+from vigil.notifier.api import health, heartbeats, inbox, incidents, maintenance, reports, schedules
 from vigil.notifier.api import links as link_routes
 from vigil.notifier.api.auth import require_bearer_token
-from vigil.notifier.api.direct import NotifierAPI, serve_webhook_directly
+from vigil.notifier.ingest import webhook
+from vigil.notifier.ingest.webhook import NotifierAPI, serve_webhook_directly
 from vigil.notifier.api.errors import install_error_handlers
 from vigil.notifier.api.openapi import document_api
-from vigil.notifier.api.parse import Rejected
-from vigil.notifier.clock import Clock, system_clock
-from vigil.notifier.store.notifications import IncidentPlanner
+from vigil.notifier.core.rejected import Rejected
+from vigil.notifier.core.clock import Clock, system_clock
+from vigil.notifier.ingest.group_commit import IncidentPlanner
 from vigil.notifier.delivery.pipeline import delivery_stages
-from vigil.notifier.engine.intake import EngineIntake
+from vigil.notifier.engine.escalation import EngineIntake
 from vigil.notifier.delivery.worker import DeliveryWorker
-from vigil.notifier.engine.escalation import EscalationEngine
+from vigil.notifier.engine.escalation_loop import EscalationEngine
 from vigil.notifier.engine.heartbeat import HeartbeatMonitor
 from vigil.notifier.engine.paging import page_links_for
 from vigil.notifier.metrics import HeartbeatCollector, NotifierMetrics, StoreCollector

@@ -12,7 +12,7 @@ from fastapi import Path
 from vigil.common.click_types import MAX_ROW_ID
 from vigil.notifier.analytics.health import report, working_hours_of
 from vigil.notifier.analytics.queries import incidents_opened
-from vigil.notifier.rejected import Rejected
+from vigil.notifier.core.rejected import Rejected
 from vigil.notifier.store import Store
 from vigil.notifier.store.engine import reading
 from vigil.notifier.store.notifications import latest_payload

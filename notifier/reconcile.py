@@ -18,10 +18,10 @@ import logging
 import requests
 
 from vigil.common.times import ZERO_TIME
-from vigil.notifier.clock import Clock
-from vigil.notifier.store.notifications import IncidentPlanner
-from vigil.notifier.incidents import KnownFirings
-from vigil.notifier.models import WebhookPayload
+from vigil.notifier.core.clock import Clock
+from vigil.notifier.ingest.group_commit import IncidentPlanner, ingest_alone
+from vigil.notifier.core.incidents import KnownFirings
+from vigil.notifier.core.models import WebhookPayload
 from vigil.notifier.store.notifications import RECONCILED_PREFIX, Notifications
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ def reconcile(notifications: Notifications, route: IncidentPlanner, alertmanager
         payload = group_as_notification(group, name)
         if payload is None or any(key in known for key in payload.firing_keys()):
             continue  # empty, or the store already has an incident for this group
-        result = notifications.ingest(payload, clock(), route)
+        result = ingest_alone(notifications, payload, clock(), route)
         if not result.duplicate:
             new_alerts += len(payload.alerts)
             log.warning("reconcile: opened incident %d for %d firing alert(s) of %s that were never "

@@ -30,7 +30,7 @@ import requests
 
 from vigil.common.durations import format_duration
 from vigil.common.times import parse_time
-from vigil.notifier.clock import Clock
+from vigil.notifier.core.clock import Clock
 from vigil.notifier.engine import actions
 from vigil.notifier.engine.heartbeat import GROUP_PREFIX as HEARTBEAT_GROUPS
 from vigil.notifier.loop_thread import LoopThread

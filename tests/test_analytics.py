@@ -32,17 +32,18 @@ import requests
 from click.testing import CliRunner
 from prometheus_client.parser import text_string_to_metric_families
 
+from vigil.notifier.ingest.group_commit import ingest_alone
 from vigil.cli import main
 from vigil.cli.report import describe
 from vigil.notifier.analytics.health import report, working_hours_of
 from vigil.notifier.analytics.queries import incidents_opened
 from vigil.notifier.delivery.pipeline import delivery_stages
-from vigil.notifier.engine.intake import EngineIntake
+from vigil.notifier.engine.escalation import EngineIntake
 from vigil.notifier.delivery.worker import DeliveryWorker
 from vigil.notifier.engine import actions
-from vigil.notifier.engine.escalation import EscalationEngine
+from vigil.notifier.engine.escalation_loop import EscalationEngine
 from vigil.notifier.metrics import NotifierMetrics
-from vigil.notifier.models import WebhookPayload
+from vigil.notifier.core.models import WebhookPayload
 from vigil.notifier.store import Store
 from vigil.oncall.loader import parse_oncall
 from vigil.oncall.notify_rules import in_working_hours
@@ -116,7 +117,7 @@ class Seeder:
         self.now = moment
         starts = datetime.fromtimestamp(moment, timezone.utc).isoformat().replace("+00:00", "Z")
         body = payload(alert(group, status=status, starts=starts, alertname=name, **labels), group_key=group)
-        incident = self.store.notifications.ingest(WebhookPayload.model_validate(body), moment, self.route).incident_id
+        incident = ingest_alone(self.store.notifications, WebhookPayload.model_validate(body), moment, self.route).incident_id
         self.worker.run_once()
         return incident
 

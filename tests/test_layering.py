@@ -242,14 +242,27 @@ def test_delivery_never_imports_the_engine():
     assert wrong == []
 
 
+def test_the_notifiers_core_imports_nothing_else_of_the_notifier():
+    """`notifier/core/` holds pure types and decisions: every other part may use it, it uses none."""
+    wrong = [f"{m} → {t}" for m, t in notifier_imports("core") if notifier_part(t) != "core"]
+    assert wrong == []
+
+
+def test_what_comes_in_never_imports_the_api_routes_or_the_engine():
+    """The webhook's path (`ingest/`) stores and hands over; the API's routes and the engine sit beside it."""
+    wrong = [f"{m} → {t}" for m, t in notifier_imports("ingest") if notifier_part(t) in ("api", "engine", "console")]
+    assert wrong == []
+
+
 def route_modules() -> set[str]:
-    """The API modules that define routes (`router = APIRouter(…)`)."""
-    return {module_name(path) for path in (NOTIFIER / "api").glob("*.py") if "APIRouter(" in path.read_text()}
+    """The modules that define routes (`router = APIRouter(…)`): the API's and the webhook's."""
+    return {module_name(path) for part in ("api", "ingest") for path in (NOTIFIER / part).glob("*.py")
+            if "APIRouter(" in path.read_text()}
 
 
 def test_the_console_never_imports_api_routes():
     """What both show comes from `read_models.py`; the console renders it, it never calls a route module."""
     routes = route_modules()
-    assert {"vigil.notifier.api.incidents", "vigil.notifier.api.webhook"} <= routes
+    assert {"vigil.notifier.api.incidents", "vigil.notifier.ingest.webhook"} <= routes
     wrong = [f"{m} → {t}" for m, t in notifier_imports("console") if t in routes]
     assert wrong == []

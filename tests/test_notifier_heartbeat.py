@@ -9,8 +9,8 @@ import threading
 import pytest
 
 from sim_clock import SIM_NOW
-from vigil.notifier.engine.intake import EngineIntake
-from vigil.notifier.engine.escalation import EscalationEngine
+from vigil.notifier.engine.escalation import EngineIntake
+from vigil.notifier.engine.escalation_loop import EscalationEngine
 from vigil.notifier.engine.heartbeat import HeartbeatMonitor, UnknownHeartbeat
 from vigil.notifier.heartbeat_spec import parse_heartbeat
 from vigil.notifier.metrics import NotifierMetrics

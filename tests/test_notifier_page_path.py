@@ -16,9 +16,9 @@ import threading
 import pytest
 import requests
 
-from vigil.notifier.api import webhook
+from vigil.notifier.ingest import webhook
 from vigil.notifier.delivery.channels import AppriseSender, SendResult
-from vigil.notifier.store.ingest_batch import GroupCommit
+from vigil.notifier.ingest.group_commit import GroupCommit
 from vigil.notifier.store.outbox import Outbox
 from test_notifier_support import AUTH, NotifierServer, alert, free_port, make_settings, payload, wait_for
 
@@ -35,16 +35,13 @@ default_policy: main
 """
 # the page path and the escalation path as docs/architecture.md shows them
 PAGE_PATH = [
-    "vigil.notifier.api.direct", "vigil.notifier.api.auth", "vigil.notifier.api.webhook", "vigil.notifier.api.parse",
-    "vigil.notifier.store.ingest_batch",
-    "vigil.notifier.store.notifications", "vigil.notifier.engine.intake", "vigil.notifier.engine.escalation",
-    "vigil.notifier.engine.paging", "vigil.notifier.store.outbox", "vigil.notifier.delivery.worker",
-    "vigil.notifier.delivery.stages", "vigil.notifier.delivery.channels",
+    "vigil.notifier.ingest.webhook", "vigil.notifier.ingest.parse", "vigil.notifier.ingest.group_commit",
+    "vigil.notifier.engine.escalation", "vigil.notifier.store.outbox",
+    "vigil.notifier.delivery.worker", "vigil.notifier.delivery.stages", "vigil.notifier.delivery.channels",
 ]
 ESCALATION_PATH = [
-    "vigil.notifier.engine.escalation", "vigil.notifier.engine.paging",
-    "vigil.notifier.store.outbox", "vigil.notifier.delivery.worker", "vigil.notifier.delivery.stages",
-    "vigil.notifier.delivery.channels",
+    "vigil.notifier.engine.escalation_loop", "vigil.notifier.engine.escalation", "vigil.notifier.store.outbox",
+    "vigil.notifier.delivery.worker", "vigil.notifier.delivery.stages", "vigil.notifier.delivery.channels",
 ]
 
 
@@ -62,8 +59,10 @@ class HandOffs:
             name = frame.frame.f_globals.get("__name__", "")
             if name.startswith("vigil.") and name not in modules:
                 modules.append(name)
+        if patched.__module__ not in modules:
+            modules.append(patched.__module__)
         with self.lock:
-            self.stacks.append((where, [*modules, patched.__module__]))
+            self.stacks.append((where, modules))
 
     def path(self, *wheres: str) -> list[str]:
         """The modules of the first stack recorded at each of `wheres`, in that order, each module once."""

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import requests
 
-from vigil.notifier.delivery.compose import compose_incident_page
-from vigil.notifier.models import WebhookPayload
+from vigil.notifier.core.page_text import compose_incident_page
+from vigil.notifier.core.models import WebhookPayload
 from vigil.rules.xid_catalog import ACTION_TEXT, ACTIONS, REBOOT_NODE
 from test_notifier_support import AUTH, NotifierServer, alert, free_port, make_settings, payload, wait_for
 

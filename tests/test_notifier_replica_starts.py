@@ -5,8 +5,8 @@ a firing that started long after is still a firing the on-call never heard of.""
 
 from __future__ import annotations
 
-from vigil.notifier.incidents import REPLICA_START_SKEW_S, IncidentState, KnownFirings, decide
-from vigil.notifier.models import WebhookPayload
+from vigil.notifier.core.incidents import REPLICA_START_SKEW_S, IncidentState, KnownFirings, decide
+from vigil.notifier.core.models import WebhookPayload
 from test_notifier_support import alert, payload
 
 REPLICA_1 = "2026-11-21T20:00:00.123Z"

@@ -6,17 +6,18 @@ import pytest
 from prometheus_client import generate_latest
 
 from sim_clock import SIM_NOW, FakeClock
-from vigil.notifier.deliveries import Delivery, NewDelivery
+from vigil.notifier.ingest.group_commit import ingest_alone
+from vigil.notifier.core.deliveries import Delivery, NewDelivery
 from vigil.notifier.delivery.channels import Channels, LocalInboxSender, AppriseSender
 from vigil.notifier.delivery.stages import (
     CHANNEL_GONE, DedupStage, MuteStage, Outcome, Page, RecordStage, RetryStage, run_stages, SendStage,
     ThrottleStage,
 )
 from vigil.notifier.delivery.pipeline import delivery_stages
-from vigil.notifier.engine.intake import EngineIntake
+from vigil.notifier.engine.escalation import EngineIntake
 from vigil.notifier.delivery.worker import DeliveryWorker
 from vigil.notifier.metrics import NotifierMetrics
-from vigil.notifier.models import WebhookPayload
+from vigil.notifier.core.models import WebhookPayload
 from vigil.notifier.store import Store, incident_state
 from vigil.oncall.loader import parse_oncall
 from test_notifier_support import INBOX_ONLY, RecordingEndpoint, alert, make_settings, payload
@@ -43,7 +44,7 @@ def store(tmp_path):
 
 def ingest(store, body, now=T0, oncall=INBOX_ONLY, route=None):
     route = route or EngineIntake(parse_oncall(oncall))
-    return store.notifications.ingest(WebhookPayload.model_validate(body), now, route)
+    return ingest_alone(store.notifications, WebhookPayload.model_validate(body), now, route)
 
 
 def claimed(store, now=T0) -> list[Page]:

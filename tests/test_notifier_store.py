@@ -8,9 +8,10 @@ import threading
 import pytest
 from fastapi.testclient import TestClient
 
+from vigil.notifier.ingest.group_commit import ingest_alone, ingest_in
 from vigil.notifier.app import create_app
-from vigil.notifier.models import WebhookPayload
-from vigil.notifier.engine.intake import EngineIntake
+from vigil.notifier.core.models import WebhookPayload
+from vigil.notifier.engine.escalation import EngineIntake
 from vigil.notifier.store import Store
 from vigil.oncall.loader import parse_oncall
 from test_notifier_support import AUTH, INBOX_ONLY, alert, make_settings, payload
@@ -28,7 +29,7 @@ page_everyone = EngineIntake(parse_oncall(INBOX_ONLY))
 
 
 def ingest(store, body, now=1000.0):
-    return store.notifications.ingest(WebhookPayload.model_validate(body), now, page_everyone)
+    return ingest_alone(store.notifications, WebhookPayload.model_validate(body), now, page_everyone)
 
 
 def test_incident_lifecycle_and_idempotency(store):
@@ -127,6 +128,6 @@ def test_the_timeline_records_on_the_callers_transaction_or_its_own(store):
 def test_several_ingests_share_one_transaction(store):
     bodies = [payload(alert(name), group_key=name) for name in ("g1", "g2")]
     with store.engine.begin() as conn:
-        results = [store.notifications.ingest_in(conn, WebhookPayload.model_validate(b), 1000.0, page_everyone)
+        results = [ingest_in(conn, store.notifications, WebhookPayload.model_validate(b), 1000.0, page_everyone)
                    for b in bodies]
     assert [r.incident_id for r in results] == [1, 2] and store.outbox.states() == {"pending": 2}

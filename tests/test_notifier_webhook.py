@@ -188,7 +188,7 @@ def test_missing_or_wrong_token_is_401_and_nothing_is_stored(client, headers):
 
 
 def test_other_methods_on_the_webhook_path_get_the_frameworks_answers(client):
-    # the webhook's POST is served past FastAPI (`notifier/api/direct.py`); the path's other methods are not
+    # the webhook's POST is served past FastAPI (`notifier/ingest/webhook.py`); the path's other methods are not
     assert client.get(HOOK).status_code == 401
     assert client.get(HOOK, headers=AUTH).status_code == 405
     assert client.put(HOOK, json=payload(), headers=AUTH).status_code == 405

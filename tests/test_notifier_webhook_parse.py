@@ -1,4 +1,4 @@
-"""The webhook's body parser (`notifier/api/parse.py: webhook_of`) lets pydantic parse plain JSON text
+"""The webhook's body parser (`notifier/ingest/parse.py: webhook_of`) lets pydantic parse plain JSON text
 itself; every body must still get exactly what the long way (`decode_json_body`, then validating the
 objects, then the checks on arrival) gives: the same notification, or the same refusal with the same status, reason and message."""
 
@@ -8,15 +8,15 @@ import json
 
 import pytest
 
-from vigil.notifier.api import parse
-from vigil.notifier.api.parse import Rejected, webhook_of
-from vigil.notifier.models import WebhookPayload
+from vigil.notifier.ingest import parse
+from vigil.notifier.ingest.parse import Rejected, webhook_of
+from vigil.notifier.core.models import WebhookPayload
 from test_notifier_support import alert, payload
 
 
 def the_long_way(raw: bytes):
     try:
-        return parse._as_received(parse._model(WebhookPayload, parse._decoded(raw))).model_dump_json()
+        return parse._as_received(parse.model_of(WebhookPayload, parse._decoded(raw))).model_dump_json()
     except Rejected as exc:
         return exc.status, exc.reason, exc.message
 

@@ -7,11 +7,12 @@ from datetime import datetime, timezone
 
 import pytest
 
-from vigil.notifier.engine.intake import EngineIntake
+from vigil.notifier.ingest.group_commit import ingest_alone
+from vigil.notifier.engine.escalation import EngineIntake
 from vigil.notifier.engine import actions
-from vigil.notifier.engine.escalation import EscalationEngine
+from vigil.notifier.engine.escalation_loop import EscalationEngine
 from vigil.notifier.metrics import NotifierMetrics
-from vigil.notifier.models import WebhookPayload
+from vigil.notifier.core.models import WebhookPayload
 from vigil.notifier.store import Store
 from vigil.oncall.loader import parse_oncall
 from test_notifier_support import alert, payload
@@ -70,7 +71,7 @@ class Scenario:
         self.engine = EscalationEngine(self.store, self.oncall, lambda: self.now, self.metrics)
 
     def post(self, body: dict) -> int:
-        return self.store.notifications.ingest(WebhookPayload.model_validate(body), self.now, self.route).incident_id
+        return ingest_alone(self.store.notifications, WebhookPayload.model_validate(body), self.now, self.route).incident_id
 
     def at(self, offset_s: float, start: float) -> None:
         self.now = start + offset_s

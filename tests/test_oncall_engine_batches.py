@@ -9,10 +9,11 @@ import threading
 import pytest
 
 from sim_clock import SIM_NOW
-from vigil.notifier.engine.intake import EngineIntake
-from vigil.notifier.engine.escalation import BATCH, EscalationEngine
+from vigil.notifier.ingest.group_commit import ingest_alone
+from vigil.notifier.engine.escalation import EngineIntake
+from vigil.notifier.engine.escalation_loop import BATCH, EscalationEngine
 from vigil.notifier.metrics import NotifierMetrics
-from vigil.notifier.models import WebhookPayload
+from vigil.notifier.core.models import WebhookPayload
 from vigil.notifier.store import Store
 from vigil.oncall.loader import parse_oncall
 from test_notifier_support import alert, fail_the_next_commit, payload
@@ -35,7 +36,7 @@ WAIT_S = 300
 def open_incidents(store: Store, count: int) -> list[int]:
     oncall = parse_oncall(ONCALL)
     route = EngineIntake(oncall, None, NotifierMetrics())
-    return [store.notifications.ingest(WebhookPayload.model_validate(payload(alert(f"fp-{i}"), group_key=f"g{i}")),
+    return [ingest_alone(store.notifications, WebhookPayload.model_validate(payload(alert(f"fp-{i}"), group_key=f"g{i}")),
                                        START + i * 0.001, route).incident_id for i in range(count)]
 
 
@@ -117,7 +118,7 @@ def test_an_sla_breach_is_found_within_a_poll_interval_of_passes_made_in_quick_s
     store = Store(db_url)
     try:
         route = EngineIntake(oncall, None, NotifierMetrics())
-        incident = store.notifications.ingest(WebhookPayload.model_validate(payload(alert("fp"))), START,
+        incident = ingest_alone(store.notifications, WebhookPayload.model_validate(payload(alert("fp"))), START,
                                               route).incident_id
         now = [START + 59.9]
         engine = EscalationEngine(store, oncall, lambda: now[0], poll_interval_s=0.5)

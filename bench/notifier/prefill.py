@@ -11,10 +11,11 @@ from typing import Callable
 
 import sqlalchemy as sa
 
+from vigil.notifier.ingest.group_commit import ingest_in
 from vigil.notifier.app import page_links_for
-from vigil.notifier.engine.intake import EngineIntake
+from vigil.notifier.engine.escalation import EngineIntake
 from vigil.notifier.metrics import NotifierMetrics
-from vigil.notifier.models import WebhookPayload
+from vigil.notifier.core.models import WebhookPayload
 from vigil.notifier.schema import deliveries, escalations
 from vigil.notifier.settings import NotifierSettings
 from vigil.notifier.store import Store
@@ -46,7 +47,7 @@ def _with_open_incidents(db_url: str, oncall_path: Path, token: str, count: int,
         with store.engine.begin() as conn:
             now = time.time()
             for i in range(count):
-                store.notifications.ingest_in(conn, WebhookPayload.model_validate(_notification(i)), now, route)
+                ingest_in(conn, store.notifications, WebhookPayload.model_validate(_notification(i)), now, route)
             return then(conn, time.time())
     finally:
         store.close()

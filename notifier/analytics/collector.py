@@ -19,7 +19,7 @@ from prometheus_client.core import GaugeMetricFamily
 from vigil.exporters.spec import MetricSpec
 from vigil.notifier.analytics.health import grouped, judge, summary, working_hours_of
 from vigil.notifier.analytics.queries import incidents_opened
-from vigil.notifier.clock import Clock
+from vigil.notifier.core.clock import Clock
 from vigil.oncall.model import OncallConfig
 
 WINDOW_S = 7 * 86400.0

@@ -7,8 +7,8 @@ from typing import Annotated
 
 from fastapi import Depends, Query, Request
 
-from vigil.notifier.clock import Clock
-from vigil.notifier.store.notifications import IncidentPlanner
+from vigil.notifier.core.clock import Clock
+from vigil.notifier.ingest.group_commit import IncidentPlanner
 from vigil.notifier.delivery.worker import DeliveryWorker
 from vigil.notifier.metrics import NotifierMetrics
 from vigil.notifier.settings import NotifierSettings

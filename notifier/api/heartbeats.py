@@ -13,7 +13,8 @@ from starlette.concurrency import run_in_threadpool
 
 from vigil.notifier.api.deps import ClockDep
 from vigil.notifier.api.openapi import HEARTBEAT_BODY
-from vigil.notifier.api.parse import Rejected, heartbeat_body
+from vigil.notifier.core.rejected import Rejected
+from vigil.notifier.ingest.parse import heartbeat_body
 from vigil.notifier.engine.heartbeat import HeartbeatMonitor
 from vigil.notifier.store.heartbeats import HeartbeatRow
 from vigil.common.times import rfc3339

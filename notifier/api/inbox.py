@@ -10,9 +10,11 @@ from starlette.concurrency import run_in_threadpool
 
 from vigil.notifier.api.deps import ClockDep, ListLimit, StoreDep
 from vigil.notifier.api.openapi import INBOX_BODY
-from vigil.notifier.api.parse import MAX_ROW_ID, Rejected, page_arrival
+from vigil.common.click_types import MAX_ROW_ID
+from vigil.notifier.api.bodies import page_arrival
+from vigil.notifier.core.rejected import Rejected
 from vigil.notifier.delivery.channels import INBOX_PATH
-from vigil.notifier.models import AlertStatus
+from vigil.notifier.core.models import AlertStatus
 
 router = APIRouter()
 IncidentNumber = Annotated[int, Field(ge=1, le=MAX_ROW_ID)]

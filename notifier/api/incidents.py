@@ -18,7 +18,8 @@ from starlette.concurrency import run_in_threadpool
 
 from vigil.notifier.api.deps import ClockDep, ListLimit, StoreDep
 from vigil.notifier.api.openapi import ACTOR_BODY, ACTOR_REFUSALS, NOTE_BODY
-from vigil.notifier.api.parse import Rejected, actor_body, note_body
+from vigil.notifier.api.bodies import actor_body, note_body
+from vigil.notifier.core.rejected import Rejected
 from vigil.notifier.engine import actions
 from vigil.notifier.read_models import IncidentId, incident_detail
 from vigil.notifier.store import Store

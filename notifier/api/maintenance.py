@@ -15,7 +15,9 @@ from starlette.concurrency import run_in_threadpool
 
 from vigil.notifier.api.deps import ClockDep, StoreDep
 from vigil.notifier.api.openapi import ACTOR_REFUSALS, MAINTENANCE_BODY
-from vigil.notifier.api.parse import MAX_ROW_ID, Rejected, maintenance_body
+from vigil.common.click_types import MAX_ROW_ID
+from vigil.notifier.api.bodies import maintenance_body
+from vigil.notifier.core.rejected import Rejected
 from vigil.notifier.read_models import config_windows
 from vigil.notifier.store.maintenance import Maintenance
 

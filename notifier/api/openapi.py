@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from fastapi.utils import deep_dict_update
 
-from vigil.notifier.api.parse import MAX_ROW_ID, ActorBody, MaintenanceBody, NoteBody
+from vigil.common.click_types import MAX_ROW_ID
+from vigil.notifier.api.bodies import ActorBody, MaintenanceBody, NoteBody
 from vigil.notifier.delivery.channels import PAGE_HEADER
-from vigil.notifier.models import WebhookPayload
+from vigil.notifier.core.models import WebhookPayload
+from vigil.rules.alertmanager import WEBHOOK_PATH
 
 _REF = "#/components/schemas/{model}"
 _ERROR = {"type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]}
@@ -83,6 +86,8 @@ def document_api(app: FastAPI) -> None:
     def openapi() -> dict:
         if app.openapi_schema is None:
             doc = get_openapi(title=app.title, version=app.version, routes=app.routes)
+            # the webhook's route lives below the API (`ingest/webhook.py`): its body is described here
+            deep_dict_update(doc["paths"][WEBHOOK_PATH]["post"], WEBHOOK_BODY)
             schemas = doc.setdefault("components", {}).setdefault("schemas", {})
             payload = WebhookPayload.model_json_schema(ref_template=_REF)
             schemas.update(payload.pop("$defs", {}))

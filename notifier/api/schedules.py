@@ -16,7 +16,7 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from vigil.notifier.api.deps import ClockDep
-from vigil.notifier.api.parse import Rejected
+from vigil.notifier.core.rejected import Rejected
 from vigil.oncall.coverage import team_zone, who
 from vigil.oncall.ical import person_calendar, schedule_calendar
 from vigil.oncall.schedule_model import zone_named

@@ -1,5 +1,5 @@
 """The console's maintenance windows as data: the listed windows grouped by where they stand, and the
-create form read into the same window the API makes (`api.parse.new_window`, so the console and
+create form read into the same window the API makes (`api.bodies.new_window`, so the console and
 `POST /api/v1/maintenance` accept and refuse the same windows). Pure: the time and zone are passed in.
 """
 
@@ -9,8 +9,8 @@ import re
 from collections.abc import Mapping
 from zoneinfo import ZoneInfo
 
-from vigil.notifier.api.parse import NewWindow, new_window, window_body
-from vigil.notifier.rejected import Rejected
+from vigil.notifier.api.bodies import NewWindow, new_window, window_body
+from vigil.notifier.core.rejected import Rejected
 from vigil.notifier.console.render import seconds_of
 from vigil.oncall.schedules import moment_at
 

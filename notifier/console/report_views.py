@@ -14,7 +14,7 @@ from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from vigil.notifier.read_models import oncall_health, period
-from vigil.notifier.rejected import Rejected
+from vigil.notifier.core.rejected import Rejected
 from vigil.notifier.console.auth import ConsoleUser
 from vigil.notifier.console.render import render
 from vigil.notifier.console.report_charts import noise_chart, pages_chart, response_chart

@@ -14,8 +14,8 @@ import apprise
 import sqlalchemy as sa
 from apprise.plugins.base import NotifyBase
 
-from vigil.notifier.clock import Clock
-from vigil.notifier.deliveries import Delivery
+from vigil.notifier.core.clock import Clock
+from vigil.notifier.core.deliveries import Delivery
 from vigil.notifier.store.inbox import Inbox
 from vigil.oncall.contacts import Contact
 from vigil.oncall.model import OncallConfig

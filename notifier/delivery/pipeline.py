@@ -5,7 +5,7 @@ durable outbox between routing and sending:
     (pages enqueued in            (the worker, for each claimed delivery; every stage is a
      their own transaction)        class in `stages.py`, as Alertmanager's notify.go keeps them)
 
-Who is paged, and when, is decided before the outbox (the engine's intake, `engine/intake.py`, in the
+Who is paged, and when, is decided before the outbox (the engine's intake, `engine/escalation.py`, in the
 webhook's transaction, and the escalation loop for later tiers); every stage after it works on one
 claimed page at a time.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from functools import partial
 
-from vigil.notifier.clock import Clock
+from vigil.notifier.core.clock import Clock
 from vigil.notifier.delivery.channels import Channels, LocalInboxSender
 from vigil.notifier.delivery.stages import (
     DedupStage, digest_text, FallbackStage, MuteStage, RecordStage, RetryStage, SendStage, Stage, StormStage,

@@ -18,11 +18,11 @@ from typing import Callable, Literal, Mapping, Protocol, Sequence, TypeVar
 import sqlalchemy as sa
 
 from vigil.common.times import rfc3339
-from vigil.notifier.clock import Clock
-from vigil.notifier.deliveries import Delivery
+from vigil.notifier.core.clock import Clock
+from vigil.notifier.core.deliveries import Delivery
 from vigil.notifier.delivery.channels import Sender
 from vigil.notifier.metrics import NotifierMetrics
-from vigil.notifier.models import MAX_TITLE_CHARS, shorten
+from vigil.notifier.core.models import MAX_TITLE_CHARS, shorten
 from vigil.notifier.store.maintenance import Maintenance
 from vigil.notifier.store.outbox import Attempt, Outbox
 from vigil.oncall.model import OncallConfig

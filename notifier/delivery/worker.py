@@ -19,7 +19,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence
 
-from vigil.notifier.clock import Clock
+from vigil.notifier.core.clock import Clock
 from vigil.notifier.delivery.stages import ATTEMPTED, Page, Stage, run_stages
 from vigil.notifier.loop_thread import LoopThread
 from vigil.notifier.store.outbox import Outbox

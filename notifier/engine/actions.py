@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from vigil.notifier.engine.paging import page_contacts
+from vigil.notifier.engine.paging import contact_pages
 from vigil.notifier.engine.pause import paused_by
-from vigil.notifier.engine.steps import next_tier
+from vigil.notifier.core.escalation_steps import next_tier
 from vigil.notifier.store import Store, incident_state
-from vigil.notifier.store.escalations import REPAGE
+from vigil.notifier.core.escalation_steps import REPAGE
 
 MAX_NOTE_CHARS = 10_000
 
@@ -61,8 +61,9 @@ def resolve(store: Store, incident_id: int, by: str, now: float, reason: str | N
         incident_state.resolve(conn, incident_id, by, now)
         store.escalations.delete(conn, incident_id)
         store.timeline.record(conn, incident_id, now, "resolved", by, **({"reason": reason} if reason else {}))
-        page_contacts(conn, incident, store.escalations.paged_contacts(conn, incident_id), "resolved", now,
-                      f"resolved:{by}:{now!r}", note=f"resolved by {by}" + (f": {reason}" if reason else ""))
+        pages = contact_pages(conn, incident, store.escalations.paged_contacts(conn, incident_id), "resolved", now,
+                              f"resolved:{by}:{now!r}", note=f"resolved by {by}" + (f": {reason}" if reason else ""))
+        store.outbox.enqueue_pages(conn, incident_id, "resolved", pages, now)
     store.escalations.changed()
     return store.notifications.incident(incident_id)
 

@@ -1,50 +1,55 @@
-"""The escalation loop: page the tiers of due escalations and move them on, driven by the clock.
+"""An incident's escalation, begun, moved on and ended in the caller's transaction:
 
-Each due escalation (`store/escalations.py`) is handled within one transaction (its batch's, in a
-SAVEPOINT of its own): claim the row (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: the write lock),
-page its tier's people now (`tier_people`, then each person's contact plan), record it on the
-timeline, and set the next position (`steps.py`) due after the tier's `escalate_after`. A crash rolls
-the uncommitted steps back and their rows are still due after a restart: nothing is lost and nothing
-is paged twice (each page has a key). A tier with nobody on call is `tier_empty` and the next tier is
-paged at once; after the last tier of the last round the policy is `policy_exhausted`. A `repage`
-escalation (set by an acknowledgement) expires the acknowledgement `repage_acknowledged_after` after
-it was given and restarts the policy at the first tier. While a maintenance window holds the
-incident's pages, the escalation pauses at the step it reached and resumes when the window is over
-(`pause.py`).
+- by a stored notification (`EngineIntake.on_ingest`, the group commit's hand-off to the engine):
+  - open: route the incident (`route_incident`: policy, priority, team), set its SLA due times
+    (`sla_for`), timeline `opened` + `routed`, and start its escalation: the first tier is paged in this
+    same transaction (so the webhook's answer means "paged"), the next step waits in `escalations`;
+  - reopen (fired again within `incidents.reopen_within`): timeline `reopened`, fresh SLA due times, the
+    escalation restarts at the first tier;
+  - update with a new firing: timeline `alert_added`; the people of the tier paged last get the
+    updated page now;
+  - resolve: the escalation ends, timeline `resolved` (actor `alertmanager`), and a resolved page goes
+    to every (person, contact) that had a firing page;
+  - record (resolved, never heard firing): routed, and the first tier gets the resolved page;
+- by the clock (`run_step`, for each due row the escalation loop claims, `escalation_loop.py`): page
+  the tier's people now (`tier_people`, then each person's contact plan), record it on the timeline, and
+  set the next position (`core/escalation_steps.py`) due after the tier's `escalate_after`. A tier with
+  nobody on call is `tier_empty` and the next tier is paged at once; after the last tier of the last
+  round the policy is `policy_exhausted`. A `repage` row (set by an acknowledgement) expires the
+  acknowledgement (`repage.py`) and restarts the policy at the first tier. While a maintenance window
+  holds the incident's pages, the escalation pauses at the step it reached (`pause.py`).
 
-Due steps are claimed and run in batches, one transaction per batch and a SAVEPOINT per step (one
-BEGIN and one durable COMMIT for many steps: the webhook's group commits share the write lock).
-`run_once()` does one pass (the SLA check at most once per poll interval, then every due
-escalation); `start()` runs passes in a thread, waking at the next due time, every
-`poll_interval_s` at most, or when `wake()` is called.
+Each page is made by `paging.py` and written with `Outbox.enqueue_pages`; its `page_key` names the step,
+so no page is enqueued twice, whichever notifier gets there. A first-version on-call file routes to an
+implicit one-tier policy (`target:NAME`), so it pages as it always did: the target's channels that want
+the severity, at once, no escalation.
 """
 
 from __future__ import annotations
 
+import json
 import logging
-import time
 from dataclasses import replace
 from functools import partial
-from typing import Callable
 
 import sqlalchemy as sa
 
-from vigil.notifier.after_commit import AfterCommit
-from vigil.notifier.clock import Clock
-from vigil.notifier.engine import pause, sla
-from vigil.notifier.engine.paging import LinkMaker, page_people
-from vigil.notifier.engine.steps import after_page, normalized
-from vigil.notifier.loop_thread import LoopThread
+from vigil.notifier.core.after_commit import AfterCommit
+from vigil.notifier.core.escalation_steps import ESCALATE, REPAGE, Escalation, after_page, normalized
+from vigil.notifier.engine import pause, repage
+from vigil.notifier.engine.paging import LinkMaker, contact_pages, tier_pages
 from vigil.notifier.metrics import NotifierMetrics
-from vigil.notifier.store import Store, incident_state
-from vigil.notifier.store.escalations import ESCALATE, REPAGE, Escalation, Escalations
+from vigil.notifier.store import incident_state
+from vigil.notifier.store.escalations import Escalations
+from vigil.notifier.store.notifications import IngestEvent
+from vigil.notifier.store.outbox import Outbox
 from vigil.notifier.store.timeline import Timeline
+from vigil.notifier.store.timeline import event as event_row
 from vigil.oncall.model import OncallConfig
-from vigil.oncall.plan import PolicySpec, UnknownPolicy, policy_spec, tier_people
+from vigil.oncall.plan import IncidentRouting, UnknownPolicy, policy_spec, route_incident, sla_for, tier_people
 
 log = logging.getLogger(__name__)
-BATCH = 100  # escalations claimed per transaction at most
-TRANSACTION_BUDGET_S = 0.05  # a batch commits once its steps took this long (the webhook waits for the lock)
+ALERTMANAGER = "alertmanager"
 EMPTY_POLICY_RETRY_S = 60.0  # every tier empty: look again for someone on call this much later
 
 
@@ -68,7 +73,7 @@ def run_step(conn: sa.Connection, oncall: OncallConfig, escalation: Escalation, 
     if pause.before_step(conn, oncall, spec, incident, escalation, held, now):
         return 0
     if escalation.mode == REPAGE and incident.acknowledged_at is not None:
-        escalation = _expire_acknowledgement(conn, spec, incident, escalation, now)
+        escalation = repage.expire_acknowledgement(conn, spec, incident, escalation, now)
         if escalation is None:
             return 0
     position = normalized(spec, escalation.tier, escalation.repeat, escalation.round)
@@ -83,7 +88,8 @@ def run_step(conn: sa.Connection, oncall: OncallConfig, escalation: Escalation, 
                             round=round)
             position = normalized(spec, tier + 1, 0, round)
             continue
-        added = page_people(conn, oncall, incident, step, people, now, links)
+        added = Outbox(conn.engine).enqueue_pages(conn, incident.id, "firing",
+                                                  tier_pages(conn, oncall, incident, step, people, now, links), now)
         timeline.record(conn, incident.id, now, "tier_paged", tier=tier, tier_name=spec.tiers[tier].name,
                         people=people, repeat=repeat, round=round, pages=added)
         if metrics is not None:
@@ -110,108 +116,95 @@ def _count_page(metrics: NotifierMetrics, tier: int, delay_s: float) -> None:
     metrics.escalation_delay.observe(delay_s)
 
 
-def _expire_acknowledgement(conn: sa.Connection, spec: PolicySpec, incident, escalation: Escalation,
-                            now: float) -> Escalation | None:
-    """A due `repage`: the policy from its first tier if the acknowledgement has expired, else None
-    (the row is set to the expiry, or removed when the policy never re-pages)."""
-    escalations = Escalations(conn.engine)
-    after = spec.repage_acknowledged_after_s
-    if after is None:
-        escalations.delete(conn, incident.id)
-        return None
-    expires = incident.acknowledged_at + after
-    if expires > now:
-        escalations.put(conn, incident.id, spec.name, expires, mode=REPAGE)
-        return None
-    incident_state.clear_acknowledgement(conn, incident.id)
-    Timeline(conn.engine).record(conn, incident.id, now, "ack_expired", acknowledged_by=incident.acknowledged_by,
-                                 acknowledged_for_s=now - incident.acknowledged_at)
-    return Escalation(incident.id, spec.name, 0, 0, 0, ESCALATE, escalation.due_at)
-
-
 def _exhausted(conn: sa.Connection, incident_id: int, now: float) -> None:
     Escalations(conn.engine).delete(conn, incident_id)
     Timeline(conn.engine).record(conn, incident_id, now, "policy_exhausted")
 
 
-class EscalationEngine:
-    """Runs due escalations and the SLA check, in a thread or pass by pass (`run_once`)."""
+class EngineIntake:
+    """The on-call engine's `IncidentPlanner`."""
 
-    def __init__(self, store: Store, oncall: OncallConfig, clock: Clock, metrics: NotifierMetrics | None = None,
-                 poll_interval_s: float = 0.5, links: LinkMaker | None = None,
-                 on_enqueued: Callable[[], None] | None = None):
-        self._store, self._oncall, self._clock, self._metrics = store, oncall, clock, metrics
-        self._poll_interval_s, self._links, self._on_enqueued = poll_interval_s, links, on_enqueued
-        self._loop_thread = LoopThread("vigil-notifier-escalation", self._loop)
-        # The SLA check reads every firing incident: once per poll interval (the idle loop's pace), not on
-        # each of the many passes a stream of due steps makes.
-        self._sla_checked_at: float | None = None
-        store.escalations.on_change(self.wake)
+    def __init__(self, oncall: OncallConfig, links: LinkMaker | None = None, metrics: NotifierMetrics | None = None):
+        self._oncall = oncall
+        self._links = links
+        self._metrics = metrics
+        self.reopen_within_s = float(oncall.incidents.reopen_within or 0.0)
 
-    def start(self) -> None:
-        self._loop_thread.start()
+    def on_ingest(self, event: IngestEvent) -> int:
+        action, conn, incident_id, now = event.decision.action, event.conn, event.incident_id, event.now
+        timeline = Timeline(conn.engine)
+        if action in ("open", "record"):
+            # a new incident: its labels are this notification's common labels, as just stored
+            opened = event_row(incident_id, now, "opened", ALERTMANAGER, title=event.title)
+            routing, routed = self._route(conn, incident_id, event.payload.commonLabels, now,
+                                          with_targets=action == "open")
+            if action == "open":
+                timeline.record_all(conn, [opened, routed])
+                return self._start(conn, incident_id, routing, now, event.counted)
+            timeline.record_all(conn, [opened, routed, event_row(incident_id, now, "resolved", ALERTMANAGER)])
+            return self._page_first_tier_resolved(conn, incident_id, routing, now)
+        if action == "reopen":
+            reopened = event_row(incident_id, now, "reopened", ALERTMANAGER, notification=event.notification_id)
+            labels = json.loads(incident_state.row(conn, incident_id).labels)
+            routing, routed = self._route(conn, incident_id, labels, now, with_targets=True)
+            timeline.record_all(conn, [reopened, routed])
+            return self._start(conn, incident_id, routing, now, event.counted)
+        if action == "update" and event.decision.page:
+            return self._update(conn, event, timeline)
+        if action == "resolve":
+            escalations = Escalations(conn.engine)
+            escalations.delete(conn, incident_id)
+            timeline.record(conn, incident_id, now, "resolved", ALERTMANAGER)
+            pages = contact_pages(conn, incident_state.row(conn, incident_id), escalations.paged_contacts(conn, incident_id),
+                                  "resolved", now, f"resolved:{ALERTMANAGER}:{event.notification_id}")
+            return Outbox(conn.engine).enqueue_pages(conn, incident_id, "resolved", pages, now)
+        return 0
 
-    def stop(self, timeout: float = 10.0) -> None:
-        self._loop_thread.stop(timeout)
+    def _route(self, conn: sa.Connection, incident_id: int, labels: dict, now: float,
+               with_targets: bool) -> tuple[IncidentRouting, dict]:
+        """Route the incident (policy, priority, team, SLA due times, breaches cleared); the routing and
+        its `routed` timeline row (the caller writes it)."""
+        routing = route_incident(self._oncall, labels)
+        sla = sla_for(self._oncall, routing.priority)
+        incident_state.set_routing(
+            conn, incident_id, routing.priority, routing.team, routing.policy,
+            now + sla.ack_within_s if with_targets and sla.ack_within_s is not None else None,
+            now + sla.resolve_within_s if with_targets and sla.resolve_within_s is not None else None)
+        return routing, event_row(incident_id, now, "routed", policy=routing.policy, priority=routing.priority,
+                                  team=routing.team)
 
-    def wake(self) -> None:
-        """An escalation may be due earlier than the loop thinks: look now."""
-        self._loop_thread.wake()
+    def _start(self, conn: sa.Connection, incident_id: int, routing: IncidentRouting, now: float,
+               counted: AfterCommit) -> int:
+        """Open the escalation due now and run its first step in this transaction (its counts in
+        `counted`, run once the ingest committed)."""
+        if routing.policy is None:
+            return 0
+        Escalations(conn.engine).put(conn, incident_id, routing.policy, now)
+        return run_step(conn, self._oncall, Escalation(incident_id, routing.policy, 0, 0, 0, ESCALATE, now), now,
+                        counted, self._links, self._metrics)
 
-    def _loop(self) -> None:
-        while not self._loop_thread.stopping:
-            wait = self._poll_interval_s
-            try:
-                self.run_once()
-                next_due = self._store.escalations.next_due()
-                if next_due is not None:
-                    wait = min(wait, max(0.0, next_due - self._clock()))
-            except Exception:  # the database may be briefly locked or down: keep the engine alive
-                log.exception("escalation pass failed; retrying")
-            self._loop_thread.idle(wait)
+    def _page_first_tier_resolved(self, conn: sa.Connection, incident_id: int, routing: IncidentRouting,
+                                  now: float) -> int:
+        if routing.policy is None:
+            return 0
+        try:
+            people = tier_people(self._oncall, routing.policy, 0, now)
+        except UnknownPolicy:
+            return 0
+        first = Escalation(incident_id, routing.policy, 0, 0, 0, ESCALATE, now)
+        incident = incident_state.row(conn, incident_id)
+        pages = tier_pages(conn, self._oncall, incident, first, people, now, page_status="resolved")
+        return Outbox(conn.engine).enqueue_pages(conn, incident_id, "resolved", pages, now)
 
-    def run_once(self) -> int:
-        """One pass: SLA breaches (at most once per `poll_interval_s` of the clock), then every due
-        escalation; returns how many pages were enqueued.
-
-        Due steps run in batches, one transaction each (up to `BATCH` rows claimed, as many run as fit in
-        `TRANSACTION_BUDGET_S`; the rest stay due for the next batch), each step in its own SAVEPOINT: a
-        step that fails is rolled back alone, stays due, and the pass raises once its batch is committed.
-        """
-        now = self._clock()
-        if self._sla_checked_at is None or not 0 <= now - self._sla_checked_at < self._poll_interval_s:
-            sla.check(self._store, self._oncall, now, self._metrics)
-            self._sla_checked_at = now
-        added, failed = 0, 0
-        while self._due(now):
-            counted = AfterCommit()
-            with self._store.engine.begin() as conn:
-                claimed = self._store.escalations.claim_due(conn, now, BATCH)
-                started, ran = time.monotonic(), 0
-                for escalation in claimed:
-                    ran += 1
-                    step = AfterCommit()  # a step rolled back to its SAVEPOINT is not counted
-                    try:
-                        with conn.begin_nested():
-                            added += run_step(conn, self._oncall, escalation, now, step, self._links, self._metrics)
-                        counted.extend(step)
-                    except (sa.exc.OperationalError, sa.exc.InterfaceError):
-                        raise  # the database itself failed: the whole batch rolls back and stays due
-                    except Exception:
-                        failed += 1
-                        log.exception("incident %d: escalation step failed; it stays due", escalation.incident_id)
-                    if time.monotonic() - started > TRANSACTION_BUDGET_S:
-                        break
-            counted.run()
-            if failed or (ran == len(claimed) and len(claimed) < BATCH):
-                break
-        if added and self._on_enqueued is not None:
-            self._on_enqueued()
-        if failed:
-            raise RuntimeError(f"{failed} escalation step(s) failed and stay due")
-        return added
-
-    def _due(self, now: float) -> bool:
-        """Whether any escalation is due by `now` (a read: no write lock taken for nothing)."""
-        next_due = self._store.escalations.next_due()
-        return next_due is not None and next_due <= now
+    def _update(self, conn: sa.Connection, event: IngestEvent, timeline: Timeline) -> int:
+        """A new firing joined the incident: the people of the tier paged last get the updated page now."""
+        incident_id, now = event.incident_id, event.now
+        new = sorted(alert.labels.get("alertname", "?") for alert in event.payload.alerts if alert.status == "firing")
+        timeline.record(conn, incident_id, now, "alert_added", ALERTMANAGER, alerts=new,
+                        notification=event.notification_id)
+        escalations = Escalations(conn.engine)
+        tier = escalations.last_paged_tier(conn, incident_id)
+        contacts = escalations.paged_contacts(conn, incident_id, tier=tier) if tier is not None else []
+        pages = contact_pages(conn, incident_state.row(conn, incident_id), contacts, "firing", now,
+                              f"update:{event.notification_id}", self._links)
+        return Outbox(conn.engine).enqueue_pages(conn, incident_id, "firing", pages, now)

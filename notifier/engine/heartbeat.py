@@ -27,12 +27,12 @@ from sqlalchemy.exc import IntegrityError
 
 from vigil.common.durations import format_duration
 from vigil.common.times import rfc3339, ZERO_TIME
-from vigil.notifier.after_commit import AfterCommit
-from vigil.notifier.clock import Clock
-from vigil.notifier.store.notifications import IncidentPlanner
+from vigil.notifier.core.after_commit import AfterCommit
+from vigil.notifier.core.clock import Clock
+from vigil.notifier.ingest.group_commit import IncidentPlanner, ingest_in
 from vigil.notifier.heartbeat_spec import HeartbeatSpec
 from vigil.notifier.loop_thread import LoopThread
-from vigil.notifier.models import WebhookPayload
+from vigil.notifier.core.models import WebhookPayload
 from vigil.notifier.store import Store
 from vigil.notifier.store.heartbeats import HeartbeatRow
 
@@ -149,7 +149,7 @@ class HeartbeatMonitor:
         if row is None or row.missing_since is not None or row.deadline(spec.timeout_s) > now:
             return None  # a peer holds it, handled it, or a beat came in meanwhile
         deadline = row.deadline(spec.timeout_s)
-        result = self._store.notifications.ingest_in(conn, missing_payload(spec, deadline), now, self._planner)
+        result = ingest_in(conn, self._store.notifications, missing_payload(spec, deadline), now, self._planner)
         counted.extend(result.counted)
         self._store.heartbeats.set_missing(conn, spec.name, deadline, result.incident_id)
         log.warning("heartbeat %s not heard since %s: incident %d opened", spec.name,
@@ -175,7 +175,7 @@ class HeartbeatMonitor:
         resolved = None
         if before.missing_since is not None:
             payload = missing_payload(spec, before.missing_since, resolved_at=now)
-            result = self._store.notifications.ingest_in(conn, payload, now, self._planner)
+            result = ingest_in(conn, self._store.notifications, payload, now, self._planner)
             counted.extend(result.counted)
             resolved = result.incident_id
             heartbeats.set_alive(conn, spec.name)

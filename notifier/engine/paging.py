@@ -1,8 +1,9 @@
-"""Pages of the on-call engine, enqueued in the caller's transaction: a tier's people by their contact
-plans (`vigil.oncall.plan.contact_plan`), or every (person, contact) already paged (updates, resolved).
+"""The pages the on-call engine sends, made for the caller to enqueue (`Outbox.enqueue_pages`, in its
+transaction): a tier's people by their contact plans (`vigil.oncall.plan.contact_plan`), or every
+(person, contact) already paged (updates, resolved).
 
 Each page has a `page_key` naming the step it belongs to, so the same page is never enqueued twice,
-whichever notifier gets there. The text comes from the incident's latest notification (`compose.py`),
+whichever notifier gets there. The text comes from the incident's latest notification (`core/page_text.py`),
 with the signed one-click links (`vigil.notifier.links`) on firing pages.
 """
 
@@ -13,12 +14,10 @@ from typing import Callable
 
 import sqlalchemy as sa
 
-from vigil.notifier.deliveries import NewDelivery
-from vigil.notifier.delivery.compose import PageText, compose_incident_page
-from vigil.notifier.store.escalations import Escalation, PagedContact
+from vigil.notifier.core.deliveries import NewDelivery
+from vigil.notifier.core.page_text import PageText, compose_incident_page
+from vigil.notifier.core.escalation_steps import Escalation, PagedContact
 from vigil.notifier.store.notifications import latest_payload
-from vigil.notifier.store.outbox import Outbox
-from vigil.notifier.store.timeline import Timeline
 from vigil.oncall.model import OncallConfig
 from vigil.oncall.plan import contact_plan
 
@@ -44,39 +43,28 @@ def page_text(conn: sa.Connection, incident, page_status: str, now: float, links
                                  urls, note, incident.priority)
 
 
-def page_people(conn: sa.Connection, oncall: OncallConfig, incident, escalation: Escalation, people: list[str],
-                now: float, links: LinkMaker | None = None, page_status: str = "firing") -> int:
-    """Enqueue tier `escalation.tier`'s pages to `people`, each by their contact plan; returns how many
-    pages were added."""
+def tier_pages(conn: sa.Connection, oncall: OncallConfig, incident, escalation: Escalation, people: list[str],
+               now: float, links: LinkMaker | None = None, page_status: str = "firing") -> list[NewDelivery]:
+    """Tier `escalation.tier`'s pages to `people`, each by their contact plan."""
     text = page_text(conn, incident, page_status, now, links)
     severity = json.loads(incident.labels).get("severity")
     step = f"{incident.id}:{escalation.round}:{escalation.tier}:{escalation.repeat}:{escalation.due_at!r}"
     if page_status != "firing":
         step += f":{page_status}"
-    pages = [NewDelivery(person, plan.contact_index, plan.kind, text.title, text.body,
-                         delay_s=max(0.0, plan.due_at - now), tier=escalation.tier, contact=plan.contact,
-                         page_key=f"{step}:{person}:{plan.contact_index}")
-             for person in people
-             for plan in contact_plan(oncall, person, incident.priority or oncall.default_priority, severity, now)]
-    return _enqueue(conn, incident.id, page_status, pages, now)
+    return [NewDelivery(person, plan.contact_index, plan.kind, text.title, text.body,
+                        delay_s=max(0.0, plan.due_at - now), tier=escalation.tier, contact=plan.contact,
+                        page_key=f"{step}:{person}:{plan.contact_index}")
+            for person in people
+            for plan in contact_plan(oncall, person, incident.priority or oncall.default_priority, severity, now)]
 
 
-def page_contacts(conn: sa.Connection, incident, contacts: list[PagedContact], page_status: str, now: float,
-                  step: str, links: LinkMaker | None = None, note: str | None = None) -> int:
-    """Enqueue a page, due now, to each of `contacts` (people already paged); `step` names the occasion
-    in the page keys (`resolved:alertmanager:N`, `update:N` …)."""
+def contact_pages(conn: sa.Connection, incident, contacts: list[PagedContact], page_status: str, now: float,
+                  step: str, links: LinkMaker | None = None, note: str | None = None) -> list[NewDelivery]:
+    """A page, due now, to each of `contacts` (people already paged); `step` names the occasion in the
+    page keys (`resolved:alertmanager:N`, `update:N` …)."""
     if not contacts:
-        return 0
+        return []
     text = page_text(conn, incident, page_status, now, links, note)
-    pages = [NewDelivery(c.person, c.contact_index, c.kind, text.title, text.body, tier=c.tier, contact=c.contact,
-                         page_key=f"{incident.id}:{step}:{c.person}:{c.contact_index}") for c in contacts]
-    return _enqueue(conn, incident.id, page_status, pages, now)
+    return [NewDelivery(c.person, c.contact_index, c.kind, text.title, text.body, tier=c.tier, contact=c.contact,
+                        page_key=f"{incident.id}:{step}:{c.person}:{c.contact_index}") for c in contacts]
 
-
-def _enqueue(conn: sa.Connection, incident_id: int, page_status: str, pages: list[NewDelivery], now: float) -> int:
-    added = Outbox(conn.engine).enqueue(conn, None, incident_id, page_status, pages, now)
-    timeline = Timeline(conn.engine)
-    for page in pages:
-        timeline.record(conn, incident_id, now, "page_queued", person=page.target, contact=page.contact,
-                        kind=page.channel_type, tier=page.tier, status=page_status, due_in_s=page.delay_s)
-    return added

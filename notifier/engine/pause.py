@@ -32,7 +32,8 @@ import sqlalchemy as sa
 
 from vigil.notifier.delivery.stages import Held, window_holding
 from vigil.notifier.store import incident_state
-from vigil.notifier.store.escalations import REPAGE, Escalation, Escalations
+from vigil.notifier.core.escalation_steps import REPAGE, Escalation
+from vigil.notifier.store.escalations import Escalations
 from vigil.notifier.store.maintenance import Maintenance
 from vigil.notifier.store.timeline import PAUSE_KINDS, PAUSED, RESUMED, Timeline
 from vigil.oncall.model import OncallConfig

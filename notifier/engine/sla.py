@@ -14,7 +14,7 @@ a while. A resolve target past due meanwhile is recorded, without moving the esc
 
 from __future__ import annotations
 
-from vigil.notifier.after_commit import AfterCommit
+from vigil.notifier.core.after_commit import AfterCommit
 from vigil.notifier.engine.actions import move_to_next_tier
 from vigil.notifier.engine.pause import paused_by, restart_ack_target
 from vigil.notifier.metrics import NotifierMetrics

@@ -11,45 +11,22 @@ rows are read inside the transaction. No lease: a crash rolls the claim back.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import Callable
 
 import sqlalchemy as sa
 
+from vigil.notifier.core.escalation_steps import ESCALATE, Escalation, PagedContact
 from vigil.notifier.schema import deliveries, escalations, incident_events
 from vigil.notifier.store.engine import reading
 from vigil.notifier.store.prepared import Prepared
 from vigil.notifier.store.timeline import PAUSE_KINDS, PAUSED
 
-ESCALATE, REPAGE = "escalate", "repage"
 
 # `put` and `delete` run in every webhook transaction that opens or resolves an incident: made once
 _STEP = ["policy", "tier", "repeat", "round", "mode", "due_at"]
 _SET = Prepared(escalations.update().where(escalations.c.incident_id == sa.bindparam("b_incident_id")), _STEP)
 _ADD = Prepared(escalations.insert(), ["incident_id", *_STEP])
 _DROP = Prepared(escalations.delete().where(escalations.c.incident_id == sa.bindparam("b_incident_id")))
-
-
-@dataclass(frozen=True)
-class Escalation:
-    incident_id: int
-    policy: str
-    tier: int
-    repeat: int
-    round: int
-    mode: str
-    due_at: float
-
-
-@dataclass(frozen=True)
-class PagedContact:
-    """A (person, contact) an incident's firing page went to."""
-
-    person: str
-    contact_index: int
-    kind: str
-    contact: str | None
-    tier: int | None
 
 
 class Escalations:

@@ -6,7 +6,7 @@ import json
 
 import sqlalchemy as sa
 
-from vigil.notifier.deliveries import Delivery
+from vigil.notifier.core.deliveries import Delivery
 from vigil.notifier.schema import inbox_pages, incidents
 from vigil.notifier.store.engine import reading
 from vigil.notifier.store.notifications import Notifications

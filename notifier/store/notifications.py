@@ -1,10 +1,9 @@
 """Notifications and incidents: all SQL on `notifications`, `incidents` and `incident_alerts`
 (the engine's incident columns: `incident_state.py`).
 
-`ingest` is the webhook's one transaction: store the notification once (dedup), apply its incident
-decision (`notifier/incidents.py`) and hand it to the on-call engine's intake (an `IncidentPlanner`: it
-routes the incident, opens or ends its escalation and enqueues pages on the same connection), all or
-nothing.
+`store_in` is the store's part of the webhook's one transaction: store the notification once (dedup)
+and apply its incident decision (`core/incidents.py`). The group commit (`ingest/group_commit.py`)
+then hands the event to the on-call engine on the same connection, all or nothing.
 """
 
 from __future__ import annotations
@@ -12,14 +11,12 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import sqlalchemy as sa
-from sqlalchemy.exc import IntegrityError
 
-from vigil.notifier.after_commit import AfterCommit
-from vigil.notifier.incidents import IncidentDecision, IncidentState, decide
-from vigil.notifier.models import WebhookPayload
+from vigil.notifier.core.after_commit import AfterCommit
+from vigil.notifier.core.incidents import IncidentDecision, IncidentState, decide
+from vigil.notifier.core.models import WebhookPayload
 from vigil.notifier.schema import incident_alerts, incidents, notifications
 from vigil.notifier.store import incident_state
 from vigil.notifier.store.engine import reading
@@ -91,45 +88,24 @@ class IngestEvent:
     counted: AfterCommit = field(default_factory=AfterCommit)  # counts to run once the ingest committed
 
 
-class IncidentPlanner(Protocol):
-    """The on-call engine's side of an ingest (`vigil.notifier.engine.intake.EngineIntake`)."""
-
-    reopen_within_s: float  # a group firing again this soon after its incident resolved reopens it
-
-    def on_ingest(self, event: IngestEvent) -> int:
-        """Route, escalate, enqueue on `event.conn`; returns how many pages were enqueued."""
-
-
 class Notifications:
     def __init__(self, engine: sa.Engine, outbox: Outbox):
-        self._engine = engine
+        self.engine = engine
         self._outbox = outbox
-        self._ingest_lock = threading.Lock()  # one ingest at a time per process; the DB guards the rest
+        self.ingest_lock = threading.Lock()  # one ingest alone at a time per process; the DB guards the rest
 
-    def ingest(self, payload: WebhookPayload, now: float, plan: IncidentPlanner) -> IngestResult:
-        """Store `payload` once, apply its incident decision and enqueue its pages, atomically."""
-        with self._ingest_lock:
-            for attempt in range(3):
-                try:
-                    with self._engine.begin() as conn:
-                        result = self.ingest_in(conn, payload, now, plan)
-                    return result.committed()
-                except IntegrityError:
-                    # another process stored the same notification or opened the incident first:
-                    # run again and find its rows
-                    if attempt == 2:
-                        raise
-        raise AssertionError("unreachable")
-
-    def ingest_in(self, conn: sa.Connection, payload: WebhookPayload, now: float, plan: IncidentPlanner) -> IngestResult:
-        """`ingest`'s work on the caller's transaction `conn` (several ingests may share one); an
-        IntegrityError (an HA peer got there first) must roll that transaction back and run it again."""
+    def store_in(self, conn: sa.Connection, payload: WebhookPayload, now: float,
+                 reopen_within_s: float) -> "IngestEvent | IngestResult":
+        """Store `payload` once and apply its incident decision, on the caller's transaction `conn`
+        (several ingests may share one): the event to hand to the on-call engine, or the stored
+        notification's ids when it is a duplicate. An IntegrityError (an HA peer got there first) must
+        roll that transaction back and run it again."""
         key = payload.dedup_key()
         seen = _SEEN.first(conn, {"dedup_key": key})
         if seen is not None:
             return IngestResult(seen[0], seen[1], duplicate=True)
         latest = self._latest_incident(conn, payload)
-        decision = decide(payload, latest, now, plan.reopen_within_s)
+        decision = decide(payload, latest, now, reopen_within_s)
         title = payload.title()
         if decision.creates_incident:
             resolved = decision.page_status == "resolved"
@@ -148,9 +124,7 @@ class Notifications:
         notification_id = _NEW_NOTIFICATION.first(conn, dict(
             dedup_key=key, received_at=now, group_key=payload.groupKey, status=payload.status,
             receiver=payload.receiver, incident_id=incident_id, payload=payload.model_dump_json()))[0]
-        counted = AfterCommit()
-        enqueued = plan.on_ingest(IngestEvent(conn, payload, decision, incident_id, notification_id, now, title, counted))
-        return IngestResult(notification_id, incident_id, duplicate=False, deliveries=enqueued, counted=counted)
+        return IngestEvent(conn, payload, decision, incident_id, notification_id, now, title)
 
     def _latest_incident(self, conn, payload: WebhookPayload) -> IncidentState | None:
         row = _LATEST.first(conn, {"group_key": payload.groupKey})
@@ -181,23 +155,23 @@ class Notifications:
                                        .where(incidents.c.id == incident_id)).scalar_one())
 
     def incident_resolved(self, incident_id: int) -> bool:
-        with reading(self._engine) as conn:
+        with reading(self.engine) as conn:
             return conn.execute(sa.select(incidents.c.status)
                                 .where(incidents.c.id == incident_id)).scalar() == "resolved"
 
     def known_alert_keys(self) -> set[str]:
         """Every alert firing (fingerprint@start) some incident has seen."""
-        with reading(self._engine) as conn:
+        with reading(self.engine) as conn:
             return set(conn.execute(sa.select(incident_alerts.c.alert_key)).scalars())
 
     def firing_count(self) -> int:
-        with reading(self._engine) as conn:
+        with reading(self.engine) as conn:
             return conn.execute(sa.select(sa.func.count()).select_from(incidents)
                                 .where(incidents.c.status == "firing")).scalar_one()
 
     def incident(self, incident_id: int) -> dict | None:
         """The incident as people see it (state, priority, SLA, tier …; `incident_state.as_dict`), or None."""
-        with reading(self._engine) as conn:
+        with reading(self.engine) as conn:
             found = incident_state.row(conn, incident_id)
             if found is None:
                 return None
@@ -213,13 +187,13 @@ class Notifications:
             query = query.where(incidents.c.priority == priority)
         if team is not None:
             query = query.where(incidents.c.team == team)
-        with reading(self._engine) as conn:
+        with reading(self.engine) as conn:
             rows = conn.execute(query.order_by(incidents.c.id.desc()).limit(limit)).all()
             tiers = incident_state.last_paged_tiers(conn, [r.id for r in rows])
         return [incident_state.as_dict(r, tiers.get(r.id)) for r in reversed(rows)]
 
     def list_notifications(self, limit: int) -> list[dict]:
-        with reading(self._engine) as conn:
+        with reading(self.engine) as conn:
             rows = conn.execute(sa.select(notifications).order_by(notifications.c.id.desc()).limit(limit)).all()
         out = []
         for r in reversed(rows):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from vigil.notifier.deliveries import DIGEST_KEY_PREFIX, Delivery, NewDelivery
+from vigil.notifier.core.deliveries import DIGEST_KEY_PREFIX, Delivery, NewDelivery
 from vigil.notifier.schema import deliveries, delivery_attempts
 from vigil.notifier.store.engine import reading
 from vigil.notifier.store.prepared import Prepared
@@ -82,6 +82,17 @@ class Outbox:
         add_keyed = _ADD_KEYED["postgresql" if conn.dialect.name == "postgresql" else "sqlite"]
         for row in keyed:  # RETURNING: PostgreSQL's driver reports no row count for ON CONFLICT DO NOTHING
             added += len(add_keyed.rows(conn, row))
+        return added
+
+    def enqueue_pages(self, conn: sa.Connection, incident_id: int, page_status: str, pages: list[NewDelivery],
+                      now: float) -> int:
+        """The on-call engine's `pages` of an incident: `enqueue`d, and each on the incident's timeline as
+        `page_queued`; returns how many were added."""
+        added = self.enqueue(conn, None, incident_id, page_status, pages, now)
+        timeline = Timeline(conn.engine)
+        for page in pages:
+            timeline.record(conn, incident_id, now, "page_queued", person=page.target, contact=page.contact,
+                            kind=page.channel_type, tier=page.tier, status=page_status, due_in_s=page.delay_s)
         return added
 
     def claim_due(self, now: float, limit: int, lease_s: float,

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 import click
 
 from vigil.common.click_types import Duration, RowNumber, label_pairs
-from vigil.notifier.api.parse import window_body
+from vigil.notifier.api.bodies import window_body
 from vigil.common.times import people_time as when, utc_text
 from vigil.oncall.schedules import moment_at
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from vigil.notifier.models import WebhookPayload
+from vigil.notifier.core.models import WebhookPayload
 
 Action = Literal["open", "update", "resolve", "attach", "record", "reopen"]
 # How far apart two Prometheus replicas may start the same alert: their evaluation offsets (below one

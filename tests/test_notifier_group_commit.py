@@ -1,4 +1,4 @@
-"""Group commit (notifier/store/ingest_batch.py): concurrent webhook posts stored in shared transactions,
+"""Group commit (notifier/ingest/group_commit.py): concurrent webhook posts stored in shared transactions,
 each answered only once committed, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import threading
 import pytest
 import sqlalchemy as sa
 
-from vigil.notifier.engine.intake import EngineIntake
+from vigil.notifier.engine.escalation import EngineIntake
 from vigil.notifier.metrics import NotifierMetrics
-from vigil.notifier.models import WebhookPayload
+from vigil.notifier.core.models import WebhookPayload
 from vigil.notifier.store import Store
-from vigil.notifier.store.ingest_batch import GroupCommit
+from vigil.notifier.ingest.group_commit import GroupCommit
 from vigil.oncall.loader import parse_oncall
 from test_notifier_support import alert, fail_the_next_commit, payload
 

@@ -1,4 +1,5 @@
-"""Where an escalation goes next: pure functions of the policy's shape and the escalation's position.
+"""An escalation (the step an incident waits for) and where it goes next: pure functions of the
+policy's shape and the escalation's position.
 
 A position is (tier, repeat, round): page tier `tier` for the `repeat`-th time (0-based) in round
 `round`. A tier is paged `repeat` times before the next; after the last tier a new round starts while
@@ -7,10 +8,34 @@ the policy's `rounds` allow (None: until acknowledged), else the policy is exhau
 
 from __future__ import annotations
 
-from vigil.notifier.store.escalations import ESCALATE, Escalation
+from dataclasses import dataclass
+
 from vigil.oncall.plan import PolicySpec
 
+ESCALATE, REPAGE = "escalate", "repage"  # an escalation pages its tier, or checks an acknowledgement
 Position = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class Escalation:
+    incident_id: int
+    policy: str
+    tier: int
+    repeat: int
+    round: int
+    mode: str
+    due_at: float
+
+
+@dataclass(frozen=True)
+class PagedContact:
+    """A (person, contact) an incident's firing page went to."""
+
+    person: str
+    contact_index: int
+    kind: str
+    contact: str | None
+    tier: int | None
 
 
 def normalized(spec: PolicySpec, tier: int, repeat: int, round: int) -> Position | None:

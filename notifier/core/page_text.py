@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timezone
 
-from vigil.notifier.models import MAX_TITLE_CHARS, WebhookPayload, shorten
+from vigil.notifier.core.models import MAX_TITLE_CHARS, WebhookPayload, shorten
 from vigil.rules.xid_catalog import ACTION_TEXT
 
 MAX_LISTED_ALERTS = 10  # keep SMS and voice pages short; the rest are counted

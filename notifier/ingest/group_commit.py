@@ -8,7 +8,7 @@ member that fails (a bug, a bad row) is answered with its error (a 5xx, Alertman
 others are stored. On the committer thread (PostgreSQL's webhook, and `submit`) each member runs inside
 its own SAVEPOINT, so a failing one is rolled back alone; one that hits an IntegrityError (an HA peer on
 the same database stored it first) is run again on its own, after the batch, through
-`Notifications.ingest`, which retries and finds the peer's rows. The webhook's batches on SQLite run on
+`ingest_alone`, which retries and finds the peer's rows. The webhook's batches on SQLite run on
 the event loop (below), where no peer can get in between (every writer takes the write lock at BEGIN),
 so members are rarely refused: they run without SAVEPOINTs (two statements a post fewer), and if one
 fails the whole batch is rolled back and every member is run again alone, in a transaction of its own.
@@ -38,17 +38,57 @@ import asyncio
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from vigil.notifier.store.notifications import IncidentPlanner
-from vigil.notifier.models import WebhookPayload
-from vigil.notifier.store.notifications import IngestResult, Notifications
+from vigil.notifier.core.models import WebhookPayload
+from vigil.notifier.store.notifications import IngestEvent, IngestResult, Notifications
 from vigil.notifier.store.prepared import release, rollback_to, savepoint
 
 MAX_BATCH = 64
 _SAVEPOINT = "vigil_ingest"
+
+
+class IncidentPlanner(Protocol):
+    """The on-call engine's side of an ingest (`vigil.notifier.engine.escalation.EngineIntake`)."""
+
+    reopen_within_s: float  # a group firing again this soon after its incident resolved reopens it
+
+    def on_ingest(self, event: IngestEvent) -> int:
+        """Route, escalate, enqueue on `event.conn`; returns how many pages were enqueued."""
+
+
+def ingest_in(conn: sa.Connection, notifications: Notifications, payload: WebhookPayload, now: float,
+              plan: IncidentPlanner) -> IngestResult:
+    """One ingest on the caller's transaction `conn`, in two steps: the store keeps the notification and
+    applies its incident decision, then the on-call engine (`plan`) routes, escalates and enqueues its
+    pages. Its counts run once the caller has committed (`IngestResult.committed`)."""
+    stored = notifications.store_in(conn, payload, now, plan.reopen_within_s)
+    if isinstance(stored, IngestResult):
+        return stored  # a duplicate: stored before, nothing to hand on
+    enqueued = plan.on_ingest(stored)
+    return IngestResult(stored.notification_id, stored.incident_id, duplicate=False, deliveries=enqueued,
+                        counted=stored.counted)
+
+
+def ingest_alone(notifications: Notifications, payload: WebhookPayload, now: float,
+                 plan: IncidentPlanner) -> IngestResult:
+    """`ingest_in` in a transaction of its own, committed: for callers outside a batch (reconciliation,
+    a member an HA peer got in the way of)."""
+    with notifications.ingest_lock:
+        for attempt in range(3):
+            try:
+                with notifications.engine.begin() as conn:
+                    result = ingest_in(conn, notifications, payload, now, plan)
+                return result.committed()
+            except IntegrityError:
+                # another process stored the same notification or opened the incident first:
+                # run again and find its rows
+                if attempt == 2:
+                    raise
+    raise AssertionError("unreachable")
 
 
 @dataclass
@@ -208,7 +248,7 @@ class GroupCommit:
     def _one(self, conn: sa.Connection, member: _Member) -> IngestResult | BaseException | None:
         savepoint(conn, _SAVEPOINT)  # the driver's SAVEPOINT: a third of `begin_nested`'s cost
         try:
-            result = self.notifications.ingest_in(conn, member.payload, member.now, member.plan)
+            result = ingest_in(conn, self.notifications, member.payload, member.now, member.plan)
         except IntegrityError:
             rollback_to(conn, _SAVEPOINT)
             member.retry_alone = True
@@ -222,7 +262,7 @@ class GroupCommit:
     def _one_unguarded(self, conn: sa.Connection, member: _Member) -> IngestResult:
         """`_one` without the SAVEPOINT (the loop's SQLite batches): a failure rolls the whole batch back."""
         try:
-            return self.notifications.ingest_in(conn, member.payload, member.now, member.plan)
+            return ingest_in(conn, self.notifications, member.payload, member.now, member.plan)
         except Exception as exc:
             raise _MemberFailed() from exc
 
@@ -232,7 +272,7 @@ class GroupCommit:
     def _alone_outcome(self, member: _Member) -> IngestResult | BaseException:
         """`member` stored in a transaction of its own (which retries an HA peer's IntegrityError)."""
         try:
-            return self.notifications.ingest(member.payload, member.now, member.plan)
+            return ingest_alone(self.notifications, member.payload, member.now, member.plan)
         except Exception as exc:
             return exc
 
