@@ -6,6 +6,15 @@ A link carries its own proof, so whoever holds the page can act without logging 
             + "." + base64url(HMAC-SHA256(key, first part))
     key   = HMAC-SHA256(webhook token, "vigil one-click links v1")
 
+A page sent by SMS or read out on a phone has 160 characters for everything, so its acknowledge link
+has a compact form of the same claims, in binary (no dot):
+
+    token = base64url(incident (unsigned LEB128) | action (1 byte) | expires (4 bytes) | nonce (4 bytes)
+                      | the first 8 bytes of HMAC-SHA256(key, those bytes))
+
+about 26 characters. Forging one means guessing a 64-bit MAC; its 32-bit nonce only tells the uses of
+one incident's links apart.
+
 The key is derived from the webhook token, so rotating the token revokes every link; the token itself
 never appears in a link. `verify` says whether a token is genuine and unexpired; that it is used only
 once is the store's `link_uses` (the nonce), checked when the link's POST acts. Pure: no database, no
@@ -29,6 +38,8 @@ DEFAULT_LINK_TTL_S = 24 * 3600.0
 MAX_TOKEN_CHARS = 512  # ours are about 130; anything much longer was not made here
 _KEY_LABEL = b"vigil one-click links v1"
 _NONCE_BYTES = 12
+_SHORT_NONCE_BYTES = 4
+_SHORT_MAC_BYTES = 8
 _BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
 
 
@@ -64,18 +75,20 @@ def sign(key: bytes, incident_id: int, action: str, expires_at: float, nonce: st
     return f"{payload}.{_encode(_mac(key, payload))}"
 
 
+def sign_short(key: bytes, incident_id: int, action: str, expires_at: float) -> str:
+    """The compact token (for SMS and phone pages) for `action` on `incident_id`, valid until `expires_at`."""
+    if action not in ACTIONS:
+        raise ValueError(f"unknown link action {action!r} (one of {', '.join(ACTIONS)})")
+    claims = (_leb128(incident_id) + bytes([ACTIONS.index(action)]) + int(expires_at).to_bytes(4, "big")
+              + secrets.token_bytes(_SHORT_NONCE_BYTES))
+    return _encode(claims + _short_mac(key, claims))
+
+
 def verify(key: bytes, token: str, now: float) -> Link:
-    """The link in `token`; raises `LinkRefused` (403 forged or tampered, 410 expired)."""
-    payload, dot, signature = token.partition(".")
-    if not dot or len(token) > MAX_TOKEN_CHARS or not token.isascii():
+    """The link in `token` (either form); raises `LinkRefused` (403 forged or tampered, 410 expired)."""
+    if len(token) > MAX_TOKEN_CHARS or not token.isascii():
         raise LinkRefused(403, "This link is not valid: it was not made by this notifier.")
-    given = _decode(signature)
-    if given is None or not hmac.compare_digest(given, _mac(key, payload)):
-        raise LinkRefused(403, "This link is not valid: its signature does not match (it was altered, or "
-                               "made with another notifier's key).")
-    link = _claims(_decode(payload))
-    if link is None:  # signed by us, yet unreadable: only a change of format could do that
-        raise LinkRefused(403, "This link is not valid: its content cannot be read.")
+    link = _verified(key, token) if "." in token else _verified_short(key, token)
     if now >= link.expires_at:
         raise LinkRefused(410, "This link has expired; open the incident in vigil (`vigil incidents show "
                                f"{link.incident_id}`) or use a newer page.")
@@ -84,9 +97,64 @@ def verify(key: bytes, token: str, now: float) -> Link:
 
 def page_links(settings, incident_id: int, now: float, ttl_s: float = DEFAULT_LINK_TTL_S) -> list[str]:
     """The acknowledge, resolve and open URLs for a page of `incident_id`, under the notifier's public
-    URL (`settings.own_url`), signed with the key of `settings.token`, valid for `ttl_s`."""
+    URL (`settings.own_url`), signed with the key of `settings.token`, valid for `ttl_s`; then the compact
+    acknowledge URL that SMS and phone pages carry (`sign_short`)."""
     key = link_key(settings.token)
-    return [f"{settings.own_url}{LINK_PATH}{sign(key, incident_id, action, now + ttl_s)}" for action in ACTIONS]
+    return [*(f"{settings.own_url}{LINK_PATH}{sign(key, incident_id, action, now + ttl_s)}" for action in ACTIONS),
+            f"{settings.own_url}{LINK_PATH}{sign_short(key, incident_id, 'ack', now + ttl_s)}"]
+
+
+_FORGED = ("This link is not valid: its signature does not match (it was altered, or made with another "
+           "notifier's key).")
+
+
+def _verified(key: bytes, token: str) -> Link:
+    payload, _, signature = token.partition(".")
+    given = _decode(signature)
+    if given is None or not hmac.compare_digest(given, _mac(key, payload)):
+        raise LinkRefused(403, _FORGED)
+    link = _claims(_decode(payload))
+    if link is None:  # signed by us, yet unreadable: only a change of format could do that
+        raise LinkRefused(403, "This link is not valid: its content cannot be read.")
+    return link
+
+
+def _verified_short(key: bytes, token: str) -> Link:
+    raw = _decode(token)
+    if raw is None or len(raw) <= _SHORT_MAC_BYTES:
+        raise LinkRefused(403, "This link is not valid: it was not made by this notifier.")
+    claims, given = raw[:-_SHORT_MAC_BYTES], raw[-_SHORT_MAC_BYTES:]
+    if not hmac.compare_digest(given, _short_mac(key, claims)):
+        raise LinkRefused(403, _FORGED)
+    incident_id, rest = _read_leb128(claims)
+    if incident_id is None or len(rest) != 1 + 4 + _SHORT_NONCE_BYTES or rest[0] >= len(ACTIONS) or incident_id < 1:
+        raise LinkRefused(403, "This link is not valid: its content cannot be read.")
+    # the nonce as `link_uses` keys it: the incident's id in it, so two incidents' short nonces never meet
+    nonce = f"s{incident_id}:{_encode(rest[5:])}"
+    return Link(incident_id, ACTIONS[rest[0]], float(int.from_bytes(rest[1:5], "big")), nonce)
+
+
+def _short_mac(key: bytes, claims: bytes) -> bytes:
+    return hmac.new(key, b"short:" + claims, hashlib.sha256).digest()[:_SHORT_MAC_BYTES]
+
+
+def _leb128(number: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, number = number & 0x7F, number >> 7
+        out.append(byte | (0x80 if number else 0))
+        if not number:
+            return bytes(out)
+
+
+def _read_leb128(raw: bytes) -> tuple[int | None, bytes]:
+    """The number at the start of `raw` and the bytes after it (None: no complete number, or over 64 bits)."""
+    number = 0
+    for index, byte in enumerate(raw[:10]):
+        number |= (byte & 0x7F) << (7 * index)
+        if not byte & 0x80:
+            return (number if number < 2 ** 63 else None), raw[index + 1:]
+    return None, b""
 
 
 def _new_nonce() -> str:

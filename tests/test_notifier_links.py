@@ -8,7 +8,7 @@ import json
 import pytest
 
 from sim_clock import SIM_NOW
-from vigil.notifier.links import LINK_PATH, Link, LinkRefused, link_key, page_links, sign, verify
+from vigil.notifier.links import LINK_PATH, Link, LinkRefused, link_key, page_links, sign, sign_short, verify
 from test_notifier_support import TOKEN, make_settings
 
 T0 = SIM_NOW
@@ -61,12 +61,34 @@ def test_a_signed_token_with_an_unknown_action_is_refused():
     assert refusal(KEY, f"{payload}.{signature}").status == 403
 
 
-def test_page_links_are_the_three_actions_under_the_public_url(tmp_path):
+def test_page_links_are_the_three_actions_under_the_public_url_then_the_short_ack(tmp_path):
     settings = make_settings(tmp_path, public_url="https://vigil.example.com/")
     urls = page_links(settings, 7, T0, ttl_s=3600)
     prefix = "https://vigil.example.com" + LINK_PATH
     assert all(url.startswith(prefix) for url in urls)
     links = [verify(KEY, url.removeprefix(prefix), T0) for url in urls]
     assert [(link.incident_id, link.action, link.expires_at) for link in links] == [
-        (7, "ack", T0 + 3600), (7, "resolve", T0 + 3600), (7, "open", T0 + 3600)]
+        (7, "ack", T0 + 3600), (7, "resolve", T0 + 3600), (7, "open", T0 + 3600), (7, "ack", T0 + 3600)]
+    assert len(urls[3].removeprefix(prefix)) <= 30  # what an SMS has room for
     assert TOKEN not in "".join(urls)  # the webhook token never travels in a page
+
+
+@pytest.mark.parametrize("incident_id", [1, 300, 2**31, 2**63 - 1])
+def test_a_short_token_says_what_the_long_one_says_in_a_fraction_of_the_room(incident_id):
+    token = sign_short(KEY, incident_id, "ack", T0 + 60)
+    link = verify(KEY, token, T0)
+    assert (link.incident_id, link.action, link.expires_at) == (incident_id, "ack", T0 + 60)
+    assert len(token) <= 36 and "." not in token
+    assert link.nonce.startswith(f"s{incident_id}:")  # one incident's uses never meet another's
+    assert verify(KEY, sign_short(KEY, incident_id, "ack", T0 + 60), T0).nonce != link.nonce
+
+
+def test_a_short_token_altered_forged_or_expired_is_refused():
+    token = sign_short(KEY, 5, "ack", T0 + 60)
+    raw = bytearray(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    raw[0] = 6  # another incident, the MAC unchanged
+    altered = base64.urlsafe_b64encode(bytes(raw)).decode().rstrip("=")
+    assert refusal(KEY, altered).status == 403
+    assert refusal(link_key("another notifier's token"), token).status == 403
+    assert refusal(KEY, "AAAA").status == 403  # too short to hold a MAC
+    assert refusal(KEY, token, now=T0 + 60).status == 410

@@ -1,26 +1,33 @@
 """A firing page says what to do: its priority, what broke (node, GPU, UUID), the repair action the XID
 catalogue attaches (the alert's `action` label), the alert's description, the training job it stops
-and the job's owner, and the runbook. Through a real notifier, as the person on call reads it."""
+and the job's owner, and the runbook; an escalated page says why it came. SMS and phone get one line of
+at most 160 characters with a short acknowledge link that works. Through a real notifier, as the
+person on call reads it."""
 
 from __future__ import annotations
 
 import requests
 
-from vigil.notifier.core.page_text import compose_incident_page
+from vigil.notifier.core.page_text import MAX_SHORT_CHARS, compose_incident_page
 from vigil.notifier.core.models import WebhookPayload
 from vigil.rules.xid_catalog import ACTION_TEXT, ACTIONS, REBOOT_NODE
 from test_notifier_support import AUTH, NotifierServer, alert, free_port, make_settings, payload, wait_for
 
 ONCALL = """
 priorities:
-  P1: {ack_within: 5m}
+  P1: {ack_within: 1h}
 severities: {critical: P1}
 people:
-  ana: {contacts: {phone: {inbox: true, kind: phone}}}
+  ana:
+    contacts: {phone: {inbox: true, kind: phone}, im: {inbox: true, kind: im}}
+    notify: [{steps: [{contact: phone}, {contact: im}]}]
+  bob:
+    contacts: {sms: {inbox: true, kind: sms}}
 policies:
   main:
     tiers:
-      - {notify: [{person: ana}], escalate_after: 5m}
+      - {name: DRI, notify: [{person: ana}], escalate_after: 5m}
+      - {name: senior, notify: [{person: bob}], escalate_after: 5m}
 default_policy: main
 """
 
@@ -61,13 +68,71 @@ def test_what_is_not_known_is_left_out_and_a_resolved_page_says_no_action():
     assert not [line for line in lines_of(resolved) if line.startswith(("action:", "job:"))]
 
 
-def test_the_page_in_the_inbox_says_what_to_do(tmp_path):
-    with NotifierServer(make_settings(tmp_path, port=free_port()), ONCALL) as server:
-        posted = requests.post(f"{server.url}/api/v1/alerts/alertmanager", headers=AUTH, timeout=10,
-                               json=payload(xid_alert(), group_key='{}:{alertname="GpuXidHardware"}'))
-        assert posted.status_code == 200, posted.text
-        [page] = wait_for(lambda: requests.get(f"{server.url}/api/v1/inbox", headers=AUTH, timeout=5).json()["pages"])
-    body = page["body"].splitlines()
-    assert page["recipient"] == "ana" and body[0] == f"incident #{page['incident_id']} · P1"
-    assert f"action: {ACTION_TEXT[REBOOT_NODE]}" in body and "job: job-42 (owner bob)" in body
-    assert "runbook: https://runbooks.example/gpu#xid-79" in body
+def inbox(server) -> list[dict]:
+    return requests.get(f"{server.url}/api/v1/inbox", headers=AUTH, timeout=5).json()["pages"]
+
+
+def fire_xid(server) -> int:
+    """Alertmanager posts the XID alert; its incident's id once ana's two pages (phone, IM) are in the inbox."""
+    posted = requests.post(f"{server.url}/api/v1/alerts/alertmanager", headers=AUTH, timeout=10,
+                           json=payload(xid_alert(), group_key='{}:{alertname="GpuXidHardware"}'))
+    assert posted.status_code == 200, posted.text
+    wait_for(lambda: len(inbox(server)) == 2)
+    return posted.json()["incident_id"]
+
+
+def test_im_gets_the_full_page_and_the_phone_one_short_line_whose_link_acknowledges(tmp_path, fake_clock):
+    settings = make_settings(tmp_path, port=free_port())
+    with NotifierServer(settings, ONCALL, clock=fake_clock) as server:
+        incident = fire_xid(server)
+        pages = {page["channel"]: page for page in inbox(server)}
+        full = pages["im"]["body"].splitlines()
+        assert pages["im"]["recipient"] == "ana" and full[0] == f"incident #{incident} · P1"
+        assert f"action: {ACTION_TEXT[REBOOT_NODE]}" in full and "job: job-42 (owner bob)" in full
+        assert "runbook: https://runbooks.example/gpu#xid-79" in full
+        short = pages["phone"]["body"]
+        assert len(short) <= MAX_SHORT_CHARS and "\n" not in short, short
+        assert short.startswith(f"P1 #{incident} GpuXidHardware node-1 gpu 0: drain the node and reboot it. Ack http")
+        link = short.rpartition(" ")[2]
+        assert requests.post(link, timeout=5).status_code == 200
+        detail = requests.get(f"{server.url}/api/v1/incidents/{incident}", headers=AUTH, timeout=5).json()
+        assert detail["state"] == "acknowledged"
+        assert requests.post(link, timeout=5).status_code == 409  # a link acts once
+
+
+def test_an_escalated_page_says_why_it_came(tmp_path, fake_clock):
+    settings = make_settings(tmp_path, port=free_port())
+    with NotifierServer(settings, ONCALL, clock=fake_clock) as server:
+        fire_xid(server)
+        assert not [line for page in inbox(server) for line in page["body"].splitlines()
+                    if line.startswith("escalated:")]  # the first page: the alert is the reason
+        fake_clock.advance(301)  # ana did not acknowledge within the DRI tier's 5 minutes
+        [sms] = wait_for(lambda: [page for page in inbox(server) if page["recipient"] == "bob"])
+    why = "not acknowledged within 5m by ana (DRI)"
+    assert sms["channel"] == "sms" and "Not acknowledged within 5m by ana (DRI)" in sms["body"]
+    assert len(sms["body"]) <= MAX_SHORT_CHARS
+    full = compose_incident_page(WebhookPayload.model_validate(payload(xid_alert())), "firing", 1, "t",
+                                 priority="P1", why=why)
+    assert lines_of(full)[:2] == ["incident #1 · P1", f"escalated: {why}"]
+
+
+def test_a_page_escalated_by_hand_names_who_did_it(tmp_path, fake_clock):
+    settings = make_settings(tmp_path, port=free_port())
+    with NotifierServer(settings, ONCALL, clock=fake_clock) as server:
+        incident = fire_xid(server)
+        escalated = requests.post(f"{server.url}/api/v1/incidents/{incident}/escalate", headers=AUTH, timeout=5,
+                                  json={"by": "carol"})
+        assert escalated.status_code == 200, escalated.text
+        [sms] = wait_for(lambda: [page for page in inbox(server) if page["recipient"] == "bob"])
+    assert "Escalated by carol" in sms["body"] and len(sms["body"]) <= MAX_SHORT_CHARS
+
+
+def test_the_short_form_keeps_its_link_whole_when_the_rest_does_not_fit():
+    noisy = xid_alert()
+    noisy["labels"]["alertname"] = "Gpu" + "VeryLong" * 30
+    link = "https://vigil.example.com/l/AQBxP7MAM9zjKI7frKhNtXvn"
+    page = compose_incident_page(WebhookPayload.model_validate(payload(noisy)), "firing", 12, "t",
+                                 links=["a", "r", "o", link], priority="P1", why="escalated by carol")
+    assert len(page.short) == MAX_SHORT_CHARS
+    assert page.short.endswith(f"Ack {link}") and page.short.startswith("P1 #12 GpuVeryLong")
+    assert page.for_kind("sms") == ("", page.short) and page.for_kind("email") == (page.title, page.body)

@@ -1,7 +1,15 @@
-"""What a page says: a title line and a body listing the group's alerts, then what to do about them
-(the repair action the XID catalogue attaches, the alert's description, the affected job and its owner,
-the runbook); escalation pages add who handled the incident and the one-click links (acknowledge /
-resolve / open)."""
+"""What a page says, in two forms.
+
+The full form (IM, e-mail, the inbox): a title line and a body — the incident and its priority, why it
+reached this person when it was escalated ("not acknowledged within 20s by ana (DRI)"), the group's
+alerts, then what to do about them (the repair action the XID catalogue attaches, the alert's
+description, the affected job and its owner, the runbook), a note (who resolved it), and the one-click
+links (acknowledge / resolve / open).
+
+The short form (SMS and phone, `SHORT_KINDS`): one line of at most 160 characters with the compact
+acknowledge link — priority, incident, what broke and where, the repair action, why it was escalated:
+`P1 #12 GpuXidHardware node-3 gpu 2: drain the node and reboot it. Ack http://…/l/AQBxP7MAM9zjKI7frKhNtXvn`.
+"""
 
 from __future__ import annotations
 
@@ -13,12 +21,21 @@ from vigil.rules.xid_catalog import ACTION_TEXT
 
 MAX_LISTED_ALERTS = 10  # keep SMS and voice pages short; the rest are counted
 MAX_LINE_CHARS = 300  # one alert's line, its summary included
+SHORT_KINDS = frozenset({"sms", "phone"})  # contact kinds that get the short form
+MAX_SHORT_CHARS = 160  # one SMS
 
 
 @dataclass(frozen=True)
 class PageText:
     title: str
     body: str
+    short: str = ""  # the SMS and phone form (empty: use the title)
+
+    def for_kind(self, kind: str) -> tuple[str, str]:
+        """(title, body) of the page sent to a contact of `kind`: the short form, alone, to SMS and phone."""
+        if kind in SHORT_KINDS and self.short:
+            return "", self.short
+        return self.title, self.body
 
 
 def compose_page(payload: WebhookPayload, page_status: str, incident_id: int, priority: str | None = None) -> PageText:
@@ -63,20 +80,57 @@ def what_to_do(labels: dict, annotations: dict) -> list[str]:
 
 
 LINK_LABELS = ("acknowledge", "resolve", "open")  # the order of `vigil.notifier.links.page_links`
+SHORT_ACK = len(LINK_LABELS)  # then the compact acknowledge link, for the short form
 
 
 def compose_incident_page(payload: WebhookPayload | None, page_status: str, incident_id: int, fallback_title: str,
-                          links: list[str] = (), note: str | None = None, priority: str | None = None) -> PageText:
+                          links: list[str] = (), note: str | None = None, priority: str | None = None,
+                          why: str | None = None) -> PageText:
     """The page of incident `incident_id` from its latest notification `payload` (None: the incident's
-    own `fallback_title` only), with its `priority`, an optional `note` line (who resolved it…) and the
-    signed links."""
+    own `fallback_title` only), with its `priority`, why it was escalated (`why`), an optional `note`
+    line (who resolved it…) and the signed links (`vigil.notifier.links.page_links`)."""
     if payload is None:
         text = PageText(shorten(f"[{page_status.upper()}] {fallback_title}", MAX_TITLE_CHARS),
                         _first_line(incident_id, priority))
     else:
         text = compose_page(payload, page_status, incident_id, priority)
-    lines = [text.body]
+    first, _, rest = text.body.partition("\n")
+    lines = [first, *([f"escalated: {why}"] if why else []), *([rest] if rest else [])]
     if note:
         lines.append(note)
     lines += [f"{label}: {url}" for label, url in zip(LINK_LABELS, links)]
-    return PageText(text.title, "\n".join(lines))
+    ack = links[SHORT_ACK] if len(links) > SHORT_ACK else None
+    short = short_page(payload, page_status, incident_id, fallback_title, priority, why, ack)
+    return PageText(text.title, "\n".join(lines), short)
+
+
+def short_page(payload: WebhookPayload | None, page_status: str, incident_id: int, fallback_title: str,
+               priority: str | None, why: str | None, ack_url: str | None) -> str:
+    """The SMS and phone form: one line, at most `MAX_SHORT_CHARS`, the acknowledge link kept whole."""
+    head = " ".join(part for part in (priority if page_status == "firing" else page_status.upper(),
+                                      f"#{incident_id}") if part)
+    what = fallback_title
+    action = None
+    if payload is not None:
+        firing = [alert for alert in payload.alerts if alert.status == "firing"] or payload.alerts
+        first = firing[0] if firing else None
+        if first is not None:
+            where = " ".join(f"{key} {first.labels[key]}" if key == "gpu" else first.labels[key]
+                             for key in ("node", "gpu") if key in first.labels)
+            what = f"{first.labels.get('alertname', '?')} {where}".rstrip()
+            if len(firing) > 1:
+                what += f" +{len(firing) - 1}"
+            if page_status == "firing" and first.labels.get("action") in ACTION_TEXT:
+                action = _short_action(ACTION_TEXT[first.labels["action"]])
+    middle = f"{what}: {action}" if action else what
+    if why:
+        middle += f". {why[:1].upper()}{why[1:]}"
+    tail = f". Ack {ack_url}" if ack_url and page_status == "firing" else ""
+    room = MAX_SHORT_CHARS - len(head) - 1 - len(tail)
+    # (a public URL so long that the link leaves no room makes the page longer, never the link broken)
+    return f"{head} {shorten(middle, max(room, 12))}{tail}"
+
+
+def _short_action(text: str) -> str:
+    """`drain the GPU and reset it (nvidia-smi --gpu-reset)` → `drain the GPU and reset it`."""
+    return text.split(" (")[0].split(":")[0].split(";")[0]

@@ -253,7 +253,7 @@ def digest_text(rows: Sequence) -> tuple[str, str]:
     title = shorten(f"[DIGEST:{len(rows)}] {len(rows)} pages for {len(incidents)} incident(s) held back by storm "
                     f"control", MAX_TITLE_CHARS)
     lines = [f"This digest stands for {len(rows)} pages (more than the limit per minute arrived):"]
-    lines += [f"- #{row.incident_id} {row.page_status}: {row.title}" for row in rows[:MAX_LISTED]]
+    lines += [f"- #{row.incident_id} {row.page_status}: {row.title or row.body}" for row in rows[:MAX_LISTED]]
     if len(rows) > MAX_LISTED:
         lines.append(f"… and {len(rows) - MAX_LISTED} more")
     return title, "\n".join(lines)

@@ -34,6 +34,7 @@ from functools import partial
 
 import sqlalchemy as sa
 
+from vigil.common.durations import format_duration
 from vigil.notifier.core.after_commit import AfterCommit
 from vigil.notifier.core.escalation_steps import ESCALATE, REPAGE, Escalation, after_page, normalized
 from vigil.notifier.engine import pause, repage
@@ -46,7 +47,8 @@ from vigil.notifier.store.outbox import Outbox
 from vigil.notifier.store.timeline import Timeline
 from vigil.notifier.store.timeline import event as event_row
 from vigil.oncall.model import OncallConfig
-from vigil.oncall.plan import IncidentRouting, UnknownPolicy, policy_spec, route_incident, sla_for, tier_people
+from vigil.oncall.plan import (IncidentRouting, PolicySpec, UnknownPolicy, policy_spec, route_incident, sla_for,
+                               tier_people)
 
 log = logging.getLogger(__name__)
 ALERTMANAGER = "alertmanager"
@@ -76,7 +78,12 @@ def run_step(conn: sa.Connection, oncall: OncallConfig, escalation: Escalation, 
         escalation = repage.expire_acknowledgement(conn, spec, incident, escalation, now)
         if escalation is None:
             return 0
+        why = (f"acknowledged by {incident.acknowledged_by} {format_duration(float(int(now - incident.acknowledged_at)))} "
+               f"ago and still firing")
+    else:
+        why = _why_escalated(conn, oncall, spec, incident, escalation)
     position = normalized(spec, escalation.tier, escalation.repeat, escalation.round)
+    skipped: list[str] = []
     for _ in spec.tiers:
         if position is None:
             break
@@ -86,10 +93,13 @@ def run_step(conn: sa.Connection, oncall: OncallConfig, escalation: Escalation, 
         if not people:
             timeline.record(conn, incident.id, now, "tier_empty", tier=tier, tier_name=spec.tiers[tier].name,
                             round=round)
+            skipped.append(spec.tiers[tier].name)
             position = normalized(spec, tier + 1, 0, round)
             continue
-        added = Outbox(conn.engine).enqueue_pages(conn, incident.id, "firing",
-                                                  tier_pages(conn, oncall, incident, step, people, now, links), now)
+        if skipped:
+            why = "; ".join([*([why] if why else []), f"nobody on call in {', '.join(skipped)}"])
+        pages = tier_pages(conn, oncall, incident, step, people, now, links, why=why)
+        added = Outbox(conn.engine).enqueue_pages(conn, incident.id, "firing", pages, now)
         timeline.record(conn, incident.id, now, "tier_paged", tier=tier, tier_name=spec.tiers[tier].name,
                         people=people, repeat=repeat, round=round, pages=added)
         if metrics is not None:
@@ -109,6 +119,29 @@ def run_step(conn: sa.Connection, oncall: OncallConfig, escalation: Escalation, 
         escalations.put(conn, incident.id, spec.name, now + EMPTY_POLICY_RETRY_S, tier=position[0],
                         repeat=position[1], round=position[2])
     return 0
+
+
+def _why_escalated(conn: sa.Connection, oncall: OncallConfig, spec: PolicySpec, incident,
+                   escalation: Escalation) -> str | None:
+    """Why `escalation` pages beyond the policy's first page, as the people paged read it: the last thing
+    that moved it — the previous page unanswered, a missed acknowledge target, a person's "escalate now"."""
+    if (escalation.tier, escalation.repeat, escalation.round) == (0, 0, 0):
+        return None  # the first page: the alert is the reason
+    last = Timeline(conn.engine).latest(conn, incident.id, ("tier_paged", "escalated", "sla_breach"))
+    if last is None:
+        return None
+    if last["kind"] == "escalated":
+        return f"escalated by {last['actor']}"
+    if last["kind"] == "sla_breach":
+        target = sla_for(oncall, incident.priority).ack_within_s if incident.priority else None
+        within = f" ({format_duration(target)})" if target is not None else ""
+        return f"the {incident.priority + ' ' if incident.priority else ''}target to acknowledge{within} passed"
+    tier = last["detail"].get("tier")
+    if not isinstance(tier, int) or not 0 <= tier < len(spec.tiers):
+        return None
+    people = ", ".join(last["detail"].get("people") or []) or "nobody"
+    return (f"not acknowledged within {format_duration(spec.tiers[tier].escalate_after_s)} by {people} "
+            f"({spec.tiers[tier].name})")
 
 
 def _count_page(metrics: NotifierMetrics, tier: int, delay_s: float) -> None:

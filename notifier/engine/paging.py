@@ -36,22 +36,24 @@ def page_links_for(settings, oncall: OncallConfig) -> LinkMaker | None:
 
 
 def page_text(conn: sa.Connection, incident, page_status: str, now: float, links: LinkMaker | None = None,
-              note: str | None = None) -> PageText:
-    """What a page of `incident` (its row) says now."""
+              note: str | None = None, why: str | None = None) -> PageText:
+    """What a page of `incident` (its row) says now; `why`: why it was escalated to the people paged."""
     urls = links(incident.id, now) if links is not None and page_status == "firing" else []
     return compose_incident_page(latest_payload(conn, incident.id), page_status, incident.id, incident.title,
-                                 urls, note, incident.priority)
+                                 urls, note, incident.priority, why)
 
 
 def tier_pages(conn: sa.Connection, oncall: OncallConfig, incident, escalation: Escalation, people: list[str],
-               now: float, links: LinkMaker | None = None, page_status: str = "firing") -> list[NewDelivery]:
-    """Tier `escalation.tier`'s pages to `people`, each by their contact plan."""
-    text = page_text(conn, incident, page_status, now, links)
+               now: float, links: LinkMaker | None = None, page_status: str = "firing",
+               why: str | None = None) -> list[NewDelivery]:
+    """Tier `escalation.tier`'s pages to `people`, each by their contact plan (SMS and phone get the short
+    form); `why`: why the escalation reached this tier."""
+    text = page_text(conn, incident, page_status, now, links, why=why)
     severity = json.loads(incident.labels).get("severity")
     step = f"{incident.id}:{escalation.round}:{escalation.tier}:{escalation.repeat}:{escalation.due_at!r}"
     if page_status != "firing":
         step += f":{page_status}"
-    return [NewDelivery(person, plan.contact_index, plan.kind, text.title, text.body,
+    return [NewDelivery(person, plan.contact_index, plan.kind, *text.for_kind(plan.kind),
                         delay_s=max(0.0, plan.due_at - now), tier=escalation.tier, contact=plan.contact,
                         page_key=f"{step}:{person}:{plan.contact_index}")
             for person in people
@@ -65,6 +67,6 @@ def contact_pages(conn: sa.Connection, incident, contacts: list[PagedContact], p
     if not contacts:
         return []
     text = page_text(conn, incident, page_status, now, links, note)
-    return [NewDelivery(c.person, c.contact_index, c.kind, text.title, text.body, tier=c.tier, contact=c.contact,
+    return [NewDelivery(c.person, c.contact_index, c.kind, *text.for_kind(c.kind), tier=c.tier, contact=c.contact,
                         page_key=f"{incident.id}:{step}:{c.person}:{c.contact_index}") for c in contacts]
 

@@ -66,17 +66,19 @@ class Timeline:
         _INSERT.many(conn, events)
 
     def latest(self, conn: sa.Connection, incident_id: int, kinds: tuple[str, ...]) -> dict | None:
-        """The incident's newest event of one of `kinds`, read on `conn`: {at (Unix seconds), kind, detail}.
+        """The incident's newest event of one of `kinds`, read on `conn`: {at (Unix seconds), kind, actor,
+        detail}.
         (Asked on every escalation step: a statement made once per set of kinds.)"""
         query = _LATEST.get(kinds)
         if query is None:
             query = _LATEST[kinds] = Prepared(
-                sa.select(incident_events.c.at, incident_events.c.kind, incident_events.c.detail)
+                sa.select(incident_events.c.at, incident_events.c.kind, incident_events.c.detail,
+                          incident_events.c.actor)
                 .where(incident_events.c.incident_id == sa.bindparam("b_incident", type_=sa.Integer),
                        sa.or_(*(incident_events.c.kind == kind for kind in kinds)))
                 .order_by(incident_events.c.id.desc()).limit(1))
         row = query.first(conn, {"b_incident": incident_id})
-        return None if row is None else dict(at=row[0], kind=row[1], detail=json.loads(row[2]))
+        return None if row is None else dict(at=row[0], kind=row[1], detail=json.loads(row[2]), actor=row[3])
 
     def of(self, incident_id: int) -> list[dict]:
         """The incident's events, oldest first: {at (RFC 3339), kind, actor, detail}."""
