@@ -151,6 +151,14 @@ class IncidentSettings(_Strict):
     link_ttl: Duration = 86400.0
 
 
+class Tickets(_Strict):
+    """Incidents of alerts labelled `notify: ticket` (the rules' slow burns, forecasts, waste): they take
+    this priority, go to the first tier of their policy only (never escalated), and each page waits for
+    the person's working hours whatever their notification rules say."""
+
+    priority: Priority = "P5"
+
+
 class OncallConfig(_Strict):
     """The whole on-call file."""
 
@@ -170,6 +178,7 @@ class OncallConfig(_Strict):
     maintenance: tuple[MaintenanceWindow, ...] = ()
     storm: Storm = Storm()
     incidents: IncidentSettings = IncidentSettings()
+    tickets: Tickets = Tickets()
 
     _known_zone = field_validator("timezone")(classmethod(lambda cls, name: _zone(name)))
 

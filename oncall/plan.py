@@ -20,7 +20,8 @@ from vigil.oncall.contacts import Contact
 from vigil.oncall.legacy import (channel_contact, contact_name, legacy_policy_name, legacy_policy_target,
                                  wanted_channels)
 from vigil.oncall.model import MaintenanceWindow, OncallConfig, Person, Team
-from vigil.oncall.notify_rules import NotifyRule, NotifyStep, WorkingHours, in_working_hours, step_due
+from vigil.oncall.notify_rules import (NotifyRule, NotifyStep, WorkingHours, in_working_hours, next_working_start,
+                                       step_due)
 from vigil.oncall.priorities import decide_priority
 from vigil.oncall.routing import matching_route
 from vigil.oncall.schedule_model import zone_named
@@ -32,6 +33,15 @@ class IncidentRouting:
     policy: str | None  # None: nobody is paged (no route, no default)
     priority: str  # "P1".."P5"
     team: str | None
+    ticket: bool = False  # its alerts say `notify: ticket`: first tier only, in working hours
+
+
+TICKET_LABEL, TICKET = "notify", "ticket"  # the label the generated rules set on every alert, and its value
+
+
+def is_ticket(labels: dict[str, str]) -> bool:
+    """Whether an incident with these (common) labels files a ticket rather than paging."""
+    return labels.get(TICKET_LABEL) == TICKET
 
 
 @dataclass(frozen=True)
@@ -86,6 +96,8 @@ def route_incident(config: OncallConfig, labels: dict[str, str]) -> IncidentRout
         policy = config.default_policy
     else:
         policy = None if config.default is None else legacy_policy_name(config.default)
+    if is_ticket(labels):  # a ticket is a ticket whatever the route or severity say
+        return IncidentRouting(policy, config.tickets.priority, _team_of(config, policy, labels), ticket=True)
     priority = decide_priority(route.priority if route else None, labels, config.severities,
                                config.default_priority)
     return IncidentRouting(policy, priority, _team_of(config, policy, labels))
@@ -154,23 +166,30 @@ def person_hours(config: OncallConfig, person: str) -> WorkingHours:
 
 
 def contact_plan(config: OncallConfig, person: str, priority: str, severity: str | None,
-                 at: float) -> list[ContactPlan]:
+                 at: float, ticket: bool = False) -> list[ContactPlan]:
     """The pages to send `person` for an incident of `priority`/`severity` paged at `at`, by the
-    first of their notification rules that matches (none: their first contact at once)."""
+    first of their notification rules that matches (none: their first contact at once); a `ticket`'s
+    pages are each held to the person's working hours."""
+    zone, hours = person_zone(config, person), person_hours(config, person)
     target = config.targets.get(person)
     if target is not None:
-        return [ContactPlan(person, index, contact_name(index), target.channels[index].type, at)
+        due = next_working_start(hours, zone, at) if ticket else at
+        return [ContactPlan(person, index, contact_name(index), target.channels[index].type, due)
                 for index in wanted_channels(target, severity)]
     known = config.people.get(person)
     if known is None:
         return []
-    zone, hours = person_zone(config, person), person_hours(config, person)
     working = in_working_hours(hours, zone, at)
     rule = next((rule for rule in known.notify or () if rule.matches(priority, severity, working)), None)
     steps = rule.steps if rule is not None else _first_contact(known).steps
     names = list(known.contacts)
     return [ContactPlan(person, names.index(step.contact), step.contact, known.contacts[step.contact].kind,
-                        step_due(step, hours, zone, at)) for step in steps]
+                        _held(step_due(step, hours, zone, at), hours, zone, ticket)) for step in steps]
+
+
+def _held(due: float, hours: WorkingHours, zone: ZoneInfo, ticket: bool) -> float:
+    """A ticket's page waits for working hours; any other is due when its step says."""
+    return next_working_start(hours, zone, due) if ticket else due
 
 
 def _first_contact(person: Person) -> NotifyRule:

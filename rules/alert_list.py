@@ -11,7 +11,7 @@ from .model import ALL_OTHER_ALERTS, Alert, Group, RuleSet
 
 BEGIN = "<!-- BEGIN generated alert list: from rules/specs by rules.alert_list; do not edit by hand -->"
 END = "<!-- END generated alert list -->"
-HEADER = ("| alert | severity | expression | for | muted by (equal labels) |", "|---|---|---|---|---|")
+HEADER = ("| alert | severity | notifies | expression | for | muted by (equal labels) |", "|---|---|---|---|---|---|")
 
 
 def _cell(text: str) -> str:
@@ -53,7 +53,7 @@ def _group_table(group: Group, ruleset: RuleSet) -> list[str]:
              f"{len(group.alerts)} alert{'' if len(group.alerts) == 1 else 's'} from {source}, "
              f"team {', '.join(teams)}.{records}", "", *HEADER]
     for alert in group.alerts:
-        lines.append(f"| `{alert.name}` | {alert.severity} | `{_cell(alert.expr)}` | {_for(alert)} | "
+        lines.append(f"| `{alert.name}` | {alert.severity} | {alert.notify or 'page'} | `{_cell(alert.expr)}` | {_for(alert)} | "
                      f"{_muted_by(alert, ruleset)} |")
     return lines + [""]
 

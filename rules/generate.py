@@ -28,7 +28,7 @@ def alerting_rule(alert: Alert, max_for_seconds: float | None = None) -> dict:
         capped = _duration(value, max_for_seconds)
         if capped is not None:
             rule[key] = capped
-    rule["labels"] = {"severity": alert.severity, **dict(alert.labels)}
+    rule["labels"] = {"severity": alert.severity, "notify": alert.notify or "page", **dict(alert.labels)}
     rule["annotations"] = {"summary": alert.summary, "description": alert.description,
                            "runbook_url": alert.runbook_url}
     return rule

@@ -16,13 +16,13 @@ from .kinds import promql_pieces, read_expression
 from .lint_alert import DEFAULT_SCRAPE_INTERVAL, AlertLint, LintContext, lint_alert, lint_inhibition
 from .loader_records import check_unique_records, lint_ignores, load_records, record_names, report_duplicates
 from .located import ErrorLog, Located, SpecError, load_located
-from .model import ALL_OTHER_ALERTS, SEVERITIES, Alert, Group, Inhibition, Recording, RuleSet
+from .model import ALL_OTHER_ALERTS, NOTIFY, SEVERITIES, Alert, Group, Inhibition, Recording, RuleSet
 from .slo import load_slos, slo_record_names
 from .promql import ALERT_NAME, METRIC_NAME
 from .reader import Reader
 
 DEFAULT_RUNBOOK_BASE = "docs/runbooks.md"
-_RESERVED_LABELS = ("alertname", "severity")
+_RESERVED_LABELS = ("alertname", "severity", "notify")
 
 
 @dataclass
@@ -31,6 +31,7 @@ class _Defaults:
     runbook_base: str = DEFAULT_RUNBOOK_BASE
     for_: str | None = None
     keep_firing_for: str | None = None
+    notify: str | None = None
 
 
 @dataclass
@@ -186,13 +187,14 @@ def _load_defaults(top: Reader, file: str, errors: ErrorLog) -> _Defaults:
     r = Reader(node, file, errors, "defaults")
     labels = _extra_labels(r) or {}
     result = _Defaults(labels=labels, runbook_base=r.text("runbook_base") or DEFAULT_RUNBOOK_BASE,
-                       for_=r.duration("for"), keep_firing_for=r.duration("keep_firing_for"))
+                       for_=r.duration("for"), keep_firing_for=r.duration("keep_firing_for"),
+                       notify=r.choice("notify", NOTIFY) if r.has("notify") else None)
     r.unknown_keys()
     return result
 
 
 def _extra_labels(r: Reader) -> dict[str, str] | None:
-    """The `labels` mapping; `alertname` and `severity` are reserved for the generator."""
+    """The `labels` mapping; `alertname`, `severity` and `notify` are reserved for the generator."""
     labels = r.string_map("labels")
     for reserved in _RESERVED_LABELS:
         if labels and reserved in labels:
@@ -210,6 +212,7 @@ def _load_alert(name: str, node: Located, line: int, file: str, defaults: _Defau
     r = Reader(node, file, errors, f"alert {name}", line=line)
     kind, expr = read_expression(r)
     severity = r.choice("severity", SEVERITIES, required=True)
+    notify = r.choice("notify", NOTIFY) if r.has("notify") else defaults.notify
     summary, description = r.text("summary", required=True), r.text("description", required=True)
     for key, text in (("summary", summary), ("description", description)):
         if text is not None and text.count("{{") != text.count("}}"):
@@ -234,7 +237,7 @@ def _load_alert(name: str, node: Located, line: int, file: str, defaults: _Defau
         return None
     return Alert(name=name, expr=expr.strip(), severity=severity, summary=summary.strip(),
                  description=description.strip(), runbook_url=runbook, for_=for_, keep_firing_for=keep,
-                 labels=tuple(sorted({**defaults.labels, **labels}.items())), kind=kind, drill=drill, file=file,
+                 labels=tuple(sorted({**defaults.labels, **labels}.items())), notify=notify, kind=kind, drill=drill, file=file,
                  line=line)
 
 

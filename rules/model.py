@@ -8,6 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 SEVERITIES = ("critical", "warning", "info")
+# what an alert does to a person: `page` wakes the on-call and escalates; `ticket` waits for working
+# hours and is never escalated (the generated `notify` label; the notifier reads it)
+NOTIFY = ("page", "ticket")
 ALL_OTHER_ALERTS = "*"  # in `inhibits`: every alert except the source itself
 
 
@@ -33,6 +36,7 @@ class Alert:
     for_: str | None = None  # a Prometheus duration, None for "fire at once"
     keep_firing_for: str | None = None
     labels: tuple[tuple[str, str], ...] = ()  # extra labels (defaults merged in), sorted by name
+    notify: str | None = None  # page | ticket, as declared (None: not declared, generated as `page`)
     kind: str = "expr"
     drill: str | None = None  # the simulated-fleet fault that makes this alert fire (`vigil drill FAULT`)
     file: str = ""

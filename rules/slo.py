@@ -28,7 +28,8 @@ from .promql import ALERT_NAME, quote, selector
 from .reader import Reader
 
 WINDOWS = ("5m", "30m", "1h", "2h", "6h", "1d", "3d")
-# (alert suffix, severity, [(burn rate, long window, short window)], budget spent, what it means)
+# (alert suffix, severity, [(burn rate, long window, short window)], what it means: "page: …" or
+# "ticket: …", the word before the colon is the alert's `notify`)
 TIERS = (
     ("ErrorBudgetBurnFast", "critical", ((Decimal("14.4"), "1h", "5m"), (Decimal(6), "6h", "30m")),
      "page: at this rate the 30-day error budget is gone within 5 days (2 at 14.4x)"),
@@ -229,4 +230,5 @@ def _alert(name: str, suffix: str, severity: str, pairs, meaning: str, budget: D
     return Alert(name=alert_name, expr=conditions, severity=severity,
                  summary=f"SLO {name} ({what}): the error budget burns {'fast' if severity == 'critical' else 'steadily'}",
                  description=description, runbook_url=f"{runbook_base}#{alert_name.lower()}",
-                 labels=tuple(sorted({**labels}.items())), kind="slo", file=r.file, line=r.start_line)
+                 labels=tuple(sorted({**labels}.items())), notify=meaning.partition(":")[0], kind="slo",
+                 file=r.file, line=r.start_line)

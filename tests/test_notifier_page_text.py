@@ -136,3 +136,10 @@ def test_the_short_form_keeps_its_link_whole_when_the_rest_does_not_fit():
     assert len(page.short) == MAX_SHORT_CHARS
     assert page.short.endswith(f"Ack {link}") and page.short.startswith("P1 #12 GpuVeryLong")
     assert page.for_kind("sms") == ("", page.short) and page.for_kind("email") == (page.title, page.body)
+
+
+def test_a_jobs_short_page_names_the_job_where_a_gpus_names_the_node():
+    hung = alert("fp-job", alertname="JobHung", job_id="job-42", tenant="ml")
+    del hung["labels"]["node"], hung["labels"]["gpu"]
+    page = compose_incident_page(WebhookPayload.model_validate(payload(hung)), "firing", 5, "t", priority="P1")
+    assert page.short == "P1 #5 JobHung job job-42"

@@ -206,7 +206,7 @@ def test_the_engine_fires_and_resolves_when_prometheus_own_rule_evaluation_does(
         for minute in range(len(pattern)):
             firing = any(s <= minute * M < e for s, e, _ in intervals)
             firing_minutes += firing
-            expected = [{"exp_labels": {**HOT_SERIES, "severity": "warning", "team": "gpu"},
+            expected = [{"exp_labels": {**HOT_SERIES, "severity": "warning", "notify": "page", "team": "gpu"},
                          "exp_annotations": {"summary": "hot", "description": "hot GPU",
                                              "runbook_url": "https://runbooks.example/bt"}}] if firing else []
             cases.append({"eval_time": f"{minute}m", "alertname": alert.name, "exp_alerts": expected})

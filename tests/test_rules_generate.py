@@ -91,7 +91,46 @@ def test_docs_table_shows_every_shipped_alert_as_generated():
     table = (DOCS / "rules.md").read_text(encoding="utf-8")
     for alert in rules.load_specs(rules.default_spec_paths()).alerts:
         expr = alert.expr.replace("|", "\\|")  # escaped inside a markdown table
-        assert f"| `{alert.name}` | {alert.severity} | `{expr}` | {alert.for_ or '—'}" in table, alert.name
+        assert f"| `{alert.name}` | {alert.severity} | {alert.notify} | `{expr}` | {alert.for_ or '—'}" in table, alert.name
+
+
+def test_every_shipped_alert_says_whether_it_pages_or_files_a_ticket():
+    """Declared in its spec (or, for an SLO, by the burn it stands for), never left to the default."""
+    shipped = rules.load_specs(rules.default_spec_paths()).alerts
+    assert [alert.name for alert in shipped if alert.notify not in ("page", "ticket")] == []
+    notify = {alert.name: alert.notify for alert in shipped}
+    assert notify["GpuFallenOffBus"] == "page" and notify["GpuAvailabilityErrorBudgetBurnFast"] == "page"
+    # what the issue named as tickets: a slow burn, a capacity forecast, a job's idle GPU, a prediction
+    assert {notify[name] for name in ("GpuAvailabilityErrorBudgetBurnSlow", "NodeFilesystemFillingUp",
+                                      "GpuUtilizationBelowJobPeers", "JobGpusIdle", "GpuFailureRiskHigh")} == {"ticket"}
+    # nothing critical is a ticket
+    assert [alert.name for alert in shipped if alert.severity == "critical" and alert.notify == "ticket"] == []
+
+
+def test_notify_is_read_from_the_alert_or_the_files_defaults_and_refused_when_wrong(tmp_path):
+    spec = tmp_path / "notify.yaml"
+    spec.write_text(textwrap.dedent("""\
+        defaults: {notify: ticket, labels: {team: infra}, runbook_base: "https://wiki.example/runbooks"}
+        alerts:
+          Inherits: {expr: up == 0, severity: warning, summary: s, description: d}
+          Pages: {expr: up == 0, severity: critical, notify: page, summary: s, description: d}
+        """))
+    loaded = {alert.name: alert for alert in rules.load_specs([spec]).alerts}
+    assert (loaded["Inherits"].notify, loaded["Pages"].notify) == ("ticket", "page")
+    generated = {rule["alert"]: rule for group in rules.prometheus_rule_file(rules.load_specs([spec]))["groups"]
+                 for rule in group["rules"]}
+    assert generated["Inherits"]["labels"]["notify"] == "ticket"
+    spec.write_text(textwrap.dedent("""\
+        defaults: {labels: {team: infra}, runbook_base: "https://wiki.example/runbooks"}
+        alerts:
+          Wrong: {expr: up == 0, severity: warning, notify: sometimes, summary: s, description: d}
+          Reserved: {expr: up == 0, severity: warning, summary: s, description: d, labels: {notify: page}}
+        """))
+    with pytest.raises(rules.SpecError) as refused:
+        rules.load_specs([spec])
+    assert any("notify" in error and ":3:" in error for error in refused.value.errors), refused.value.errors
+    assert len(refused.value.errors) == 2  # both at once
+    assert any("'notify' is set by the generator" in error for error in refused.value.errors), refused.value.errors
 
 
 def test_compact_kinds_expand_to_the_expected_promql(tmp_path):
@@ -146,7 +185,7 @@ def test_compact_kinds_expand_to_the_expected_promql(tmp_path):
     assert by_name["Ratio"]["for"] == "3m"
     assert by_name["Ratio"]["annotations"]["runbook_url"] == "https://wiki.example/ratio"
     assert by_name["Up"]["expr"] == 'up{job="node-exporter", node=~"gpu-.*"} == 0'
-    assert "for" not in by_name["Up"] and by_name["Up"]["labels"] == {"severity": "warning", "team": "node"}
+    assert "for" not in by_name["Up"] and by_name["Up"]["labels"] == {"severity": "warning", "notify": "page", "team": "node"}
     assert by_name["Spike"]["expr"] == "sum by (node) (increase(errors_total[1h])) > 1000"
     assert by_name["Below"]["expr"] == ('vigil_gpu_power_watts < on (node) group_left () '
                                         'vigil_baseline_lower{metric="vigil_gpu_power_watts"}')

@@ -213,7 +213,7 @@ def test_promtool_unit_test_checks_the_recorded_series_and_the_alert_reading_it(
               - eval_time: 11m
                 alertname: NodeGpusIdle
                 exp_alerts:
-                  - exp_labels: {severity: warning, team: gpu, node: n1}
+                  - exp_labels: {severity: warning, notify: page, team: gpu, node: n1}
                     exp_annotations:
                       summary: GPUs of n1 idle
                       description: average utilization 1%

@@ -37,8 +37,9 @@ def test_the_shipped_slos_expand_to_the_workbook_rules():
                             f"({ratio}6h > (6 * 0.005) and {ratio}30m > (6 * 0.005))")
     assert slow["expr"] == (f"({ratio}1d > (3 * 0.005) and {ratio}2h > (3 * 0.005)) or "
                             f"({ratio}3d > (1 * 0.005) and {ratio}6h > (1 * 0.005))")
-    assert fast["labels"] == {"severity": "critical", "slo": "GpuAvailability", "team": "gpu"}
-    assert slow["labels"]["severity"] == "warning"
+    # the fast burn pages, the slow burn files a ticket (the workbook's split)
+    assert fast["labels"] == {"severity": "critical", "notify": "page", "slo": "GpuAvailability", "team": "gpu"}
+    assert slow["labels"]["severity"] == "warning" and slow["labels"]["notify"] == "ticket"
     assert alerts["NotifierPageDeliveryErrorBudgetBurnFast"]["labels"]["team"] == "platform"
     assert group["rules"][0]["expr"] == (
         '(sum(rate(vigil_notifier_deliveries_total{result=~"failed|retry"}[5m])) or vector(0)) / '

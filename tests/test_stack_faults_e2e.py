@@ -15,8 +15,10 @@ from stack_support import RunningStack, start_stack, wait_for
 
 pytestmark = pytest.mark.e2e
 
-# fault, node, GPU -> the alert that must page, with its severity. One node each: the node health
-# exporter of the demo plays node-1, so the disk fault goes there.
+# fault, node, GPU -> the alert it must raise, with its severity. One node each: the node health
+# exporter of the demo plays node-1, so the disk fault goes there. A failing disk and a burst of
+# application XIDs file tickets (they wait for working hours, so whether their page is sent yet depends
+# on the hour: they are checked as incidents); the others page.
 FAULTS = [
     ({"fault": "disk-failing", "node": "node-1"}, "DiskSmartUncorrectableSectors", "warning"),
     ({"fault": "node-down", "node": "node-2"}, "GpuNodeDown", "critical"),
@@ -46,9 +48,21 @@ def inbox(stack: RunningStack) -> list[dict]:
 def first_pages(pages: list[dict]) -> list[dict]:
     """Firing pages of the first tier about the simulated fleet: one per incident unless something paged
     twice (escalation aside). The stack's node_exporter reads the real machine the tests run on (a full
-    disk there pages too, as node-1): its alerts are the host's, not the faults'."""
+    disk there pages too, as node-1): its alerts are the host's, not the faults'. Tickets are left out:
+    whether theirs is sent yet depends on the hour."""
     return [p for p in pages if p["status"] == "firing" and not p.get("tier")
-            and p["labels"].get("job") != "node-exporter"]
+            and p["labels"].get("job") != "node-exporter" and p["labels"].get("notify") != "ticket"]
+
+
+def incidents(stack: RunningStack) -> list[dict]:
+    """The notifier's incidents about the simulated fleet (the host's node_exporter left out)."""
+    r = requests.get(f"{stack.url('notifier')}/api/v1/incidents", params={"limit": 500},
+                     headers={"Authorization": f"Bearer {stack.token()}"}, timeout=5)
+    r.raise_for_status()
+    return [i for i in r.json()["incidents"] if i["labels"].get("job") != "node-exporter"]
+
+
+TICKETS = {"DiskSmartUncorrectableSectors", "GpuApplicationXidSpike"}
 
 
 def chaos(stack: RunningStack, path: str, body: dict) -> dict:
@@ -58,20 +72,23 @@ def chaos(stack: RunningStack, path: str, body: dict) -> dict:
     return r.json()
 
 
-def test_each_fault_pages_once_with_its_severity_and_node_down_pages_the_node_only(stack: RunningStack):
+def test_each_fault_pages_or_files_a_ticket_once_and_node_down_pages_the_node_only(stack: RunningStack):
     started = time.monotonic()
     for body, _, _ in FAULTS:
         chaos(stack, "/chaos/inject", body)
     try:
-        expected = {(alert, body["node"]) for body, alert, _ in FAULTS}
+        expected = {(alert, body["node"]) for body, alert, _ in FAULTS if alert not in TICKETS}
+        filed = {(alert, body["node"]) for body, alert, _ in FAULTS if alert in TICKETS}
         deadline = time.monotonic() + 60
         while True:
             pages = first_pages(inbox(stack))
             paged = {(p["labels"].get("alertname"), p["labels"].get("node")) for p in pages}
-            if expected <= paged or time.monotonic() > deadline:
+            opened = {(i["labels"].get("alertname"), i["labels"].get("node")) for i in incidents(stack)}
+            if (expected <= paged and filed <= opened) or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
         assert expected <= paged, f"missing pages: {sorted(expected - paged)}; got {sorted(paged)}"
+        assert filed <= opened, f"missing tickets: {sorted(filed - opened)}; got {sorted(opened)}"
         all_paged_s = time.monotonic() - started
         settle_until = time.monotonic() + SETTLE_S
         while time.monotonic() < settle_until:  # watch for second pages; stop at the first one
@@ -80,18 +97,22 @@ def test_each_fault_pages_once_with_its_severity_and_node_down_pages_the_node_on
                 break
             time.sleep(0.5)
         per_node = Counter(p["labels"].get("node") for p in pages)
+        opened = incidents(stack)
         for body, alert, severity in FAULTS:
-            mine = [p for p in pages if p["labels"].get("node") == body["node"]]
-            assert [(p["labels"]["alertname"], p["labels"]["severity"]) for p in mine] == [(alert, severity)], \
-                f"{body['fault']} on {body['node']} paged {[p['labels'] for p in mine]}"
-            assert per_node[body["node"]] == 1
+            mine = [i for i in opened if i["labels"].get("node") == body["node"]]
+            assert [(i["labels"]["alertname"], i["labels"]["severity"]) for i in mine] == [(alert, severity)], \
+                f"{body['fault']} on {body['node']} opened {[i['labels'] for i in mine]}"
+            if alert in TICKETS:  # a ticket: the ticket priority, and no page sent out of working hours yet
+                assert mine[0]["priority"] == "P5" and per_node[body["node"]] == 0
+            else:
+                assert per_node[body["node"]] == 1
             if "gpu" in body:
                 assert mine[0]["labels"]["gpu"] == str(body["gpu"])
         down = next(p for p in pages if p["labels"]["alertname"] == "GpuNodeDown")
         assert "gpu" not in down["labels"] and "node-2" in down["title"] + down["body"]
-        disk = next(p for p in pages if p["labels"]["alertname"] == "DiskSmartUncorrectableSectors")
+        disk = next(i for i in opened if i["labels"]["alertname"] == "DiskSmartUncorrectableSectors")
         assert disk["labels"]["device"] == "/dev/sda"  # disk 0 of the simulated node: a SATA SSD
-        assert len([p for p in pages if "node" in p["labels"]]) == len(FAULTS), [p["labels"] for p in pages]
+        assert len([p for p in pages if "node" in p["labels"]]) == len(expected), [p["labels"] for p in pages]
         print(f"all {len(FAULTS)} faults paged {all_paged_s:.1f}s after the injections")
     finally:
         chaos(stack, "/chaos/clear", {})
@@ -116,14 +137,22 @@ def test_disk_fault_shows_in_the_chaos_list_and_the_smart_metrics(stack: Running
         assert chaos(stack, "/chaos/clear", {"node": "node-1"})["cleared"] == 1
 
 
-def test_disk_drill_pages_acknowledges_and_resolves(stack: RunningStack):
+def test_disk_drill_files_a_ticket_acknowledges_and_resolves(stack: RunningStack):
+    """A failing disk files a ticket: the drill checks what holds at any hour (filed, then resolved)."""
     result = stack.cli("drill", "disk-failing", "--node", "node-1", "--timeout", "40", "--json", timeout=300)
+    assert result.stdout, result.stderr
     report = json.loads(result.stdout)
     assert result.returncode == 0 and report["ok"], report
     names = [s["name"] for s in report["stages"]]
-    assert names[0] == "injected → seen in a scrape" and names[-1] == "resolved page delivered"
-    mine = [p for p in inbox(stack) if p["labels"].get("alertname") == "DiskSmartUncorrectableSectors"]
-    assert {"firing", "resolved"} <= {p["status"] for p in mine}
+    assert names[0] == "injected → seen in a scrape" and names[-1] == "ticket resolved"
+    assert names[3:5] == ["ticket filed", "acknowledged"]
+    filed = report["stages"][3]["detail"]
+    assert filed.startswith("ticket: incident #") and (", held until " in filed or filed.endswith(", sent"))
+    incident = int(filed.split("#")[1].split()[0])
+    detail = requests.get(f"{stack.url('notifier')}/api/v1/incidents/{incident}", timeout=5,
+                          headers={"Authorization": f"Bearer {stack.token()}"}).json()
+    assert detail["state"] == "resolved" and detail["priority"] == "P5"
+    assert {page["tier"] for page in detail["pages"]} == {0}  # the first tier only: never escalated
 
 
 def test_a_down_node_mutes_its_disk_alert_through_the_inhibition(stack: RunningStack):

@@ -80,7 +80,8 @@ def test_job_hang_drill_pages_the_hung_job_once_and_resolves(stack: RunningStack
     # tenant), so its page has no user label (which job is computing when the test starts decides which)
     user = job["user"] if job["scheduler"] == "slurm" else None
     assert (firing[0]["labels"]["tenant"], firing[0]["labels"].get("user")) == (job["tenant"], user)
-    assert job["job_id"] in firing[0]["title"]
+    # a phone page is the short form (no title): the job is named in its one line
+    assert f"job {job['job_id']}" in firing[0]["body"] and len(firing[0]["body"]) <= 160
     assert "node" not in firing[0]["labels"] and "gpu" not in firing[0]["labels"]
     assert any(p["status"] == "resolved" and p["incident_id"] == incident for p in about_job)
     # the drill cleared its fault: the job computes again

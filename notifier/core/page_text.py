@@ -117,6 +117,8 @@ def short_page(payload: WebhookPayload | None, page_status: str, incident_id: in
         if first is not None:
             where = " ".join(f"{key} {first.labels[key]}" if key == "gpu" else first.labels[key]
                              for key in ("node", "gpu") if key in first.labels)
+            if not where and first.labels.get("job_id"):  # a job's alert: the job is where it broke
+                where = f"job {first.labels['job_id']}"
             what = f"{first.labels.get('alertname', '?')} {where}".rstrip()
             if len(firing) > 1:
                 what += f" +{len(firing) - 1}"

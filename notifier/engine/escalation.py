@@ -19,6 +19,9 @@
   acknowledgement (`repage.py`) and restarts the policy at the first tier. While a maintenance window
   holds the incident's pages, the escalation pauses at the step it reached (`pause.py`).
 
+A ticket (its alerts say `notify: ticket`) is paged to its first tier only, then its escalation ends;
+its pages wait for working hours (`vigil.oncall.plan.contact_plan`).
+
 Each page is made by `paging.py` and written with `Outbox.enqueue_pages`; its `page_key` names the step,
 so no page is enqueued twice, whichever notifier gets there. A first-version on-call file routes to an
 implicit one-tier policy (`target:NAME`), so it pages as it always did: the target's channels that want
@@ -47,8 +50,8 @@ from vigil.notifier.store.outbox import Outbox
 from vigil.notifier.store.timeline import Timeline
 from vigil.notifier.store.timeline import event as event_row
 from vigil.oncall.model import OncallConfig
-from vigil.oncall.plan import (IncidentRouting, PolicySpec, UnknownPolicy, policy_spec, route_incident, sla_for,
-                               tier_people)
+from vigil.oncall.plan import (IncidentRouting, PolicySpec, UnknownPolicy, is_ticket, policy_spec, route_incident,
+                               sla_for, tier_people)
 
 log = logging.getLogger(__name__)
 ALERTMANAGER = "alertmanager"
@@ -107,7 +110,9 @@ def run_step(conn: sa.Connection, oncall: OncallConfig, escalation: Escalation, 
         if pause.pause_after_paging(conn, oncall, incident, step, held, now):
             return added  # a maintenance window holds the incident: the escalation waits at this step
         following = after_page(spec, tier, repeat, round)
-        if following is None:
+        if is_ticket(json.loads(incident.labels)):
+            _exhausted(conn, incident.id, now, reason="a ticket: its first tier only, never escalated")
+        elif following is None:
             _exhausted(conn, incident.id, now)
         else:
             escalations.put(conn, incident.id, spec.name, now + spec.tiers[tier].escalate_after_s,
@@ -149,9 +154,9 @@ def _count_page(metrics: NotifierMetrics, tier: int, delay_s: float) -> None:
     metrics.escalation_delay.observe(delay_s)
 
 
-def _exhausted(conn: sa.Connection, incident_id: int, now: float) -> None:
+def _exhausted(conn: sa.Connection, incident_id: int, now: float, **detail) -> None:
     Escalations(conn.engine).delete(conn, incident_id)
-    Timeline(conn.engine).record(conn, incident_id, now, "policy_exhausted")
+    Timeline(conn.engine).record(conn, incident_id, now, "policy_exhausted", **detail)
 
 
 class EngineIntake:
@@ -204,7 +209,7 @@ class EngineIntake:
             now + sla.ack_within_s if with_targets and sla.ack_within_s is not None else None,
             now + sla.resolve_within_s if with_targets and sla.resolve_within_s is not None else None)
         return routing, event_row(incident_id, now, "routed", policy=routing.policy, priority=routing.priority,
-                                  team=routing.team)
+                                  team=routing.team, **({"ticket": True} if routing.ticket else {}))
 
     def _start(self, conn: sa.Connection, incident_id: int, routing: IncidentRouting, now: float,
                counted: AfterCommit) -> int:

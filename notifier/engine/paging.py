@@ -19,7 +19,7 @@ from vigil.notifier.core.page_text import PageText, compose_incident_page
 from vigil.notifier.core.escalation_steps import Escalation, PagedContact
 from vigil.notifier.store.notifications import latest_payload
 from vigil.oncall.model import OncallConfig
-from vigil.oncall.plan import contact_plan
+from vigil.oncall.plan import contact_plan, is_ticket
 
 # (incident id, now) -> the acknowledge, resolve and open URLs of a page (none: pages without links)
 LinkMaker = Callable[[int, float], list[str]]
@@ -49,7 +49,8 @@ def tier_pages(conn: sa.Connection, oncall: OncallConfig, incident, escalation: 
     """Tier `escalation.tier`'s pages to `people`, each by their contact plan (SMS and phone get the short
     form); `why`: why the escalation reached this tier."""
     text = page_text(conn, incident, page_status, now, links, why=why)
-    severity = json.loads(incident.labels).get("severity")
+    labels = json.loads(incident.labels)
+    severity, ticket = labels.get("severity"), is_ticket(labels)
     step = f"{incident.id}:{escalation.round}:{escalation.tier}:{escalation.repeat}:{escalation.due_at!r}"
     if page_status != "firing":
         step += f":{page_status}"
@@ -57,7 +58,8 @@ def tier_pages(conn: sa.Connection, oncall: OncallConfig, incident, escalation: 
                         delay_s=max(0.0, plan.due_at - now), tier=escalation.tier, contact=plan.contact,
                         page_key=f"{step}:{person}:{plan.contact_index}")
             for person in people
-            for plan in contact_plan(oncall, person, incident.priority or oncall.default_priority, severity, now)]
+            for plan in contact_plan(oncall, person, incident.priority or oncall.default_priority, severity, now,
+                                     ticket)]
 
 
 def contact_pages(conn: sa.Connection, incident, contacts: list[PagedContact], page_status: str, now: float,

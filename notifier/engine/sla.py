@@ -5,6 +5,7 @@ On each engine pass, a firing incident past its `ack_due_at` and still unacknowl
 `sla_breach` event, counts in `vigil_notifier_sla_breaches_total{priority,target}`, and its escalation
 moves to the next tier, due now, instead of waiting out the tier's `escalate_after`. An acknowledged
 incident that misses its resolve target is recorded and counted; its re-page timer stays in charge.
+A ticket (`notify: ticket`) is never escalated: its breach is recorded and counted, nothing moves.
 
 While a maintenance window has paused the escalation (`pause.py`) nobody can be paged, so the
 acknowledge target is not breached: it counts again from now (the pause's re-checks keep moving it,
@@ -14,6 +15,8 @@ a while. A resolve target past due meanwhile is recorded, without moving the esc
 
 from __future__ import annotations
 
+import json
+
 from vigil.notifier.core.after_commit import AfterCommit
 from vigil.notifier.engine.actions import move_to_next_tier
 from vigil.notifier.engine.pause import paused_by, restart_ack_target
@@ -22,6 +25,7 @@ from vigil.notifier.store import Store, incident_state
 from vigil.notifier.store.engine import reading
 from vigil.common.times import rfc3339
 from vigil.oncall.model import OncallConfig
+from vigil.oncall.plan import is_ticket
 
 TARGETS = ("ack", "resolve")
 BATCH = 100
@@ -61,6 +65,7 @@ def _breach(conn, store: Store, incident_id: int, which: str, now: float, metric
                           due_at=rfc3339(due))
     if metrics is not None:
         counted.add(metrics.sla_breaches.labels(incident.priority or "none", which).inc)
-    if incident.acknowledged_at is None and not paused:
-        move_to_next_tier(conn, store, incident, now)  # (a maintenance window's pause holds it where it is)
+    if incident.acknowledged_at is None and not paused and not is_ticket(json.loads(incident.labels)):
+        # (a maintenance window's pause holds it where it is; a ticket is never escalated)
+        move_to_next_tier(conn, store, incident, now)
     return 1

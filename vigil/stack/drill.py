@@ -5,6 +5,10 @@ the notifier receives Alertmanager's notification → the page is delivered; the
 scrape shows recovery → the alert stops firing → the notifier receives the resolution → the resolved
 page is delivered. Every check asks the real component's API.
 
+An alert that files a ticket (`notify: ticket`) wakes nobody: its page waits for the person's working
+hours. Its drill checks what holds at any hour instead of a delivery: the ticket is filed (the incident
+is open, its first tier's page queued, held or sent), and after clearing, the incident is resolved.
+
 Nothing here repeats the rules or the simulator: the alert a fault must raise is the one whose spec
 says `drill: FAULT` (the rules loader checks FAULT against the simulator's fault list); whether a fault
 hits one GPU, a whole node or the job holding a GPU comes from the simulator; and "seen in a scrape"
@@ -39,13 +43,15 @@ class FaultExpectation:
     per_gpu: bool
     per_job: bool = False
     labels: tuple[tuple[str, str], ...] = ()  # the alert's static labels (severity, team, ...)
+    ticket: bool = False  # the alert files a ticket: its page waits for working hours
 
 
 def fault_expectations(ruleset: rulegen.RuleSet) -> dict[str, FaultExpectation]:
     """One expectation per fault that an alert of `ruleset` names in its `drill:` key, by fault name."""
     drilled = sorted((alert for alert in ruleset.alerts if alert.drill is not None), key=lambda alert: alert.drill)
     return {alert.drill: FaultExpectation(alert.drill, alert.name, alert.expr, per_gpu(alert.drill),
-                                          per_job(alert.drill), (*alert.labels, ("severity", alert.severity)))
+                                          per_job(alert.drill), (*alert.labels, ("severity", alert.severity)),
+                                          ticket=alert.notify == "ticket")
             for alert in drilled}
 
 
@@ -137,10 +143,20 @@ class Drill:
         seen_notifications = {n["id"] for n in self.apis.notifications()}
         seen_pages = {p["id"] for p in self.apis.pages(RECENT_ROWS)}
 
-        def new_notification(status: str) -> bool:
-            return any(n["id"] not in seen_notifications and n["status"] == status
-                       and any(self._labels_match(a["labels"]) and a["status"] == status for a in n["alerts"])
-                       for n in self.apis.notifications())
+        def new_notification(status: str) -> dict | None:
+            return next((n for n in self.apis.notifications() if n["id"] not in seen_notifications
+                         and n["status"] == status
+                         and any(self._labels_match(a["labels"]) and a["status"] == status for a in n["alerts"])), None)
+
+        def filed(notification: dict) -> dict | None:
+            """The ticket's first page, once queued (held until working hours, or sent)."""
+            pages = [p for p in self.apis.incident(notification["incident_id"])["pages"] if p["status"] == "firing"]
+            return {**pages[0], "incident_id": notification["incident_id"], "recipient": pages[0]["person"],
+                    "channel": pages[0]["kind"]} if pages else None
+
+        def describe_ticket(page: dict) -> str:
+            held = f", held until {utc_text(page['due_at'])}" if page.get("due_at") else ", sent"
+            return f"ticket: incident #{page['incident_id']} to {page['recipient']} via {page['channel']}{held}"
 
         def new_page(status: str, tier_from: int = 0, incident: int | None = None) -> dict | None:
             """The first new page of `status` about the drilled alert (of tier index `tier_from` or later)."""
@@ -180,10 +196,15 @@ class Drill:
                        f"query {symptom} for {where}; {self.expect.fault}: {FAULTS[self.expect.fault]}",
                        lambda _found: f"job {self.job_id}" if self.expect.per_job else "")
             self._wait("alert firing in Prometheus", t0, lambda: self._shows(alert_q), f"query {alert_q} for {where}")
-            self._wait("received by the notifier", t0, lambda: new_notification("firing"), "Alertmanager → notifier webhook")
-            page = self._wait("page delivered", t0, lambda: new_page("firing"), "notifier → inbox delivery",
-                              describe_page)
-            if not self.acknowledge:
+            received = self._wait("received by the notifier", t0, lambda: new_notification("firing"),
+                                  "Alertmanager → notifier webhook")
+            if self.expect.ticket:
+                page = self._wait("ticket filed", t0, lambda: filed(received),
+                                  "the incident's first-tier page (a ticket waits for working hours)", describe_ticket)
+            else:
+                page = self._wait("page delivered", t0, lambda: new_page("firing"), "notifier → inbox delivery",
+                                  describe_page)
+            if not self.acknowledge and not self.expect.ticket:  # a ticket is never escalated
                 after = (page.get("tier") or 0) + 1  # the next tier's index; people count tiers from 1
                 page = self._wait(f"nobody acknowledged: tier {after + 1} paged", t0,
                                   lambda: new_page("firing", after, page["incident_id"]),
@@ -197,8 +218,12 @@ class Drill:
             self._wait("alert resolved in Prometheus", t1, lambda: not self._shows(alert_q), f"query {alert_q} for {where}")
             self._wait("resolution received by the notifier", t1, lambda: new_notification("resolved"), "Alertmanager → notifier")
             incident = page["incident_id"]
-            self._wait("resolved page delivered", t1, lambda: new_page("resolved", incident=incident),
-                       "notifier → inbox delivery", describe_page)
+            if self.expect.ticket:
+                self._wait("ticket resolved", t1, lambda: self.apis.incident(incident)["state"] == "resolved",
+                           "the notifier's incident", lambda _found: f"incident #{incident}")
+            else:
+                self._wait("resolved page delivered", t1, lambda: new_page("resolved", incident=incident),
+                           "notifier → inbox delivery", describe_page)
         finally:
             if not cleared:
                 try:
