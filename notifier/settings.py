@@ -44,6 +44,8 @@ class NotifierSettings(BaseModel):
     resolve_gone_check_s: float = Field(default=30.0, gt=0)
     # the inbox channel posts to this notifier; by default to the address it listens on
     public_url: str | None = None
+    # firing pages link to the dashboard of what broke in this Grafana (the shipped vigil dashboards)
+    grafana_url: str | None = None
     # outbox worker: how often it looks for due deliveries, and the retry schedule
     poll_interval_s: float = Field(default=0.5, gt=0)
     retry_base_s: float = Field(default=1.0, gt=0)
@@ -96,7 +98,7 @@ class NotifierSettings(BaseModel):
             raise ValueError("--db must be sqlite:///PATH or postgresql://…")
         return url
 
-    @field_validator("alertmanager_url", "public_url", "prometheus_url")
+    @field_validator("alertmanager_url", "public_url", "prometheus_url", "grafana_url")
     @classmethod
     def _http_url(cls, url: str | None) -> str | None:
         if url is not None and not url.startswith(("http://", "https://")):

@@ -6,9 +6,13 @@ person on call reads it."""
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import requests
 
-from vigil.notifier.core.page_text import MAX_SHORT_CHARS, compose_incident_page
+from vigil.dashboards.gpu import JOB_UID, NODE_UID
+from vigil.dashboards.gpu import UID as GPU_UID
+from vigil.notifier.core.page_text import MAX_SHORT_CHARS, compose_incident_page, dashboard_link
 from vigil.notifier.core.models import WebhookPayload
 from vigil.rules.xid_catalog import ACTION_TEXT, ACTIONS, REBOOT_NODE
 from test_notifier_support import AUTH, NotifierServer, alert, free_port, make_settings, payload, wait_for
@@ -82,7 +86,7 @@ def fire_xid(server) -> int:
 
 
 def test_im_gets_the_full_page_and_the_phone_one_short_line_whose_link_acknowledges(tmp_path, fake_clock):
-    settings = make_settings(tmp_path, port=free_port())
+    settings = make_settings(tmp_path, port=free_port(), grafana_url="https://grafana.example/")
     with NotifierServer(settings, ONCALL, clock=fake_clock) as server:
         incident = fire_xid(server)
         pages = {page["channel"]: page for page in inbox(server)}
@@ -90,6 +94,10 @@ def test_im_gets_the_full_page_and_the_phone_one_short_line_whose_link_acknowled
         assert pages["im"]["recipient"] == "ana" and full[0] == f"incident #{incident} · P1"
         assert f"action: {ACTION_TEXT[REBOOT_NODE]}" in full and "job: job-42 (owner bob)" in full
         assert "runbook: https://runbooks.example/gpu#xid-79" in full
+        # the GPU's dashboard, open on the hour before and after the alert began (20:00:00.123 UTC)
+        began_ms = int(datetime(2026, 11, 21, 20, 0, 0, 123456, tzinfo=timezone.utc).timestamp() * 1000)
+        assert (f"dashboard: https://grafana.example/d/{GPU_UID}?var-node=node-1&var-gpu=0"
+                f"&from={began_ms - 3_600_000}&to={began_ms + 3_600_000}") in full
         short = pages["phone"]["body"]
         assert len(short) <= MAX_SHORT_CHARS and "\n" not in short, short
         assert short.startswith(f"P1 #{incident} GpuXidHardware node-1 gpu 0: drain the node and reboot it. Ack http")
@@ -143,3 +151,18 @@ def test_a_jobs_short_page_names_the_job_where_a_gpus_names_the_node():
     del hung["labels"]["node"], hung["labels"]["gpu"]
     page = compose_incident_page(WebhookPayload.model_validate(payload(hung)), "firing", 5, "t", priority="P1")
     assert page.short == "P1 #5 JobHung job job-42"
+
+
+def test_the_dashboard_link_opens_the_gpus_else_the_jobs_else_the_nodes_board():
+    began = datetime(2027, 1, 15, 8, 0, tzinfo=timezone.utc)
+    at = int(began.timestamp() * 1000)
+    span = f"from={at - 3_600_000}&to={at + 3_600_000}"
+    grafana = "https://g.example"
+    assert dashboard_link(grafana, {"node": "n 1", "gpu": "3", "job_id": "j"}, began) == \
+        f"{grafana}/d/{GPU_UID}?var-node=n+1&var-gpu=3&{span}"
+    assert dashboard_link(grafana, {"job_id": "train/7"}, began) == f"{grafana}/d/{JOB_UID}?var-job_id=train%2F7&{span}"
+    assert dashboard_link(grafana, {"node": "n1"}, began) == f"{grafana}/d/{NODE_UID}?var-node=n1&{span}"
+    assert dashboard_link(grafana, {"slo": "GpuAvailability"}, began) is None
+    # no Grafana configured: no dashboard line
+    plain = compose_incident_page(WebhookPayload.model_validate(payload(xid_alert())), "firing", 7, "t")
+    assert not [line for line in lines_of(plain) if line.startswith("dashboard:")]

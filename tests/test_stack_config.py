@@ -180,3 +180,15 @@ def _empty(tmp_path: Path) -> Path:
     path = tmp_path / "empty.yaml"
     path.write_text("# nothing set yet\n")
     return path
+
+
+def test_a_stacks_grafana_reaches_the_notifier_so_pages_link_to_its_dashboards(tmp_path):
+    binaries = {name: f"/usr/bin/{name}" for name in ("prometheus", "alertmanager", "node-exporter")}
+    settings, layout = generate(tmp_path, grafana_url="https://grafana.example")
+    [notifier] = [spec for spec in component_specs(settings, layout, binaries, GpuBackend("sim", NODES))
+                  if spec.name == "notifier"]
+    assert notifier.argv[notifier.argv.index("--grafana-url") + 1] == "https://grafana.example"
+    bare, bare_layout = generate(tmp_path / "bare")
+    [plain] = [spec for spec in component_specs(bare, bare_layout, binaries, GpuBackend("sim", NODES))
+               if spec.name == "notifier"]
+    assert "--grafana-url" not in plain.argv

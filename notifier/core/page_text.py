@@ -14,7 +14,8 @@ acknowledge link — priority, incident, what broke and where, the repair action
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timezone
+from datetime import datetime, timezone
+from urllib.parse import urlencode
 
 from vigil.notifier.core.models import MAX_TITLE_CHARS, WebhookPayload, shorten
 from vigil.rules.xid_catalog import ACTION_TEXT
@@ -23,6 +24,9 @@ MAX_LISTED_ALERTS = 10  # keep SMS and voice pages short; the rest are counted
 MAX_LINE_CHARS = 300  # one alert's line, its summary included
 SHORT_KINDS = frozenset({"sms", "phone"})  # contact kinds that get the short form
 MAX_SHORT_CHARS = 160  # one SMS
+# the shipped Grafana dashboards a page links to (`vigil.dashboards`: gpu.UID, NODE_UID, JOB_UID)
+GPU_DASHBOARD, NODE_DASHBOARD, JOB_DASHBOARD = "vigil-gpu", "vigil-node", "vigil-job"
+DASHBOARD_SPAN_S = 3600  # the dashboard opens on the hour before and the hour after the alert began
 
 
 @dataclass(frozen=True)
@@ -38,7 +42,8 @@ class PageText:
         return self.title, self.body
 
 
-def compose_page(payload: WebhookPayload, page_status: str, incident_id: int, priority: str | None = None) -> PageText:
+def compose_page(payload: WebhookPayload, page_status: str, incident_id: int, priority: str | None = None,
+                 grafana_url: str | None = None) -> PageText:
     firing = [alert for alert in payload.alerts if alert.status == "firing"]
     head = f"[{page_status.upper()}" + (f":{len(firing)}]" if page_status == "firing" else "]")
     title = shorten(f"{head} {payload.title()}", MAX_TITLE_CHARS)
@@ -54,7 +59,26 @@ def compose_page(payload: WebhookPayload, page_status: str, incident_id: int, pr
         lines.append(f"… and {hidden} more")
     if page_status == "firing" and firing:
         lines += what_to_do(firing[0].labels, firing[0].annotations)
+        board = dashboard_link(grafana_url, firing[0].labels, firing[0].starts_at) if grafana_url else None
+        if board:
+            lines.append(f"dashboard: {board}")
     return PageText(title, "\n".join(lines))
+
+
+def dashboard_link(grafana_url: str, labels: dict, began: datetime) -> str | None:
+    """The Grafana dashboard of what broke — the GPU's, else the job's, else the node's — open on the
+    two hours around the moment the alert began; None for an alert about none of them."""
+    if labels.get("node") and labels.get("gpu"):
+        board, variables = GPU_DASHBOARD, {"var-node": labels["node"], "var-gpu": labels["gpu"]}
+    elif labels.get("job_id"):
+        board, variables = JOB_DASHBOARD, {"var-job_id": labels["job_id"]}
+    elif labels.get("node"):
+        board, variables = NODE_DASHBOARD, {"var-node": labels["node"]}
+    else:
+        return None
+    at_ms = int(began.timestamp() * 1000)
+    span = {"from": at_ms - DASHBOARD_SPAN_S * 1000, "to": at_ms + DASHBOARD_SPAN_S * 1000}
+    return f"{grafana_url.rstrip('/')}/d/{board}?{urlencode({**variables, **span})}"
 
 
 def _first_line(incident_id: int, priority: str | None) -> str:
@@ -85,7 +109,7 @@ SHORT_ACK = len(LINK_LABELS)  # then the compact acknowledge link, for the short
 
 def compose_incident_page(payload: WebhookPayload | None, page_status: str, incident_id: int, fallback_title: str,
                           links: list[str] = (), note: str | None = None, priority: str | None = None,
-                          why: str | None = None) -> PageText:
+                          why: str | None = None, grafana_url: str | None = None) -> PageText:
     """The page of incident `incident_id` from its latest notification `payload` (None: the incident's
     own `fallback_title` only), with its `priority`, why it was escalated (`why`), an optional `note`
     line (who resolved it…) and the signed links (`vigil.notifier.links.page_links`)."""
@@ -93,7 +117,7 @@ def compose_incident_page(payload: WebhookPayload | None, page_status: str, inci
         text = PageText(shorten(f"[{page_status.upper()}] {fallback_title}", MAX_TITLE_CHARS),
                         _first_line(incident_id, priority))
     else:
-        text = compose_page(payload, page_status, incident_id, priority)
+        text = compose_page(payload, page_status, incident_id, priority, grafana_url)
     first, _, rest = text.body.partition("\n")
     lines = [first, *([f"escalated: {why}"] if why else []), *([rest] if rest else [])]
     if note:

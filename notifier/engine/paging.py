@@ -10,6 +10,7 @@ with the signed one-click links (`vigil.notifier.links`) on firing pages.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Callable
 
 import sqlalchemy as sa
@@ -17,6 +18,7 @@ import sqlalchemy as sa
 from vigil.notifier.core.deliveries import NewDelivery
 from vigil.notifier.core.page_text import PageText, compose_incident_page
 from vigil.notifier.core.escalation_steps import Escalation, PagedContact
+from vigil.notifier.links import page_links
 from vigil.notifier.store.notifications import latest_payload
 from vigil.oncall.model import OncallConfig
 from vigil.oncall.plan import contact_plan, is_ticket
@@ -25,22 +27,32 @@ from vigil.oncall.plan import contact_plan, is_ticket
 LinkMaker = Callable[[int, float], list[str]]
 
 
-def page_links_for(settings, oncall: OncallConfig) -> LinkMaker | None:
-    """The signed links of the notifier's pages (`vigil.notifier.links`), valid `incidents.link_ttl`."""
-    try:
-        from vigil.notifier.links import page_links
-    except ImportError:  # a notifier without one-click links: pages without them
-        return None
-    ttl = float(oncall.incidents.link_ttl)
-    return lambda incident_id, now: page_links(settings, incident_id, now, ttl)
+@dataclass(frozen=True)
+class PageLinks:
+    """What the notifier's pages link to: the signed one-click links (`vigil.notifier.links`, valid
+    `ttl_s`) and, with `grafana_url`, the dashboard of what broke."""
+
+    settings: object
+    ttl_s: float
+    grafana_url: str | None = None
+
+    def __call__(self, incident_id: int, now: float) -> list[str]:
+        return page_links(self.settings, incident_id, now, self.ttl_s)
+
+
+def page_links_for(settings, oncall: OncallConfig) -> PageLinks:
+    """The links of the notifier's pages: one-click links valid `incidents.link_ttl`, and the dashboards
+    of `settings.grafana_url`."""
+    return PageLinks(settings, float(oncall.incidents.link_ttl), getattr(settings, "grafana_url", None))
 
 
 def page_text(conn: sa.Connection, incident, page_status: str, now: float, links: LinkMaker | None = None,
               note: str | None = None, why: str | None = None) -> PageText:
     """What a page of `incident` (its row) says now; `why`: why it was escalated to the people paged."""
     urls = links(incident.id, now) if links is not None and page_status == "firing" else []
+    grafana = links.grafana_url if isinstance(links, PageLinks) else None
     return compose_incident_page(latest_payload(conn, incident.id), page_status, incident.id, incident.title,
-                                 urls, note, incident.priority, why)
+                                 urls, note, incident.priority, why, grafana)
 
 
 def tier_pages(conn: sa.Connection, oncall: OncallConfig, incident, escalation: Escalation, people: list[str],

@@ -70,6 +70,8 @@ def notifier():
                                       "this long (their resolution was lost, e.g. while the stack was down).")
 @click.option("--public-url", default=None,
               help="URL at which the notifier reaches itself for inbox pages (default: the --listen address).")
+@click.option("--grafana-url", type=HttpUrl(), default=None,
+              help="Grafana with vigil's dashboards: firing pages link to the dashboard of what broke.")
 @click.option("--prometheus", "--prometheus-url", "prometheus_url", type=HttpUrl(), default=None,
               help="Prometheus to chart an incident's metrics from in its postmortem (docs/postmortems.md).")
 @click.option("--postmortem-templates", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
@@ -86,7 +88,7 @@ def notifier():
               help="Watch POST /api/v1/heartbeat/NAME: page (an incident with these labels) when it is not heard "
                    "for TIMEOUT, e.g. watchdog=5m,team=platform (repeatable; docs/notifier.md, Heartbeats).")
 def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmanager_receiver, resolve_gone_after_s,
-          public_url, prometheus_url, postmortem_templates, console_templates, log_level, max_body_bytes, workers,
+          public_url, grafana_url, prometheus_url, postmortem_templates, console_templates, log_level, max_body_bytes, workers,
           heartbeats):
     """Serve the notifier API in the foreground."""
     from vigil.notifier.settings import NotifierSettings, is_loopback, others_can_read, read_token_file
@@ -101,6 +103,7 @@ def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmana
         settings = NotifierSettings(host=host, port=port, db_url=db_url, token=token,
                                     oncall_config=oncall_config, alertmanager_url=alertmanager_url,
                                     alertmanager_receiver=alertmanager_receiver, public_url=public_url,
+                                    grafana_url=grafana_url,
                                     resolve_gone_after_s=resolve_gone_after_s,
                                     max_body_bytes=max_body_bytes, heartbeats=heartbeats,
                                     prometheus_url=prometheus_url, postmortem_templates=postmortem_templates,

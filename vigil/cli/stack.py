@@ -53,7 +53,8 @@ def up(run_dir, config_file, port_base, sim_nodes, sim_gpus, gpu_backend, scrape
     with --grafana-url, provision the dashboards into that Grafana once they are up (docs/dashboards.md)."""
     overrides = {"run_dir": run_dir, "port_base": port_base, "sim_nodes": sim_nodes, "sim_gpus": sim_gpus,
                  "scrape_interval": scrape_interval, "evaluation_interval": scrape_interval,
-                 "aiops": False if no_aiops else None, "profile": profile, "shards": shards, "database_url": database_url}
+                 "aiops": False if no_aiops else None, "profile": profile, "shards": shards, "database_url": database_url,
+                 "grafana_url": grafana_url}
     try:
         settings = load_settings(config_file, overrides)
     except SettingsError as exc:

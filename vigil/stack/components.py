@@ -105,7 +105,8 @@ def notifier_spec(settings: StackSettings, layout: RunLayout, name: str, port: i
                       "--resolve-gone-after", format_duration(settings.resolve_gone_after),
                       "--prometheus-url", prometheus_url or http_url(host, p.prometheus),  # postmortems' charts
                       # the Watchdog's heartbeat (alertmanager.yml): page when it stops
-                      "--heartbeat", f"watchdog={format_duration(settings.heartbeat_timeout)},team=platform")
+                      "--heartbeat", f"watchdog={format_duration(settings.heartbeat_timeout)},team=platform",
+                      *(["--grafana-url", settings.grafana_url] if settings.grafana_url else []))
     return ComponentSpec(name, argv, http_url(host, port), http_url(host, port, "/healthz"), ports=[port],
                          env=env or {}, after=after)
 

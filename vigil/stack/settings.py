@@ -108,6 +108,7 @@ class StackSettings(BaseModel):
     profile: Literal["single", "ha", "sharded"] = "single"
     shards: int = Field(2, ge=2, le=MAX_SHARDS)  # sharded: how many Prometheus shards
     database_url: str | None = None  # ha: the notifiers' PostgreSQL (None: a throwaway server in the run dir)
+    grafana_url: str | None = None  # the Grafana with vigil's dashboards: firing pages link to them
 
     @field_validator("host")
     @classmethod
