@@ -20,11 +20,13 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
+from vigil.common.durations import parse_prometheus_duration
+
 from .lint_alert import AlertLint, LintContext, lint_alert
 from .loader_records import linted_record
 from .located import ErrorLog, Located
 from .model import Alert, Inhibition, Recording
-from .promql import ALERT_NAME, quote, selector
+from .promql import ALERT_NAME, format_number, selector
 from .reader import Reader
 
 WINDOWS = ("5m", "30m", "1h", "2h", "6h", "1d", "3d")
@@ -55,11 +57,29 @@ def record_name(slo: str, window: str) -> str:
     return f"slo:{snake(slo)}_errors:ratio_rate{window}"
 
 
+def since_name(slo: str) -> str:
+    """The record of when the SLO's rules began to be evaluated (Unix seconds; see `since_record`)."""
+    return f"slo:{snake(slo)}_evaluated:since_timestamp_seconds"
+
+
+# a gap in evaluation longer than this (Prometheus down, the SLO new) starts the SLO's history again
+SINCE_GAP = "10m"
+
+
+def since_record(slo: str, labels: tuple[tuple[str, str], ...], file: str, line: int) -> Recording:
+    """Remembers when the SLO's rules began to be evaluated: the record's own last value while it is
+    recent, else now. A burn alert fires only once the rules have run for its short window, so a fresh
+    Prometheus (minutes of data read as an hour's ratio) pages nobody."""
+    name = since_name(slo)
+    return Recording(name=name, expr=f'last_over_time({name}{{slo="{slo}"}}[{SINCE_GAP}]) or on () vector(time())',
+                     labels=labels, file=file, line=line)
+
+
 def slo_record_names(node: Located | None) -> list[str]:
     if node is None or not node.is_map():
         return []
-    return [record_name(name, w) for name in node.value if isinstance(name, str) and ALERT_NAME.match(name)
-            for w in WINDOWS]
+    return [record for name in node.value if isinstance(name, str) and ALERT_NAME.match(name)
+            for record in (*(record_name(name, w) for w in WINDOWS), since_name(name))]
 
 
 def load_slos(node: Located, file: str, errors: ErrorLog, lint_ctx: LintContext, default_labels: dict[str, str],
@@ -107,6 +127,8 @@ def _load_slo(name: str, r: Reader, lint_ctx: LintContext, default_labels: dict[
         record = Recording(name=record_name(name, window), expr=ratio.replace("$window", window),
                            labels=tuple(slo_label.items()), file=r.file, line=r.start_line)
         out.records.append(linted_record(record, lint_ctx, r.errors if window == WINDOWS[0] else ErrorLog()))
+    out.records.append(linted_record(since_record(name, tuple(slo_label.items()), r.file, r.start_line),
+                                     lint_ctx, r.errors))
     if None in (budget, what, action, labels):  # the records were checked: their findings are listed too
         return
     all_labels = {**default_labels, **labels, **slo_label}
@@ -221,7 +243,8 @@ def _alert(name: str, suffix: str, severity: str, pairs, meaning: str, budget: D
     alert_name = f"{name}{suffix}"
     allowed = f"{budget * 100:f}".rstrip("0").rstrip(".")
     conditions = " or ".join(
-        f"({record_name(name, long)} > ({rate} * {budget}) and {record_name(name, short)} > ({rate} * {budget}))"
+        f"({record_name(name, long)} > ({rate} * {budget}) and {record_name(name, short)} > ({rate} * {budget})"
+        f" and on (slo) (time() - {since_name(name)} >= {format_number(parse_prometheus_duration(short))}))"
         for rate, long, short in pairs)
     windows = " / ".join(f"{rate}x over {long} and {short}" for rate, long, short in pairs)
     description = (f"The error ratio of {what} is {{{{ $value | humanizePercentage }}}} over the last "

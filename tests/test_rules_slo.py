@@ -26,17 +26,25 @@ def write(tmp_path: Path, text: str, name: str = "slo.yaml") -> Path:
 def test_the_shipped_slos_expand_to_the_workbook_rules():
     group = rules.prometheus_rule_file(rules.load_specs([SLO_SPEC]))["groups"][0]
     recorded = [r["record"] for r in group["rules"] if "record" in r]
+    # each SLO: its ratios, then when its rules began (the burn alerts wait for their short window)
     assert recorded == [f"slo:notifier_page_delivery_errors:ratio_rate{w}" for w in WINDOWS] + [
+        "slo:notifier_page_delivery_evaluated:since_timestamp_seconds",
         "slo:gpu_availability_up:by_value", "slo:gpu_availability_up:sum", "slo:gpu_availability_up:count"] + [
-        f"slo:gpu_availability_errors:ratio_rate{w}" for w in WINDOWS]
+        f"slo:gpu_availability_errors:ratio_rate{w}" for w in WINDOWS] + [
+        "slo:gpu_availability_evaluated:since_timestamp_seconds"]
     assert all("record" in r for r in group["rules"][:len(recorded)]), "records come before the alerts"
     alerts = {r["alert"]: r for r in group["rules"] if "alert" in r}
     fast, slow = alerts["GpuAvailabilityErrorBudgetBurnFast"], alerts["GpuAvailabilityErrorBudgetBurnSlow"]
     ratio = "slo:gpu_availability_errors:ratio_rate"
-    assert fast["expr"] == (f"({ratio}1h > (14.4 * 0.005) and {ratio}5m > (14.4 * 0.005)) or "
-                            f"({ratio}6h > (6 * 0.005) and {ratio}30m > (6 * 0.005))")
-    assert slow["expr"] == (f"({ratio}1d > (3 * 0.005) and {ratio}2h > (3 * 0.005)) or "
-                            f"({ratio}3d > (1 * 0.005) and {ratio}6h > (1 * 0.005))")
+    since = "slo:gpu_availability_evaluated:since_timestamp_seconds"
+
+    def ran(seconds: int) -> str:  # the rules have run for the pair's short window
+        return f" and on (slo) (time() - {since} >= {seconds})"
+
+    assert fast["expr"] == (f"({ratio}1h > (14.4 * 0.005) and {ratio}5m > (14.4 * 0.005){ran(300)}) or "
+                            f"({ratio}6h > (6 * 0.005) and {ratio}30m > (6 * 0.005){ran(1800)})")
+    assert slow["expr"] == (f"({ratio}1d > (3 * 0.005) and {ratio}2h > (3 * 0.005){ran(7200)}) or "
+                            f"({ratio}3d > (1 * 0.005) and {ratio}6h > (1 * 0.005){ran(21600)})")
     # the fast burn pages, the slow burn files a ticket (the workbook's split)
     assert fast["labels"] == {"severity": "critical", "notify": "page", "slo": "GpuAvailability", "team": "gpu"}
     assert slow["labels"]["severity"] == "warning" and slow["labels"]["notify"] == "ticket"
