@@ -15,7 +15,7 @@ from vigil.dashboards.gpu import UID as GPU_UID
 from vigil.notifier.core.page_text import MAX_SHORT_CHARS, compose_incident_page, dashboard_link
 from vigil.notifier.core.models import WebhookPayload
 from vigil.rules.xid_catalog import ACTION_TEXT, ACTIONS, REBOOT_NODE
-from test_notifier_support import AUTH, NotifierServer, alert, free_port, make_settings, payload, wait_for
+from test_notifier_support import AUTH, NotifierServer, alert, free_port, inbox, make_settings, payload, wait_for
 
 ONCALL = """
 priorities:
@@ -72,10 +72,6 @@ def test_what_is_not_known_is_left_out_and_a_resolved_page_says_no_action():
     assert not [line for line in lines_of(resolved) if line.startswith(("action:", "job:"))]
 
 
-def inbox(server) -> list[dict]:
-    return requests.get(f"{server.url}/api/v1/inbox", headers=AUTH, timeout=5).json()["pages"]
-
-
 def fire_xid(server) -> int:
     """Alertmanager posts the XID alert; its incident's id once ana's two pages (phone, IM) are in the inbox."""
     posted = requests.post(f"{server.url}/api/v1/alerts/alertmanager", headers=AUTH, timeout=10,
@@ -122,6 +118,20 @@ def test_an_escalated_page_says_why_it_came(tmp_path, fake_clock):
     full = compose_incident_page(WebhookPayload.model_validate(payload(xid_alert())), "firing", 1, "t",
                                  priority="P1", why=why)
     assert lines_of(full)[:2] == ["incident #1 · P1", f"escalated: {why}"]
+
+
+def test_a_missed_resolve_target_does_not_pass_for_the_reason_of_an_escalation(tmp_path, fake_clock):
+    """The resolve target (2 minutes) passes before the DRI tier's 5-minute wait: it moves nothing, so
+    the senior's page names the unanswered wait, not a missed target."""
+    oncall = ONCALL.replace("P1: {ack_within: 1h}", "P1: {ack_within: 1h, resolve_within: 2m}")
+    with NotifierServer(make_settings(tmp_path, port=free_port()), oncall, clock=fake_clock) as server:
+        incident = fire_xid(server)
+        fake_clock.advance(150)  # past the resolve target
+        wait_for(lambda: requests.get(f"{server.url}/api/v1/incidents/{incident}", headers=AUTH,
+                                      timeout=5).json()["sla"]["resolve"] == "breached")
+        fake_clock.advance(151)  # past the DRI tier's wait
+        [sms] = wait_for(lambda: [page for page in inbox(server) if page["recipient"] == "bob"])
+    assert "Not acknowledged within 5m by ana (DRI)" in sms["body"], sms["body"]
 
 
 def test_a_page_escalated_by_hand_names_who_did_it(tmp_path, fake_clock):

@@ -132,7 +132,11 @@ def _why_escalated(conn: sa.Connection, oncall: OncallConfig, spec: PolicySpec, 
     that moved it — the previous page unanswered, a missed acknowledge target, a person's "escalate now"."""
     if (escalation.tier, escalation.repeat, escalation.round) == (0, 0, 0):
         return None  # the first page: the alert is the reason
-    last = Timeline(conn.engine).latest(conn, incident.id, ("tier_paged", "escalated", "sla_breach"))
+    timeline = Timeline(conn.engine)
+    last = timeline.latest(conn, incident.id, ("tier_paged", "escalated", "sla_breach"))
+    if last is not None and last["kind"] == "sla_breach" and last["detail"].get("which") != "ack":
+        # a missed resolve target moves nothing: what moved the escalation came before it
+        last = timeline.latest(conn, incident.id, ("tier_paged", "escalated"))
     if last is None:
         return None
     if last["kind"] == "escalated":
