@@ -15,7 +15,7 @@ from vigil.common.times import rfc3339
 from vigil.notifier.store import Store
 from vigil.notifier.store.maintenance import Maintenance
 from vigil.oncall.loader import parse_oncall
-from test_notifier_support import (AUTH, INBOX_ONLY, TOKEN, NotifierServer, alert, free_port, make_settings,
+from test_notifier_support import (AUTH, INBOX_ONLY, TOKEN, NotifierServer, alert, free_port, inbox, make_settings,
                                    payload, wait_for)
 
 T0 = SIM_NOW
@@ -117,10 +117,6 @@ def test_bad_windows_are_refused_with_a_reason(client, body, reason):
 # --- pages held -----------------------------------------------------------------------------------
 def incident_pages(server, incident_id) -> list[dict]:
     return requests.get(f"{server.url}/api/v1/incidents/{incident_id}", headers=AUTH, timeout=5).json()["pages"]
-
-
-def inbox(server) -> list[dict]:
-    return requests.get(f"{server.url}/api/v1/inbox", headers=AUTH, timeout=5).json()["pages"]
 
 
 def post_alert(server, fingerprint, node) -> int:

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import requests
 import sqlalchemy as sa
 import uvicorn
 
@@ -104,6 +105,11 @@ def run_dir_for(server: NotifierServer, root: Path):
         fcntl.flock(lock, fcntl.LOCK_EX)
         server.run_dir = layout.root
         yield layout.root
+
+
+def inbox(server: NotifierServer) -> list[dict]:
+    """The pages in `server`'s inbox, newest last (`GET /api/v1/inbox`)."""
+    return requests.get(f"{server.url}/api/v1/inbox", headers=AUTH, timeout=5).json()["pages"]
 
 
 def wait_for(check, timeout=15.0, interval=0.05):

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 import requests
 
 from sim_clock import SIM_NOW
-from test_notifier_support import AUTH, NotifierServer, alert, free_port, make_settings, payload, wait_for
+from test_notifier_support import AUTH, NotifierServer, alert, free_port, inbox, make_settings, payload, wait_for
 from vigil.oncall.loader import parse_oncall
 from vigil.oncall.plan import contact_plan, route_incident
 
@@ -52,10 +52,6 @@ def monday_9am_after(at: float) -> float:
 
 def ticket_alert(fingerprint: str = "fp-fill") -> dict:
     return alert(fingerprint, alertname="NodeFilesystemFillingUp", severity="warning", notify="ticket")
-
-
-def inbox(server) -> list[dict]:
-    return requests.get(f"{server.url}/api/v1/inbox", headers=AUTH, timeout=5).json()["pages"]
 
 
 def test_a_ticket_routes_at_the_ticket_priority_and_its_pages_wait_for_working_hours():

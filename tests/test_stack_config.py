@@ -157,6 +157,7 @@ def test_settings_mistakes_in_the_file_name_file_and_line_all_at_once(tmp_path):
     ("- 1\n", 1, "expected a mapping of settings (under `stack:`) at the top level"),
     ("stack:\n  sim_nodes: [\n", 3, "invalid YAML"),
     ("sim_nodes: 2\nhost: 10.0.0.1\n", 2, "host: '10.0.0.1' is not a loopback address"),
+    ("grafana_url: grafana:3000\n", 1, "grafana_url: 'grafana:3000' is not an http:// or https:// URL"),
 ])
 def test_a_broken_settings_file_gets_its_line(tmp_path, text, line, message):
     config = tmp_path / "vigil.yaml"

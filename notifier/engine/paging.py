@@ -43,7 +43,7 @@ class PageLinks:
 def page_links_for(settings, oncall: OncallConfig) -> PageLinks:
     """The links of the notifier's pages: one-click links valid `incidents.link_ttl`, and the dashboards
     of `settings.grafana_url`."""
-    return PageLinks(settings, float(oncall.incidents.link_ttl), getattr(settings, "grafana_url", None))
+    return PageLinks(settings, float(oncall.incidents.link_ttl), settings.grafana_url)
 
 
 def page_text(conn: sa.Connection, incident, page_status: str, now: float, links: LinkMaker | None = None,

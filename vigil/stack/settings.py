@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from vigil.common.click_types import is_http_url
 from vigil.common.durations import parse_duration
 from vigil.common.yaml_source import Located, line_at, plain, read_yaml
 from vigil.notifier.heartbeat_spec import MAX_TIMEOUT_S
@@ -109,6 +110,13 @@ class StackSettings(BaseModel):
     shards: int = Field(2, ge=2, le=MAX_SHARDS)  # sharded: how many Prometheus shards
     database_url: str | None = None  # ha: the notifiers' PostgreSQL (None: a throwaway server in the run dir)
     grafana_url: str | None = None  # the Grafana with vigil's dashboards: firing pages link to them
+
+    @field_validator("grafana_url")
+    @classmethod
+    def _grafana_is_a_url(cls, value: str | None) -> str | None:
+        if value is not None and not is_http_url(value):
+            raise ValueError(f"{value!r} is not an http:// or https:// URL with a host (e.g. http://127.0.0.1:3000)")
+        return value
 
     @field_validator("host")
     @classmethod
