@@ -54,6 +54,15 @@ def test_the_drill_command_offers_exactly_the_linked_faults():
     assert result.exit_code == 2 and "Invalid value for 'FAULT': 'nvml-hang' is not one of" in result.output
 
 
+def test_a_ticket_drill_refuses_no_ack_before_it_touches_the_stack(tmp_path):
+    """A ticket is never escalated: waiting for the next tier would time out, so the flag is refused."""
+    assert shipped_fault_expectations()["disk-failing"].ticket
+    result = CliRunner().invoke(main, ["drill", "disk-failing", "--node", "node-1", "--no-ack",
+                                       "--run-dir", str(tmp_path / "no-stack")])
+    assert result.exit_code == 2 and "files a ticket" in result.output and "--no-ack" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)  # no traceback
+
+
 def test_a_spec_can_link_another_simulator_fault(tmp_path):
     drills = fault_expectations(rules.load_specs([spec(tmp_path, ("RemapBroken", "row-remap-failure"))]))
     assert list(drills) == ["row-remap-failure"] and drills["row-remap-failure"].alertname == "RemapBroken"

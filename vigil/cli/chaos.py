@@ -113,6 +113,9 @@ def drill(fault, node, gpu, timeout, as_json, no_ack, run_dir):
     With --no-ack nobody answers the first page, so the policy's wait runs out and the next tier is paged.
     """
     expect = shipped_fault_expectations()[fault]
+    if no_ack and expect.ticket:
+        raise click.UsageError(f"{fault} raises {expect.alertname}, which files a ticket: a ticket is never "
+                               "escalated, so --no-ack has no next tier to wait for")
     apis = _client(run_dir)
     if apis.gpu_control is None:
         raise click.ClickException("this stack exports real GPUs (NVML); drills need the simulated fleet")
@@ -141,4 +144,5 @@ def drill(fault, node, gpu, timeout, as_json, no_ack, run_dir):
         click.echo(json.dumps({"ok": True, "fault": fault, "node": node, "gpu": gpu, **job,
                                "stages": [r.__dict__ for r in results]}))
     else:
-        click.echo(f"drill passed: page and resolution delivered for {fault}")
+        done = "ticket filed and resolved" if expect.ticket else "page and resolution delivered"
+        click.echo(f"drill passed: {done} for {fault}")
