@@ -11,7 +11,7 @@ from .model import ALL_OTHER_ALERTS, Alert, Group, RuleSet
 
 BEGIN = "<!-- BEGIN generated alert list: from rules/specs by rules.alert_list; do not edit by hand -->"
 END = "<!-- END generated alert list -->"
-HEADER = ("| alert | severity | notifies | expression | for | muted by (equal labels) |", "|---|---|---|---|---|---|")
+HEADER = ("| alert | severity | notifies | expression | for | symptom of (equal labels) |", "|---|---|---|---|---|---|")
 
 
 def _cell(text: str) -> str:

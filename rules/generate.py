@@ -5,6 +5,7 @@ The results are plain dicts and lists in a fixed key order; `rules.dump.dump_yam
 
 from __future__ import annotations
 
+from vigil.common import symptoms
 from vigil.common.durations import format_duration, parse_prometheus_duration
 
 from .model import ALL_OTHER_ALERTS, Alert, Group, Inhibition, Recording, RuleSet
@@ -21,8 +22,8 @@ def _duration(value: str | None, max_for_seconds: float | None) -> str | None:
     return value if seconds > 0 else None
 
 
-def alerting_rule(alert: Alert, max_for_seconds: float | None = None) -> dict:
-    """One entry of a rule group's `rules` list."""
+def alerting_rule(alert: Alert, max_for_seconds: float | None = None, symptom_of: str | None = None) -> dict:
+    """One entry of a rule group's `rules` list; `symptom_of` the alert's causes (`symptom_annotations`)."""
     rule: dict = {"alert": alert.name, "expr": alert.expr}
     for key, value in (("for", alert.for_), ("keep_firing_for", alert.keep_firing_for)):
         capped = _duration(value, max_for_seconds)
@@ -31,6 +32,8 @@ def alerting_rule(alert: Alert, max_for_seconds: float | None = None) -> dict:
     rule["labels"] = {"severity": alert.severity, "notify": alert.notify or "page", **dict(alert.labels)}
     rule["annotations"] = {"summary": alert.summary, "description": alert.description,
                            "runbook_url": alert.runbook_url}
+    if symptom_of is not None:
+        rule["annotations"][symptoms.ANNOTATION] = symptom_of
     return rule
 
 
@@ -42,7 +45,8 @@ def recording_rule(record: Recording) -> dict:
     return rule
 
 
-def rule_group(group: Group, max_for_seconds: float | None = None) -> dict:
+def rule_group(group: Group, max_for_seconds: float | None = None,
+               symptom_of: dict[str, str] | None = None) -> dict:
     """One rule group: its recording rules first, so that its alerts read this evaluation's values
     (Prometheus evaluates the rules of a group in order, one after the other).
 
@@ -52,20 +56,75 @@ def rule_group(group: Group, max_for_seconds: float | None = None) -> dict:
     if group.interval and max_for_seconds is None:
         doc["interval"] = group.interval
     doc["rules"] = [recording_rule(record) for record in group.records] + \
-        [alerting_rule(alert, max_for_seconds) for alert in group.alerts]
+        [alerting_rule(alert, max_for_seconds, (symptom_of or {}).get(alert.name)) for alert in group.alerts]
     return doc
 
 
-def prometheus_rule_file(ruleset: RuleSet, *, max_for_seconds: float | None = None) -> dict:
+def prometheus_rule_file(ruleset: RuleSet, *, max_for_seconds: float | None = None, symptoms: bool = True) -> dict:
     """The Prometheus rule-file document `{"groups": [...]}`.
 
     `max_for_seconds` caps every `for` and `keep_firing_for` and drops the groups' own intervals (a demo
     stack evaluating every second uses a few seconds so that drills are quick); None keeps the durations
-    and intervals of the specs.
+    and intervals of the specs. `symptoms=False` leaves out the `symptom_of` annotations (`vigil rules test`).
     """
     if max_for_seconds is not None and max_for_seconds < 0:
         raise ValueError("max_for_seconds must be >= 0")
-    return {"groups": [rule_group(group, max_for_seconds) for group in ruleset.groups]}
+    causes = symptom_annotations(ruleset, max_for_seconds) if symptoms else {}
+    return {"groups": [rule_group(group, max_for_seconds, causes) for group in ruleset.groups]}
+
+
+# how late a cause may reach the notifier after its symptom, beyond the cause's `for` and its group's
+# evaluation interval: the scrape that sees the fault and Alertmanager's hand-on (both groups wait the
+# same group_wait)
+CAUSE_MARGIN_S = 30.0
+DEFAULT_EVALUATION_S = 15.0  # a group without `interval` (and every group under --max-for)
+# the longest a symptom's first page is held for its cause: a warning that a critical of the same
+# condition mutes (SmartDataStale → SmartCollectionFailing, 30 m later) is a fault of its own meanwhile
+MAX_CAUSE_WAIT_S = 300.0
+
+
+def causes_of(ruleset: RuleSet, alert: Alert) -> list[Inhibition]:
+    """The inhibitions that make `alert` a symptom: named as target, or `*` from another alert when it
+    carries the labels they compare (Alertmanager would never match it otherwise)."""
+    found = []
+    for inhibition in ruleset.inhibitions:
+        if inhibition.target == alert.name or (
+                inhibition.target == ALL_OTHER_ALERTS and inhibition.source != alert.name
+                and (alert.carries is None or set(inhibition.equal) <= set(alert.carries))):
+            found.append(inhibition)
+    return found
+
+
+def symptom_annotations(ruleset: RuleSet, max_for_seconds: float | None = None) -> dict[str, str]:
+    """The `symptom_of` annotation (`vigil.common.symptoms`) of every alert that has a cause: its causes,
+    and how long the notifier holds its first page for a cause that fires later — the longest cause's
+    `for` plus its group's evaluation interval and `CAUSE_MARGIN_S`, less the symptom's own `for`, at most `MAX_CAUSE_WAIT_S`. Only
+    causes that name the alert count for the wait: a `*` cause (a node down) takes the node's metrics
+    away, so its symptoms rarely fire first, and holding every alert of a node for it would delay them all."""
+    timing: dict[str, float] = {}
+    for group in ruleset.groups:
+        interval = (parse_prometheus_duration(group.interval) if group.interval and max_for_seconds is None
+                    else DEFAULT_EVALUATION_S)
+        for alert in group.alerts:
+            timing[alert.name] = interval
+    out: dict[str, str] = {}
+    for alert in ruleset.alerts:
+        causes = causes_of(ruleset, alert)
+        if not causes:
+            continue
+        named = [c for c in causes if c.target == alert.name]
+        late = max((_seconds(ruleset.alert(c.source).for_, max_for_seconds) + timing[c.source] for c in named),
+                   default=None)
+        wait = 0.0 if late is None else min(MAX_CAUSE_WAIT_S, max(0.0, late + CAUSE_MARGIN_S
+                                                                  - _seconds(alert.for_, max_for_seconds)))
+        out[alert.name] = symptoms.encode(symptoms.SymptomOf(
+            tuple(symptoms.Cause(c.source, c.equal) for c in causes), wait))
+    return out
+
+
+def _seconds(value: str | None, max_for_seconds: float | None) -> float:
+    capped = _duration(value, max_for_seconds)
+    return 0.0 if capped is None else parse_prometheus_duration(capped)
 
 
 def inhibit_source_matchers(alertname: str, equal: tuple[str, ...] | list[str]) -> list[str]:
@@ -75,15 +134,23 @@ def inhibit_source_matchers(alertname: str, equal: tuple[str, ...] | list[str]) 
     return [f"alertname={quote(alertname)}", *(f"{label}=~{quote('.+')}" for label in equal)]
 
 
-def inhibit_rule(inhibition: Inhibition) -> dict:
-    if inhibition.target == ALL_OTHER_ALERTS:
-        target = f"alertname!={quote(inhibition.source)}"
+def inhibit_rule(source: str, targets: list[str], equal: tuple[str, ...]) -> dict:
+    """One inhibit rule: `source` mutes each of `targets` (`*`: every other alert) sharing `equal`."""
+    if targets == [ALL_OTHER_ALERTS]:
+        target = f"alertname!={quote(source)}"
+    elif len(targets) == 1:
+        target = f"alertname={quote(targets[0])}"
     else:
-        target = f"alertname={quote(inhibition.target)}"
-    return {"source_matchers": inhibit_source_matchers(inhibition.source, inhibition.equal),
-            "target_matchers": [target], "equal": list(inhibition.equal)}
+        target = f"alertname=~{quote('|'.join(targets))}"
+    return {"source_matchers": inhibit_source_matchers(source, equal), "target_matchers": [target],
+            "equal": list(equal)}
 
 
 def alertmanager_inhibit_rules(ruleset: RuleSet) -> list[dict]:
-    """Alertmanager `inhibit_rules` entries for every `inhibits`/`inhibited_by` of the specs."""
-    return [inhibit_rule(inhibition) for inhibition in ruleset.inhibitions]
+    """Alertmanager `inhibit_rules` entries for every causal link of the specs: one rule per cause and
+    `equal` labels, its symptoms in one regex (a `*` link keeps a rule of its own)."""
+    targets: dict[tuple[str, tuple[str, ...], bool], list[str]] = {}
+    for inhibition in ruleset.inhibitions:
+        wildcard = inhibition.target == ALL_OTHER_ALERTS
+        targets.setdefault((inhibition.source, inhibition.equal, wildcard), []).append(inhibition.target)
+    return [inhibit_rule(source, names, equal) for (source, equal, _), names in targets.items()]

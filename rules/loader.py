@@ -13,6 +13,7 @@ from pathlib import Path
 from vigil.common.durations import parse_prometheus_duration
 
 from .kinds import promql_pieces, read_expression
+from .causes import read_links
 from .lint_alert import DEFAULT_SCRAPE_INTERVAL, AlertLint, LintContext, lint_alert, lint_inhibition
 from .loader_records import check_unique_records, lint_ignores, load_records, record_names, report_duplicates
 from .located import ErrorLog, Located, SpecError, load_located
@@ -223,7 +224,7 @@ def _load_alert(name: str, node: Located, line: int, file: str, defaults: _Defau
     runbook = r.text("runbook") or name.lower()
     if "/" not in runbook:  # an anchor in the default runbook page
         runbook = f"{defaults.runbook_base}#{runbook}"
-    _read_inhibitions(r, name, pending)
+    pending.extend(_Pending(r.file, line, link) for line, link in read_links(r, [name]))
     drill = r.choice("drill", simulator_faults()) if r.has("drill") else None
     ignored = lint_ignores(r, f"alert {name}")
     r.unknown_keys()
@@ -239,28 +240,6 @@ def _load_alert(name: str, node: Located, line: int, file: str, defaults: _Defau
                  description=description.strip(), runbook_url=runbook, for_=for_, keep_firing_for=keep,
                  labels=tuple(sorted({**defaults.labels, **labels}.items())), notify=notify, kind=kind, drill=drill, file=file,
                  line=line)
-
-
-def _read_inhibitions(r: Reader, name: str, pending: list[_Pending]) -> None:
-    """`inhibits: {Target: [labels]}` and `inhibited_by: {Source: [labels]}` of one alert."""
-    for key in ("inhibits", "inhibited_by"):
-        item = r.raw(key)
-        if item is None:
-            continue
-        if not item.is_map() or not item.value:
-            r.errors.add(r.file, item.line, f"alert {name}: {key!r} must map alert names to the labels "
-                         "that must be equal, e.g. {{GpuOverheating: [node, gpu]}}")
-            continue
-        for other, labels in item.value.items():
-            line = item.key_lines[other]
-            equal = r.name_list(key, item=labels)
-            if equal is None:
-                continue
-            if key == "inhibits":
-                inhibition = Inhibition(source=name, target=other, equal=tuple(equal))
-            else:
-                inhibition = Inhibition(source=other, target=name, equal=tuple(equal))
-            pending.append(_Pending(r.file, line, inhibition))
 
 
 def _check_unique(groups: list[Group], errors: ErrorLog) -> None:

@@ -22,6 +22,7 @@ from decimal import Decimal, InvalidOperation
 
 from vigil.common.durations import parse_prometheus_duration
 
+from .causes import CAUSE_KEYS, read_links
 from .lint_alert import AlertLint, LintContext, lint_alert
 from .loader_records import linted_record
 from .located import ErrorLog, Located
@@ -106,6 +107,8 @@ def _load_slo(name: str, r: Reader, lint_ctx: LintContext, default_labels: dict[
     sli = _sli(r)
     what, action = r.text("what", required=True), r.text("description", required=True)
     labels = r.string_map("labels")
+    fast, slow = (f"{name}{suffix}" for suffix, *_ in TIERS)
+    out.inhibitions += read_links(r, [fast, slow], CAUSE_KEYS)
     for reserved in ("alertname", "severity", "slo"):
         if labels and reserved in labels:
             r.error("labels", f"{r.what}: label {reserved!r} is set by the generator, not in 'labels'")
@@ -140,7 +143,6 @@ def _load_slo(name: str, r: Reader, lint_ctx: LintContext, default_labels: dict[
                                        templates=(alert.summary, alert.description), runbook_url=alert.runbook_url,
                                        ignored=()), r.file, r.start_line, r.errors)
         out.alerts.append(alert)
-    fast, slow = (f"{name}{suffix}" for suffix, *_ in TIERS)
     out.inhibitions.append((r.start_line, Inhibition(source=fast, target=slow, equal=("slo",))))
 
 

@@ -10,9 +10,12 @@ from pathlib import Path
 import pytest
 
 from vigil import rules
+from vigil.common import symptoms
 from vigil.rules.promtool import check_rules, test_rules
 
 SLO_SPEC = rules.SPECS_DIR / "slo.yaml"
+# with the alerts its GPU availability burns are symptoms of (GpuFallenOffBus, GpuNvmlStalled)
+SLO_SPECS = [SLO_SPEC, rules.SPECS_DIR / "gpu_lost.yaml"]
 SLO_TESTS = sorted(rules.UNIT_TESTS_DIR.glob("slo*.yaml"))
 WINDOWS = ["5m", "30m", "1h", "2h", "6h", "1d", "3d"]
 
@@ -24,7 +27,7 @@ def write(tmp_path: Path, text: str, name: str = "slo.yaml") -> Path:
 
 
 def test_the_shipped_slos_expand_to_the_workbook_rules():
-    group = rules.prometheus_rule_file(rules.load_specs([SLO_SPEC]))["groups"][0]
+    group = rules.prometheus_rule_file(rules.load_specs(SLO_SPECS))["groups"][0]
     recorded = [r["record"] for r in group["rules"] if "record" in r]
     # each SLO: its ratios, then when its rules began (the burn alerts wait for their short window)
     assert recorded == [f"slo:notifier_page_delivery_errors:ratio_rate{w}" for w in WINDOWS] + [
@@ -62,9 +65,16 @@ def test_the_shipped_slos_expand_to_the_workbook_rules():
     assert by_name[f"{ratio}3d"]["expr"] == ("1 - sum_over_time(slo:gpu_availability_up:sum[3d]) / "
                                              "(sum_over_time(slo:gpu_availability_up:count[3d]) > 0)")
     assert "GpuFallenOffBus" in fast["annotations"]["description"]  # says what to do
-    inhibit = rules.alertmanager_inhibit_rules(rules.load_specs([SLO_SPEC]))
+    inhibit = rules.alertmanager_inhibit_rules(rules.load_specs(SLO_SPECS))
     assert {"source_matchers": ['alertname="GpuAvailabilityErrorBudgetBurnFast"', 'slo=~".+"'],
             "target_matchers": ['alertname="GpuAvailabilityErrorBudgetBurnSlow"'], "equal": ["slo"]} in inhibit
+    # a GPU lost is the burn's cause: Alertmanager mutes both burns, the notifier joins them to its incident
+    assert {"source_matchers": ['alertname="GpuFallenOffBus"', 'team=~".+"'],
+            "target_matchers": ['alertname=~"GpuAvailabilityErrorBudgetBurnFast|GpuAvailabilityErrorBudgetBurnSlow"'],
+            "equal": ["team"]} in inhibit
+    causes = symptoms.decode(fast["annotations"][symptoms.ANNOTATION])
+    assert [c.alertname for c in causes.causes] == ["GpuFallenOffBus", "GpuNvmlStalled"]
+    assert causes.wait_s == 300  # the longest cause's `for` (GpuNvmlStalled, 5m) capped at 5 minutes
 
 
 def test_a_latency_slo_counts_requests_slower_than_the_bucket_bound(tmp_path):
@@ -140,12 +150,12 @@ def test_every_slo_mistake_is_reported_at_its_line_at_once(tmp_path):
 
 def test_the_shipped_slo_cases_catch_a_changed_objective(tmp_path):
     """Mutation check: with a looser objective the burn-rate cases of the shipped tests fail."""
-    shipped = rules.load_specs([SLO_SPEC])
+    shipped = rules.load_specs(SLO_SPECS)
     result = test_rules(shipped, SLO_TESTS)
     assert result.ok, result.output
     looser = tmp_path / "slo.yaml"
     looser.write_text(SLO_SPEC.read_text(encoding="utf-8").replace("objective: 99 ", "objective: 90 "),
                       encoding="utf-8")
-    result = test_rules(rules.load_specs([looser]), SLO_TESTS)
+    result = test_rules(rules.load_specs([looser, SLO_SPECS[1]]), SLO_TESTS)
     assert not result.ok
     assert "NotifierPageDeliveryErrorBudgetBurnFast" in result.output
