@@ -2,7 +2,8 @@
 
 Constraints added after revision 0001 carry explicit names: SQLite's batch mode can only create (and
 later drop) named ones. Revision 0002 adds the on-call engine's tables and columns (design §3); 0003 the
-indexes the webhook's reads need; 0004 the heartbeats table; 0005 the console's sessions.
+indexes the webhook's reads need; 0004 the heartbeats table; 0005 the console's sessions;
+0006 an incident's cause and the hold of a symptom's first page.
 """
 
 from __future__ import annotations
@@ -33,6 +34,12 @@ incidents = sa.Table(
     sa.Column("ack_breached_at", sa.Float),
     sa.Column("resolve_breached_at", sa.Float),
     sa.Column("reopened", sa.Integer, nullable=False, server_default="0"),
+    # causes and symptoms (revision 0006): the incident of the cause this one joined (no page of its
+    # own), and until when a symptom's first page waits for its cause (engine/causes.py)
+    sa.Column("cause_id", sa.Integer),
+    sa.Column("held_until", sa.Float),
+    sa.Index("incidents_held", "held_until"),
+    sa.Index("incidents_of_cause", "cause_id"),
     # at most one firing incident per group, even with two notifier processes on one database
     sa.Index("one_firing_incident_per_group", "group_key", unique=True,
              sqlite_where=sa.text("status = 'firing'"), postgresql_where=sa.text("status = 'firing'")),

@@ -119,8 +119,8 @@ def test_drill_pages_and_resolves(stack: RunningStack, fault, node, gpu):
     report = json.loads(result.stdout)
     assert result.returncode == 0 and report["ok"], report
     names = [s["name"] for s in report["stages"]]
-    assert names[0] == "injected → seen in a scrape" and names[-1] == "resolved page delivered"
-    assert len(names) == 9 and names[3:5] == ["page delivered", "acknowledged"]
+    assert names[0] == "injected → seen in a scrape" and names[-2:] == ["resolved page delivered", "one incident"]
+    assert len(names) == 10 and names[3:5] == ["page delivered", "acknowledged"]
     inbox = json.loads(stack.cli("inbox", "--json").stdout)["pages"]
     mine = [p for p in inbox if p["labels"].get("node") == node and (fault == "node-down" or p["labels"].get("gpu") == str(gpu))]
     assert {"firing", "resolved"} <= {p["status"] for p in mine}

@@ -3,7 +3,9 @@
 - by a stored notification (`EngineIntake.on_ingest`, the group commit's hand-off to the engine):
   - open: route the incident (`route_incident`: policy, priority, team), set its SLA due times
     (`sla_for`), timeline `opened` + `routed`, and start its escalation: the first tier is paged in this
-    same transaction (so the webhook's answer means "paged"), the next step waits in `escalations`;
+    same transaction (so the webhook's answer means "paged"), the next step waits in `escalations`. A
+    symptom of an open incident joins it instead, and one whose cause may still fire waits for it; a new
+    incident first gathers the waiting symptoms it causes (`causes.py`);
   - reopen (fired again within `incidents.reopen_within`): timeline `reopened`, fresh SLA due times, the
     escalation restarts at the first tier;
   - update with a new firing: timeline `alert_added`; the people of the tier paged last get the
@@ -40,7 +42,7 @@ import sqlalchemy as sa
 from vigil.common.durations import format_duration
 from vigil.notifier.core.after_commit import AfterCommit
 from vigil.notifier.core.escalation_steps import ESCALATE, REPAGE, Escalation, after_page, normalized
-from vigil.notifier.engine import pause, repage
+from vigil.notifier.engine import causes, pause, repage
 from vigil.notifier.engine.paging import LinkMaker, contact_pages, tier_pages
 from vigil.notifier.metrics import NotifierMetrics
 from vigil.notifier.store import incident_state
@@ -178,16 +180,33 @@ class EngineIntake:
         if action in ("open", "record"):
             # a new incident: its labels are this notification's common labels, as just stored
             opened = event_row(incident_id, now, "opened", ALERTMANAGER, title=event.title)
+            symptom = causes.symptom_of(event.payload) if action == "open" else None
+            cause_id = causes.cause_incident(conn, symptom, event.payload, incident_id) if symptom else None
             routing, routed = self._route(conn, incident_id, event.payload.commonLabels, now,
-                                          with_targets=action == "open")
+                                          with_targets=action == "open" and cause_id is None)
             if action == "open":
                 timeline.record_all(conn, [opened, routed])
+                if cause_id is not None:  # its cause's incident is open: it joins it, nobody is paged
+                    causes.join(conn, incident_id, cause_id, now, event.title)
+                    return 0
+                if symptom is not None and symptom.wait_s > 0:  # its cause may fire later: wait for it
+                    until = causes.hold(conn, incident_id, symptom, now)
+                    if routing.policy is not None:
+                        Escalations(conn.engine).put(conn, incident_id, routing.policy, until)
+                    return 0
+                causes.gather(conn, incident_id, event.payload, now)
                 return self._start(conn, incident_id, routing, now, event.counted)
             timeline.record_all(conn, [opened, routed, event_row(incident_id, now, "resolved", ALERTMANAGER)])
             return self._page_first_tier_resolved(conn, incident_id, routing, now)
         if action == "reopen":
             reopened = event_row(incident_id, now, "reopened", ALERTMANAGER, notification=event.notification_id)
-            labels = json.loads(incident_state.row(conn, incident_id).labels)
+            incident = incident_state.row(conn, incident_id)
+            if causes.cause_firing(conn, incident):  # still a symptom of a firing cause: no page
+                timeline.record_all(conn, [reopened])
+                return 0
+            if incident.cause_id is not None:  # its cause is over: it stands alone now
+                incident_state.update(conn, incident_id, cause_id=None)
+            labels = json.loads(incident.labels)
             routing, routed = self._route(conn, incident_id, labels, now, with_targets=True)
             timeline.record_all(conn, [reopened, routed])
             return self._start(conn, incident_id, routing, now, event.counted)

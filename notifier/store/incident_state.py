@@ -110,6 +110,7 @@ def as_dict(r, tier: int | None) -> dict:
         sla=dict(ack=_sla(r.ack_due_at, r.ack_breached_at, r.acknowledged_at is not None or r.status == "resolved"),
                  resolve=_sla(r.resolve_due_at, r.resolve_breached_at, r.status == "resolved")),
         tier=tier, reopened=r.reopened,
+        part_of=r.cause_id, held_until=rfc3339(r.held_until),  # causes and symptoms (engine/causes.py)
     )
 
 

@@ -225,6 +225,12 @@ _RECONCILED_FIRING = "vigil_reconciled_firing"
 _LABELS = json.JSONEncoder(sort_keys=True)  # what `json.dumps(labels, sort_keys=True)` writes, one encoder for all
 
 
+def labels_hold(key: str, value: str):
+    """A WHERE clause on `incidents`: its stored labels hold `key: value`, as `_LABELS` writes them (a
+    pre-filter: callers check the labels they read back)."""
+    return incidents.c.labels.contains(_LABELS.encode({key: value})[1:-1], autoescape=True)
+
+
 def _opened_at(payload: WebhookPayload, now: float) -> float:
     """When the incident started: the earliest alert start, never later than now."""
     starts = [alert.starts_at.timestamp() for alert in payload.alerts]

@@ -24,6 +24,7 @@ KINDS = frozenset({
     "opened", "alert_added", "reopened", "routed", "tier_paged", "tier_empty", "page_queued", "page_attempt",
     "page_fallback", "page_held", "page_digested", "acknowledged", "ack_expired", "escalated", "sla_breach",
     "note", "resolved", "policy_exhausted", "escalation_paused", "escalation_resumed",
+    "held", "joined", "also_firing",  # causes and symptoms (`vigil.notifier.engine.causes`)
 })
 
 

@@ -142,6 +142,7 @@ class Drill:
         where = f'node="{self.node}"' + (f', gpu="{self.gpu}"' if self.expect.per_gpu else "")
         seen_notifications = {n["id"] for n in self.apis.notifications()}
         seen_pages = {p["id"] for p in self.apis.pages(RECENT_ROWS)}
+        last_incident = max((i["id"] for i in self.apis.incidents(1)), default=0)
 
         def new_notification(status: str) -> dict | None:
             return next((n for n in self.apis.notifications() if n["id"] not in seen_notifications
@@ -224,6 +225,7 @@ class Drill:
             else:
                 self._wait("resolved page delivered", t1, lambda: new_page("resolved", incident=incident),
                            "notifier → inbox delivery", describe_page)
+            self._one_incident(incident, last_incident, t0)
         finally:
             if not cleared:
                 try:
@@ -231,6 +233,31 @@ class Drill:
                 except (DrillFailed, requests.RequestException):
                     pass
         return self.results
+
+    def _concerns_drill(self, labels: dict) -> bool:
+        """Whether an incident with `labels` may be the drilled fault's doing: about its node (or job), or
+        about no node at all (a fleet-wide SLO burn)."""
+        if self.job_id is not None and labels.get("job_id") == self.job_id:
+            return True
+        return labels.get("node") in (None, self.node)
+
+    def _one_incident(self, incident: int, last_incident: int, started: float) -> None:
+        """One fault, one incident: every other incident opened since the injection about the drilled node
+        (or job, or the whole fleet) must have joined the drill's as a symptom (`part_of`)."""
+        opened = [i for i in self.apis.incidents() if i["id"] > last_incident and i["id"] != incident
+                  and self._concerns_drill(i.get("labels") or {})]
+        extra = [i for i in opened if i.get("part_of") is None]
+        if extra:
+            listed = "; ".join(f"#{i['id']} {i.get('labels', {}).get('alertname', i.get('title'))} "
+                               f"({i.get('priority') or 'no priority'}, {i.get('state')})" for i in extra)
+            raise DrillFailed(f"the fault opened {len(extra)} more incident(s) besides #{incident}: {listed}. "
+                              "One fault should be one incident: declare each as a symptom of "
+                              f"{self.expect.alertname} (`symptom_of` in its rule spec, docs/rules.md)")
+        joined = [i.get("labels", {}).get("alertname", i.get("title")) for i in opened]
+        result = StageResult("one incident", time.monotonic() - started,
+                             f"#{incident}" + (f", joined by {', '.join(joined)}" if joined else ""))
+        self.results.append(result)
+        self.report(result)
 
     def _acknowledge(self, page: dict, started: float) -> None:
         """Acknowledge the paged incident as the person who got the page (escalation stops)."""

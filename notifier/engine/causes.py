@@ -1,0 +1,119 @@
+"""One incident per cause: a symptom joins the open incident of its cause instead of paging.
+
+An alert is a symptom when it carries the `symptom_of` annotation (`vigil.common.symptoms`, written by
+the rule generator from the specs' `symptom_of`/`inhibits`). When a notification would open an
+incident (`EngineIntake.on_ingest`):
+
+- a symptom with an incident of one of its causes firing (its alerts' labels equal on the link's
+  `equal`) **joins** it: the symptom's incident gets `cause_id` (the API's `part_of`) and timeline
+  `joined`, the cause's incident `also_firing`; nobody is paged for it, now or when it resolves;
+- a symptom whose cause is not firing is **held**: its first page waits `wait` seconds (`held_until`,
+  timeline `held`) in case the cause fires later, as a cause with a longer `for` does;
+- any new incident **gathers** the held symptoms it is a cause of: they join it before its own first
+  page, which so goes out first and alone (the P1 of a cause before anything lower of it).
+
+Joined incidents are never chained: a symptom joins only an incident that joined nothing itself.
+"""
+
+from __future__ import annotations
+
+import json
+
+import sqlalchemy as sa
+
+from vigil.common import symptoms
+from vigil.common.symptoms import SymptomOf
+from vigil.notifier.core.models import WebhookPayload
+from vigil.notifier.schema import incidents
+from vigil.notifier.store import incident_state
+from vigil.notifier.store.escalations import Escalations
+from vigil.notifier.store.notifications import labels_hold, latest_payload
+from vigil.notifier.store.timeline import Timeline
+
+CANDIDATES = 200  # the newest firing incidents of a cause's name looked at
+
+
+def symptom_of(payload: WebhookPayload) -> SymptomOf | None:
+    """The causes the notification's firing alerts declare (each alert's own), with the longest wait."""
+    found = [s for s in (symptoms.decode(alert.annotations.get(symptoms.ANNOTATION))
+                         for alert in payload.alerts if alert.status == "firing") if s is not None]
+    if not found:
+        return None
+    causes = tuple(dict.fromkeys(cause for s in found for cause in s.causes))
+    return SymptomOf(causes, max(s.wait_s for s in found))
+
+
+def _labels_of(conn: sa.Connection, incident_id: int, common: dict) -> list[dict]:
+    """The label sets of the incident's alerts (its latest notification's), or its common labels."""
+    payload = latest_payload(conn, incident_id)
+    return [alert.labels for alert in payload.alerts] if payload is not None and payload.alerts else [common]
+
+
+def _is_cause(symptom: SymptomOf, symptom_labels: list[dict], cause_labels: list[dict]) -> bool:
+    return any(cause.matches(mine, theirs) for cause in symptom.causes
+               for mine in symptom_labels for theirs in cause_labels)
+
+
+def cause_incident(conn: sa.Connection, symptom: SymptomOf, payload: WebhookPayload, incident_id: int) -> int | None:
+    """The firing incident (not joined to another, not `incident_id`) of one of `symptom`'s causes."""
+    mine = [alert.labels for alert in payload.alerts if alert.status == "firing"]
+    for name in dict.fromkeys(cause.alertname for cause in symptom.causes):
+        rows = conn.execute(
+            sa.select(incidents.c.id, incidents.c.labels)
+            .where(incidents.c.status == "firing", incidents.c.cause_id.is_(None), incidents.c.id != incident_id,
+                   labels_hold("alertname", name))
+            .order_by(incidents.c.id.desc()).limit(CANDIDATES)).all()
+        for row in rows:
+            common = json.loads(row.labels)
+            if common.get("alertname") == name and _is_cause(symptom, mine, _labels_of(conn, row.id, common)):
+                return row.id
+    return None
+
+
+def join(conn: sa.Connection, incident_id: int, cause_id: int, now: float, title: str | None = None) -> None:
+    """Make incident `incident_id` a symptom of incident `cause_id`: no page of its own from now on."""
+    incident_state.update(conn, incident_id, cause_id=cause_id, held_until=None, ack_due_at=None, resolve_due_at=None)
+    Escalations(conn.engine).delete(conn, incident_id)
+    symptom = incident_state.row(conn, incident_id)
+    cause = incident_state.row(conn, cause_id)
+    timeline = Timeline(conn.engine)
+    timeline.record(conn, incident_id, now, "joined", cause=cause_id, cause_title=cause.title)
+    timeline.record(conn, cause_id, now, "also_firing", incident=incident_id, title=title or symptom.title,
+                    priority=symptom.priority)
+
+
+def hold(conn: sa.Connection, incident_id: int, symptom: SymptomOf, now: float) -> float:
+    """Hold the symptom's first page for its causes' wait; returns when it is due."""
+    until = now + symptom.wait_s
+    incident_state.update(conn, incident_id, held_until=until)
+    Timeline(conn.engine).record(conn, incident_id, now, "held", until=until,
+                                 causes=sorted({cause.alertname for cause in symptom.causes}))
+    return until
+
+
+def gather(conn: sa.Connection, cause_id: int, payload: WebhookPayload, now: float) -> list[int]:
+    """Join the held symptoms that the new incident `cause_id` (of `payload`) is a cause of; their ids."""
+    held = conn.execute(
+        sa.select(incidents.c.id).where(incidents.c.held_until >= now, incidents.c.status == "firing",
+                                        incidents.c.cause_id.is_(None), incidents.c.id != cause_id)
+        .order_by(incidents.c.id)).scalars().all()
+    if not held:
+        return []
+    theirs = [alert.labels for alert in payload.alerts if alert.status == "firing"]
+    joined = []
+    for symptom_id in held:
+        waiting = latest_payload(conn, symptom_id)
+        symptom = symptom_of(waiting) if waiting is not None else None
+        mine = [alert.labels for alert in waiting.alerts if alert.status == "firing"] if waiting else []
+        if symptom is not None and _is_cause(symptom, mine, theirs):
+            join(conn, symptom_id, cause_id, now)
+            joined.append(symptom_id)
+    return joined
+
+
+def cause_firing(conn: sa.Connection, incident) -> bool:
+    """Whether the incident joined a cause whose incident is still firing."""
+    if incident.cause_id is None:
+        return False
+    cause = incident_state.row(conn, incident.cause_id)
+    return cause is not None and cause.status == "firing"

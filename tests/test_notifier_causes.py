@@ -1,0 +1,133 @@
+"""One incident per cause, in a real notifier server: a symptom (an alert with the `symptom_of` annotation
+the rule generator writes) joins the open incident of its cause without a page, waits for a cause that
+fires after it, and pages on its own when no cause comes or the cause is another GPU's."""
+
+from __future__ import annotations
+
+import time
+
+import requests
+
+from vigil.common import symptoms
+from vigil.stack.client import StackClient
+from vigil.stack.drill import Drill, DrillFailed, shipped_fault_expectations
+from vigil.rules import SPECS_DIR, load_specs, prometheus_rule_file
+import pytest
+
+from test_notifier_support import TOKEN, AUTH, NotifierServer, alert, free_port, inbox, make_settings, payload, wait_for
+
+LOST = "GpuFallenOffBus"
+
+
+def symptom_annotation(wait_s: float) -> str:
+    return symptoms.encode(symptoms.SymptomOf((symptoms.Cause(LOST, ("node", "gpu")),), wait_s))
+
+
+def lost(node="node-1", gpu="3", status="firing") -> dict:
+    body = alert(f"lost-{node}-{gpu}", status=status, alertname=LOST, node=node, gpu=gpu)
+    return payload(body, group_key=f'{{}}:{{alertname="{LOST}", node="{node}", gpu="{gpu}"}}')
+
+
+def job_xid(node="node-1", gpu="3", wait_s=60.0, status="firing") -> dict:
+    body = alert(f"xid-{node}-{gpu}", status=status, alertname="JobGpuXid", node=node, gpu=gpu, job_id="job-7",
+                 severity="warning")
+    body["annotations"][symptoms.ANNOTATION] = symptom_annotation(wait_s)
+    return payload(body, group_key=f'{{}}:{{alertname="JobGpuXid", node="{node}", gpu="{gpu}", job_id="job-7"}}')
+
+
+def post(server: NotifierServer, body: dict) -> int:
+    answer = requests.post(f"{server.url}/api/v1/alerts/alertmanager", json=body, headers=AUTH, timeout=10)
+    assert answer.status_code == 200, answer.text
+    return answer.json()["incident_id"]
+
+
+def detail(server: NotifierServer, incident_id: int) -> dict:
+    return requests.get(f"{server.url}/api/v1/incidents/{incident_id}", headers=AUTH, timeout=5).json()
+
+
+def kinds(server: NotifierServer, incident_id: int) -> list[str]:
+    return [event["kind"] for event in detail(server, incident_id)["timeline"]]
+
+
+def firing_pages(server: NotifierServer) -> list[dict]:
+    return [page for page in inbox(server) if page["status"] == "firing"]
+
+
+def test_a_symptom_of_an_open_cause_joins_its_incident_and_pages_nobody(tmp_path):
+    with NotifierServer(make_settings(tmp_path, port=free_port())) as server:
+        cause = post(server, lost())
+        wait_for(lambda: len(firing_pages(server)) == 1)
+        symptom = post(server, job_xid())
+        assert symptom != cause
+        shown = detail(server, symptom)
+        assert shown["part_of"] == cause and shown["ack_due_at"] is None
+        assert "joined" in kinds(server, symptom)
+        also = [e for e in detail(server, cause)["timeline"] if e["kind"] == "also_firing"]
+        assert [e["detail"]["incident"] for e in also] == [symptom]
+        # its resolution pages nobody either; the cause's page stays the only one
+        post(server, job_xid(status="resolved"))
+        wait_for(lambda: detail(server, symptom)["status"] == "resolved")
+        post(server, lost(status="resolved"))
+        wait_for(lambda: [p["status"] for p in inbox(server)] == ["firing", "resolved"])
+        assert {p["incident_id"] for p in inbox(server)} == {cause}
+
+
+def test_a_symptom_that_fires_first_waits_and_joins_the_cause_which_alone_is_paged(tmp_path):
+    with NotifierServer(make_settings(tmp_path, port=free_port())) as server:
+        symptom = post(server, job_xid(wait_s=60))
+        shown = detail(server, symptom)
+        assert shown["held_until"] is not None and shown["part_of"] is None
+        assert "held" in kinds(server, symptom) and inbox(server) == []
+        cause = post(server, lost())
+        assert detail(server, symptom)["part_of"] == cause
+        pages = wait_for(lambda: firing_pages(server))
+        assert [p["incident_id"] for p in pages] == [cause]
+        assert "also_firing" in kinds(server, cause)
+
+
+def test_a_symptom_whose_cause_never_fires_is_paged_after_its_wait(tmp_path):
+    with NotifierServer(make_settings(tmp_path, port=free_port())) as server:
+        symptom = post(server, job_xid(wait_s=1))
+        held_at = time.monotonic()
+        pages = wait_for(lambda: firing_pages(server))
+        assert time.monotonic() - held_at >= 0.9  # not before its wait
+        assert [p["incident_id"] for p in pages] == [symptom]
+        assert detail(server, symptom)["part_of"] is None
+
+
+def test_another_gpus_cause_does_not_take_a_symptom(tmp_path):
+    with NotifierServer(make_settings(tmp_path, port=free_port())) as server:
+        cause = post(server, lost(gpu="5"))
+        symptom = post(server, job_xid(gpu="3", wait_s=0))
+        assert detail(server, symptom)["part_of"] is None
+        pages = wait_for(lambda: len(firing_pages(server)) == 2 and firing_pages(server))
+        assert {p["incident_id"] for p in pages} == {cause, symptom}
+
+
+def test_the_generated_rules_carry_the_causes_the_notifier_reads():
+    """The annotation on a shipped symptom is what the notifier decodes: JobGpuXid names the GPU lost."""
+    rule_file = prometheus_rule_file(load_specs(sorted(SPECS_DIR.glob("*.yaml"))))
+    rules = {rule["alert"]: rule for group in rule_file["groups"] for rule in group["rules"] if "alert" in rule}
+    declared = symptoms.decode(rules["JobGpuXid"]["annotations"][symptoms.ANNOTATION])
+    assert symptoms.Cause(LOST, ("node", "gpu")) in declared.causes
+    assert declared.wait_s > 60  # the GPU lost waits a minute on its `for`: the XID is held longer
+    # the GPU lost is itself a symptom of its node down (`inhibits: {"*": [node]}`), not held for it
+    its_own = symptoms.decode(rules[LOST]["annotations"][symptoms.ANNOTATION])
+    assert {c.alertname for c in its_own.causes} == {"GpuNodeDown", "NodeDown"} and its_own.wait_s == 0
+
+
+def test_a_drill_fails_naming_an_incident_its_fault_opened_that_did_not_join(tmp_path):
+    """`vigil drill`'s last check, against a real notifier: a joined symptom passes, another incident
+    about the drilled node fails the drill with its name, one about another node is not the drill's."""
+    with NotifierServer(make_settings(tmp_path, port=free_port())) as server:
+        client = StackClient(prometheus="http://127.0.0.1:9", notifier=server.url, gpu_control=None, token=TOKEN)
+        drill = Drill(client, shipped_fault_expectations()["xid79"], node="node-1", gpu=3)
+        cause = post(server, lost())
+        post(server, job_xid())  # joins the GPU lost
+        post(server, lost(node="node-4", gpu="0"))  # another node: not this fault's
+        drill._one_incident(cause, 0, time.monotonic())
+        assert drill.results[-1].detail == f"#{cause}, joined by JobGpuXid"
+        other = alert("temp-node-1", alertname="GpuTemperatureHigh", node="node-1", gpu="3", severity="warning")
+        extra = post(server, payload(other, group_key='{}:{alertname="GpuTemperatureHigh"}'))
+        with pytest.raises(DrillFailed, match=rf"1 more incident\(s\) besides #{cause}: #{extra} GpuTemperatureHigh"):
+            drill._one_incident(cause, 0, time.monotonic())
