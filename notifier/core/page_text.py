@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from urllib.parse import urlencode
 
 from vigil.notifier.core.models import MAX_TITLE_CHARS, WebhookPayload, shorten
-from vigil.rules.xid_catalog import ACTION_TEXT
+from vigil.rules.xid_catalog import ACTION_TEXT, INSPECT_HARDWARE
 
 MAX_LISTED_ALERTS = 10  # keep SMS and voice pages short; the rest are counted
 MAX_LINE_CHARS = 300  # one alert's line, its summary included
@@ -43,7 +43,7 @@ class PageText:
 
 
 def compose_page(payload: WebhookPayload, page_status: str, incident_id: int, priority: str | None = None,
-                 grafana_url: str | None = None) -> PageText:
+                 grafana_url: str | None = None, recurred: str | None = None) -> PageText:
     firing = [alert for alert in payload.alerts if alert.status == "firing"]
     head = f"[{page_status.upper()}" + (f":{len(firing)}]" if page_status == "firing" else "]")
     title = shorten(f"{head} {payload.title()}", MAX_TITLE_CHARS)
@@ -58,7 +58,7 @@ def compose_page(payload: WebhookPayload, page_status: str, incident_id: int, pr
     if hidden > 0:
         lines.append(f"… and {hidden} more")
     if page_status == "firing" and firing:
-        lines += what_to_do(firing[0].labels, firing[0].annotations)
+        lines += what_to_do(firing[0].labels, firing[0].annotations, recurred)
         board = dashboard_link(grafana_url, firing[0].labels, firing[0].starts_at) if grafana_url else None
         if board:
             lines.append(f"dashboard: {board}")
@@ -86,13 +86,22 @@ def _first_line(incident_id: int, priority: str | None) -> str:
     return f"incident #{incident_id}" + (f" · {priority}" if priority else "")
 
 
-def what_to_do(labels: dict, annotations: dict) -> list[str]:
+def action_of(labels: dict, recurred: str | None = None) -> str | None:
+    """The repair action's key: the `action` label (the XID catalogue's), or a hardware inspection when
+    the same fault came back on the GPU (`recurred`, from `vigil.notifier.engine.recurrence`)."""
+    if recurred:
+        return INSPECT_HARDWARE
+    return labels.get("action") if labels.get("action") in ACTION_TEXT else None
+
+
+def what_to_do(labels: dict, annotations: dict, recurred: str | None = None) -> list[str]:
     """What the person paged should do about an alert, as far as vigil knows: the repair action (the XID
-    catalogue's, carried in the `action` label), the alert's description, the training job it stops and
-    its owner, and the runbook."""
+    catalogue's, carried in the `action` label; a hardware inspection when the fault came back: `recurred`
+    says when), the alert's description, the training job it stops and its owner, and the runbook."""
     lines = []
-    if labels.get("action") in ACTION_TEXT:
-        lines.append(f"action: {ACTION_TEXT[labels['action']]}")
+    action = action_of(labels, recurred)
+    if action is not None:
+        lines.append(f"action: {ACTION_TEXT[action]}" + (f" — {recurred}" if recurred else ""))
     if annotations.get("description"):
         lines.append(shorten(f"about: {annotations['description']}", MAX_LINE_CHARS))
     if labels.get("job_id"):
@@ -109,27 +118,29 @@ SHORT_ACK = len(LINK_LABELS)  # then the compact acknowledge link, for the short
 
 def compose_incident_page(payload: WebhookPayload | None, page_status: str, incident_id: int, fallback_title: str,
                           links: list[str] = (), note: str | None = None, priority: str | None = None,
-                          why: str | None = None, grafana_url: str | None = None) -> PageText:
+                          why: str | None = None, grafana_url: str | None = None,
+                          recurred: str | None = None) -> PageText:
     """The page of incident `incident_id` from its latest notification `payload` (None: the incident's
     own `fallback_title` only), with its `priority`, why it was escalated (`why`), an optional `note`
-    line (who resolved it…) and the signed links (`vigil.notifier.links.page_links`)."""
+    line (who resolved it…), the signed links (`vigil.notifier.links.page_links`) and, when the same fault
+    came back on the GPU, when (`recurred`)."""
     if payload is None:
         text = PageText(shorten(f"[{page_status.upper()}] {fallback_title}", MAX_TITLE_CHARS),
                         _first_line(incident_id, priority))
     else:
-        text = compose_page(payload, page_status, incident_id, priority, grafana_url)
+        text = compose_page(payload, page_status, incident_id, priority, grafana_url, recurred)
     first, _, rest = text.body.partition("\n")
     lines = [first, *([f"escalated: {why}"] if why else []), *([rest] if rest else [])]
     if note:
         lines.append(note)
     lines += [f"{label}: {url}" for label, url in zip(LINK_LABELS, links)]
     ack = links[SHORT_ACK] if len(links) > SHORT_ACK else None
-    short = short_page(payload, page_status, incident_id, fallback_title, priority, why, ack)
+    short = short_page(payload, page_status, incident_id, fallback_title, priority, why, ack, recurred)
     return PageText(text.title, "\n".join(lines), short)
 
 
 def short_page(payload: WebhookPayload | None, page_status: str, incident_id: int, fallback_title: str,
-               priority: str | None, why: str | None, ack_url: str | None) -> str:
+               priority: str | None, why: str | None, ack_url: str | None, recurred: str | None = None) -> str:
     """The SMS and phone form: one line, at most `MAX_SHORT_CHARS`, the acknowledge link kept whole."""
     head = " ".join(part for part in (priority if page_status == "firing" else page_status.upper(),
                                       f"#{incident_id}") if part)
@@ -146,8 +157,9 @@ def short_page(payload: WebhookPayload | None, page_status: str, incident_id: in
             what = f"{first.labels.get('alertname', '?')} {where}".rstrip()
             if len(firing) > 1:
                 what += f" +{len(firing) - 1}"
-            if page_status == "firing" and first.labels.get("action") in ACTION_TEXT:
-                action = _short_action(ACTION_TEXT[first.labels["action"]])
+            key = action_of(first.labels, recurred) if page_status == "firing" else None
+            if key is not None:
+                action = _short_action(ACTION_TEXT[key])
     middle = f"{what}: {action}" if action else what
     if why:
         middle += f". {why[:1].upper()}{why[1:]}"

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 
 from vigil.notifier.core.deliveries import NewDelivery
 from vigil.notifier.core.page_text import PageText, compose_incident_page
+from vigil.notifier.engine.recurrence import recurrence
 from vigil.notifier.core.escalation_steps import Escalation, PagedContact
 from vigil.notifier.links import page_links
 from vigil.notifier.store.notifications import latest_payload
@@ -51,8 +52,10 @@ def page_text(conn: sa.Connection, incident, page_status: str, now: float, links
     """What a page of `incident` (its row) says now; `why`: why it was escalated to the people paged."""
     urls = links(incident.id, now) if links is not None and page_status == "firing" else []
     grafana = links.grafana_url if isinstance(links, PageLinks) else None
-    return compose_incident_page(latest_payload(conn, incident.id), page_status, incident.id, incident.title,
-                                 urls, note, incident.priority, why, grafana)
+    payload = latest_payload(conn, incident.id)
+    came_back = recurrence(conn, incident.id, payload, incident.opened_at) if page_status == "firing" else None
+    return compose_incident_page(payload, page_status, incident.id, incident.title, urls, note, incident.priority,
+                                 why, grafana, came_back.text() if came_back is not None else None)
 
 
 def tier_pages(conn: sa.Connection, oncall: OncallConfig, incident, escalation: Escalation, people: list[str],
