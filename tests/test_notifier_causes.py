@@ -14,7 +14,7 @@ from vigil.stack.drill import Drill, DrillFailed, shipped_fault_expectations
 from vigil.rules import SPECS_DIR, load_specs, prometheus_rule_file
 import pytest
 
-from test_notifier_support import TOKEN, AUTH, NotifierServer, alert, free_port, inbox, make_settings, payload, wait_for
+from test_notifier_support import TOKEN, AUTH, NotifierServer, alert, free_port, inbox, make_settings, payload, post_alerts, wait_for
 
 LOST = "GpuFallenOffBus"
 
@@ -35,12 +35,6 @@ def job_xid(node="node-1", gpu="3", wait_s=60.0, status="firing") -> dict:
     return payload(body, group_key=f'{{}}:{{alertname="JobGpuXid", node="{node}", gpu="{gpu}", job_id="job-7"}}')
 
 
-def post(server: NotifierServer, body: dict) -> int:
-    answer = requests.post(f"{server.url}/api/v1/alerts/alertmanager", json=body, headers=AUTH, timeout=10)
-    assert answer.status_code == 200, answer.text
-    return answer.json()["incident_id"]
-
-
 def detail(server: NotifierServer, incident_id: int) -> dict:
     return requests.get(f"{server.url}/api/v1/incidents/{incident_id}", headers=AUTH, timeout=5).json()
 
@@ -55,9 +49,9 @@ def firing_pages(server: NotifierServer) -> list[dict]:
 
 def test_a_symptom_of_an_open_cause_joins_its_incident_and_pages_nobody(tmp_path):
     with NotifierServer(make_settings(tmp_path, port=free_port())) as server:
-        cause = post(server, lost())
+        cause = post_alerts(server, lost())
         wait_for(lambda: len(firing_pages(server)) == 1)
-        symptom = post(server, job_xid())
+        symptom = post_alerts(server, job_xid())
         assert symptom != cause
         shown = detail(server, symptom)
         assert shown["part_of"] == cause and shown["ack_due_at"] is None
@@ -65,20 +59,20 @@ def test_a_symptom_of_an_open_cause_joins_its_incident_and_pages_nobody(tmp_path
         also = [e for e in detail(server, cause)["timeline"] if e["kind"] == "also_firing"]
         assert [e["detail"]["incident"] for e in also] == [symptom]
         # its resolution pages nobody either; the cause's page stays the only one
-        post(server, job_xid(status="resolved"))
+        post_alerts(server, job_xid(status="resolved"))
         wait_for(lambda: detail(server, symptom)["status"] == "resolved")
-        post(server, lost(status="resolved"))
+        post_alerts(server, lost(status="resolved"))
         wait_for(lambda: [p["status"] for p in inbox(server)] == ["firing", "resolved"])
         assert {p["incident_id"] for p in inbox(server)} == {cause}
 
 
 def test_a_symptom_that_fires_first_waits_and_joins_the_cause_which_alone_is_paged(tmp_path):
     with NotifierServer(make_settings(tmp_path, port=free_port())) as server:
-        symptom = post(server, job_xid(wait_s=60))
+        symptom = post_alerts(server, job_xid(wait_s=60))
         shown = detail(server, symptom)
         assert shown["held_until"] is not None and shown["part_of"] is None
         assert "held" in kinds(server, symptom) and inbox(server) == []
-        cause = post(server, lost())
+        cause = post_alerts(server, lost())
         assert detail(server, symptom)["part_of"] == cause
         pages = wait_for(lambda: firing_pages(server))
         assert [p["incident_id"] for p in pages] == [cause]
@@ -87,7 +81,7 @@ def test_a_symptom_that_fires_first_waits_and_joins_the_cause_which_alone_is_pag
 
 def test_a_symptom_whose_cause_never_fires_is_paged_after_its_wait(tmp_path):
     with NotifierServer(make_settings(tmp_path, port=free_port())) as server:
-        symptom = post(server, job_xid(wait_s=1))
+        symptom = post_alerts(server, job_xid(wait_s=1))
         held_at = time.monotonic()
         pages = wait_for(lambda: firing_pages(server))
         assert time.monotonic() - held_at >= 0.9  # not before its wait
@@ -97,8 +91,8 @@ def test_a_symptom_whose_cause_never_fires_is_paged_after_its_wait(tmp_path):
 
 def test_another_gpus_cause_does_not_take_a_symptom(tmp_path):
     with NotifierServer(make_settings(tmp_path, port=free_port())) as server:
-        cause = post(server, lost(gpu="5"))
-        symptom = post(server, job_xid(gpu="3", wait_s=0))
+        cause = post_alerts(server, lost(gpu="5"))
+        symptom = post_alerts(server, job_xid(gpu="3", wait_s=0))
         assert detail(server, symptom)["part_of"] is None
         pages = wait_for(lambda: len(firing_pages(server)) == 2 and firing_pages(server))
         assert {p["incident_id"] for p in pages} == {cause, symptom}
@@ -122,12 +116,12 @@ def test_a_drill_fails_naming_an_incident_its_fault_opened_that_did_not_join(tmp
     with NotifierServer(make_settings(tmp_path, port=free_port())) as server:
         client = StackClient(prometheus="http://127.0.0.1:9", notifier=server.url, gpu_control=None, token=TOKEN)
         drill = Drill(client, shipped_fault_expectations()["xid79"], node="node-1", gpu=3)
-        cause = post(server, lost())
-        post(server, job_xid())  # joins the GPU lost
-        post(server, lost(node="node-4", gpu="0"))  # another node: not this fault's
+        cause = post_alerts(server, lost())
+        post_alerts(server, job_xid())  # joins the GPU lost
+        post_alerts(server, lost(node="node-4", gpu="0"))  # another node: not this fault's
         drill._one_incident(cause, 0, time.monotonic())
         assert drill.results[-1].detail == f"#{cause}, joined by JobGpuXid"
         other = alert("temp-node-1", alertname="GpuTemperatureHigh", node="node-1", gpu="3", severity="warning")
-        extra = post(server, payload(other, group_key='{}:{alertname="GpuTemperatureHigh"}'))
+        extra = post_alerts(server, payload(other, group_key='{}:{alertname="GpuTemperatureHigh"}'))
         with pytest.raises(DrillFailed, match=rf"1 more incident\(s\) besides #{cause}: #{extra} GpuTemperatureHigh"):
             drill._one_incident(cause, 0, time.monotonic())

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import requests
 
-from test_notifier_support import AUTH, NotifierServer, alert, free_port, inbox, make_settings, payload, wait_for
+from test_notifier_support import AUTH, NotifierServer, alert, free_port, inbox, make_settings, payload, post_alerts, wait_for
 
 ONE_DRI = """
 targets:
@@ -24,12 +24,6 @@ def lost(gpu: str, starts: str, status: str = "firing") -> dict:
     return payload(body, group_key=f'{{}}:{{alertname="GpuFallenOffBus", node="node-1", gpu="{gpu}"}}')
 
 
-def post(server: NotifierServer, body: dict) -> int:
-    answer = requests.post(f"{server.url}/api/v1/alerts/alertmanager", json=body, headers=AUTH, timeout=10)
-    assert answer.status_code == 200, answer.text
-    return answer.json()["incident_id"]
-
-
 def firing_page(server: NotifierServer, incident: int) -> dict:
     return wait_for(lambda: next((p for p in inbox(server) if p["incident_id"] == incident
                                   and p["status"] == "firing"), None))
@@ -37,16 +31,16 @@ def firing_page(server: NotifierServer, incident: int) -> dict:
 
 def test_the_same_fault_back_on_a_gpu_within_a_week_says_inspect_the_hardware(tmp_path):
     with NotifierServer(make_settings(tmp_path, port=free_port()), ONE_DRI) as server:
-        first = post(server, lost("3", "2026-11-21T20:00:00Z"))
+        first = post_alerts(server, lost("3", "2026-11-21T20:00:00Z"))
         assert "action: drain the node and reboot it" in firing_page(server, first)["body"]
-        post(server, lost("3", "2026-11-21T20:00:00Z", status="resolved"))
+        post_alerts(server, lost("3", "2026-11-21T20:00:00Z", status="resolved"))
         wait_for(lambda: requests.get(f"{server.url}/api/v1/incidents/{first}", headers=AUTH,
                                       timeout=5).json()["status"] == "resolved")
-        again = post(server, lost("3", "2026-11-21T21:00:00Z"))  # rebooted, and it fell off the bus again
+        again = post_alerts(server, lost("3", "2026-11-21T21:00:00Z"))  # rebooted, and it fell off the bus again
         assert again != first
         body = firing_page(server, again)["body"]
         assert "action: inspect the hardware: reseat, test or replace the GPU" in body
         assert f"the same fault on this GPU 1h ago (incident #{first})" in body
         assert "reboot" not in body.split("action:", 1)[1].split("\n", 1)[0]
-        other = post(server, lost("5", "2026-11-21T21:00:00Z"))  # another GPU's first time
+        other = post_alerts(server, lost("5", "2026-11-21T21:00:00Z"))  # another GPU's first time
         assert "action: drain the node and reboot it" in firing_page(server, other)["body"]

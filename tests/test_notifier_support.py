@@ -112,6 +112,13 @@ def inbox(server: NotifierServer) -> list[dict]:
     return requests.get(f"{server.url}/api/v1/inbox", headers=AUTH, timeout=5).json()["pages"]
 
 
+def post_alerts(server: NotifierServer, body: dict) -> int:
+    """POST `body` to `server`'s Alertmanager webhook as Alertmanager would; the incident it went to."""
+    answer = requests.post(f"{server.url}/api/v1/alerts/alertmanager", json=body, headers=AUTH, timeout=10)
+    assert answer.status_code == 200, answer.text
+    return answer.json()["incident_id"]
+
+
 def wait_for(check, timeout=15.0, interval=0.05):
     """Poll `check()` until it returns something truthy; return it (fail after `timeout`)."""
     deadline = time.monotonic() + timeout
