@@ -67,6 +67,20 @@ def _incident_text(kind: str, d: dict, tier: str) -> str:
         return "every tier was paged and nobody acknowledged"
     if kind == "acknowledged":
         return ""
+    return _cause_text(kind, d)
+
+
+def _cause_text(kind: str, d: dict) -> str:
+    """The words of causes and symptoms (`engine/causes.py`) and of a person's mark on the page."""
+    if kind == "held":
+        causes = " or ".join(d.get("causes") or ["its cause"])
+        return f"first page held until {utc_text(d.get('until'))}: waiting for {causes}"
+    if kind == "joined":
+        return f"a symptom of incident #{d.get('cause')} ({d.get('cause_title')}): nobody paged for it"
+    if kind == "also_firing":
+        return f"also firing: incident #{d.get('incident')} {d.get('title')}"
+    if kind == "marked":
+        return str(d.get("verdict", "")).replace("_", " ") + (f": {d['reason']}" if d.get("reason") else "")
     return ", ".join(f"{key}={value}" for key, value in d.items() if value is not None)
 
 

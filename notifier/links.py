@@ -2,7 +2,7 @@
 
 A link carries its own proof, so whoever holds the page can act without logging in:
 
-    token = base64url(JSON {"i": incident, "a": "ack"|"resolve"|"open", "e": expires, "n": nonce})
+    token = base64url(JSON {"i": incident, "a": "ack"|"resolve"|"open"|"noisy", "e": expires, "n": nonce})
             + "." + base64url(HMAC-SHA256(key, first part))
     key   = HMAC-SHA256(webhook token, "vigil one-click links v1")
 
@@ -33,7 +33,7 @@ import secrets
 from dataclasses import dataclass
 
 LINK_PATH = "/l/"  # outside /api/: no bearer token, the signature is the credential
-ACTIONS = ("ack", "resolve", "open")
+ACTIONS = ("ack", "resolve", "open", "noisy")  # new actions go last: a compact link keeps each one's index
 DEFAULT_LINK_TTL_S = 24 * 3600.0
 MAX_TOKEN_CHARS = 512  # ours are about 130; anything much longer was not made here
 _KEY_LABEL = b"vigil one-click links v1"
@@ -96,7 +96,7 @@ def verify(key: bytes, token: str, now: float) -> Link:
 
 
 def page_links(settings, incident_id: int, now: float, ttl_s: float = DEFAULT_LINK_TTL_S) -> list[str]:
-    """The acknowledge, resolve and open URLs for a page of `incident_id`, under the notifier's public
+    """The acknowledge, resolve, open and mark-noisy URLs for a page of `incident_id`, under the notifier's public
     URL (`settings.own_url`), signed with the key of `settings.token`, valid for `ttl_s`; then the compact
     acknowledge URL that SMS and phone pages carry (`sign_short`)."""
     key = link_key(settings.token)

@@ -22,6 +22,7 @@ from vigil.common.times import parse_time, rfc3339
 
 from .backtest import Incident, RuleReport, count_flaps, matched_firings, ranked, series_firings
 from .backtest_records import RecordingLike, inline_records
+from .generate import capped_for
 from .model import Alert, Group, RuleSet
 
 MAX_POINTS = 11_000  # Prometheus refuses a range query of more than 11,000 points per series
@@ -82,16 +83,18 @@ class Settings:
     flap_window: float = DEFAULT_FLAP_WINDOW
     max_for: float | None = None
 
-    def duration(self, text: str | None) -> float:
+    def duration(self, text: str | None, alert: Alert | None = None) -> float:
+        """`text` in seconds, capped as the generator caps `alert`'s (`generate.capped_for`)."""
         seconds = parse_prometheus_duration(text) if text else 0.0
-        return seconds if self.max_for is None else min(seconds, self.max_for)
+        cap = self.max_for if alert is None else capped_for(alert, self.max_for)
+        return seconds if cap is None else min(seconds, cap)
 
 
 def backtest_alert(client: PrometheusClient, alert: Alert, group: Group, interval: float, start: float,
                    end: float, settings: Settings, records: Sequence[RecordingLike] = ()) -> RuleReport:
     """Evaluate one alert over [start, end], the recording rules of `records` inlined into it (see
     `backtest_records`); raises PrometheusUnavailable when Prometheus refuses it."""
-    for_s, keep_s = settings.duration(alert.for_), settings.duration(alert.keep_firing_for)
+    for_s, keep_s = settings.duration(alert.for_, alert), settings.duration(alert.keep_firing_for, alert)
     step, coarsened_from = evaluation_step(interval, start, end, for_s)
     query_start = math.floor((start - for_s) / step) * step
     expr, from_history = inline_records(alert.expr, records)

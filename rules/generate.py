@@ -22,11 +22,24 @@ def _duration(value: str | None, max_for_seconds: float | None) -> str | None:
     return value if seconds > 0 else None
 
 
+# an `absent` alert's `for` is never cut below this by --max-for: a fresh Prometheus evaluates rules a
+# few seconds before its first scrapes (target discovery starts after a short delay), and a target not
+# scraped yet is not absent: under a demo's seconds-long cap it would page on every start
+ABSENT_MIN_FOR_S = 60.0
+
+
+def capped_for(alert: Alert, max_for_seconds: float | None) -> float | None:
+    """The cap --max-for puts on `alert`'s `for` and `keep_firing_for` (None: none)."""
+    if max_for_seconds is None or alert.kind != "absent":
+        return max_for_seconds
+    return max(max_for_seconds, ABSENT_MIN_FOR_S)
+
+
 def alerting_rule(alert: Alert, max_for_seconds: float | None = None, symptom_of: str | None = None) -> dict:
     """One entry of a rule group's `rules` list; `symptom_of` the alert's causes (`symptom_annotations`)."""
     rule: dict = {"alert": alert.name, "expr": alert.expr}
     for key, value in (("for", alert.for_), ("keep_firing_for", alert.keep_firing_for)):
-        capped = _duration(value, max_for_seconds)
+        capped = _duration(value, capped_for(alert, max_for_seconds))
         if capped is not None:
             rule[key] = capped
     rule["labels"] = {"severity": alert.severity, "notify": alert.notify or "page", **dict(alert.labels)}
@@ -63,8 +76,9 @@ def rule_group(group: Group, max_for_seconds: float | None = None,
 def prometheus_rule_file(ruleset: RuleSet, *, max_for_seconds: float | None = None, symptoms: bool = True) -> dict:
     """The Prometheus rule-file document `{"groups": [...]}`.
 
-    `max_for_seconds` caps every `for` and `keep_firing_for` and drops the groups' own intervals (a demo
-    stack evaluating every second uses a few seconds so that drills are quick); None keeps the durations
+    `max_for_seconds` caps every `for` and `keep_firing_for` (an `absent` alert's at no less than
+    `ABSENT_MIN_FOR_S`) and drops the groups' own intervals (a demo stack evaluating every second uses a
+    few seconds so that drills are quick); None keeps the durations
     and intervals of the specs. `symptoms=False` leaves out the `symptom_of` annotations (`vigil rules test`).
     """
     if max_for_seconds is not None and max_for_seconds < 0:
@@ -113,17 +127,18 @@ def symptom_annotations(ruleset: RuleSet, max_for_seconds: float | None = None) 
         if not causes:
             continue
         named = [c for c in causes if c.target == alert.name]
-        late = max((_seconds(ruleset.alert(c.source).for_, max_for_seconds) + timing[c.source] for c in named),
+        late = max((_seconds(ruleset.alert(c.source), max_for_seconds) + timing[c.source] for c in named),
                    default=None)
         wait = 0.0 if late is None else min(MAX_CAUSE_WAIT_S, max(0.0, late + CAUSE_MARGIN_S
-                                                                  - _seconds(alert.for_, max_for_seconds)))
+                                                                  - _seconds(alert, max_for_seconds)))
         out[alert.name] = symptoms.encode(symptoms.SymptomOf(
             tuple(symptoms.Cause(c.source, c.equal) for c in causes), wait))
     return out
 
 
-def _seconds(value: str | None, max_for_seconds: float | None) -> float:
-    capped = _duration(value, max_for_seconds)
+def _seconds(alert: Alert, max_for_seconds: float | None) -> float:
+    """`alert`'s `for` in seconds, as written to the rule file."""
+    capped = _duration(alert.for_, capped_for(alert, max_for_seconds))
     return 0.0 if capped is None else parse_prometheus_duration(capped)
 
 

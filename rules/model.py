@@ -5,7 +5,7 @@ All types are frozen; generation stages read them and never change them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 SEVERITIES = ("critical", "warning", "info")
 # what an alert does to a person: `page` wakes the on-call and escalates; `ticket` waits for working
@@ -81,6 +81,15 @@ class RuleSet:
     @property
     def records(self) -> tuple[Recording, ...]:
         return tuple(record for group in self.groups for record in group.records)
+
+    def without(self, names: set[str]) -> "RuleSet":
+        """This rule set less the alerts named (and the inhibitions that name them)."""
+        if not names:
+            return self
+        groups = tuple(replace(group, alerts=tuple(a for a in group.alerts if a.name not in names))
+                       for group in self.groups)
+        return replace(self, groups=groups, inhibitions=tuple(
+            i for i in self.inhibitions if i.source not in names and i.target not in names))
 
     def alert(self, name: str) -> Alert:
         for alert in self.alerts:

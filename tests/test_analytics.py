@@ -8,12 +8,13 @@ The seeded week (UTC times; alice works in Tokyo, bob in Berlin (team gpu's zone
 with team net's hours 08:00-16:00; others work Mon-Fri 09:00-18:00):
 
   #1 GpuLost    gpu P1  Mon 23 02:00  page alice (11:00 Tokyo: working); alice acks +120 s, notes +300 s,
-                                      resolves +1800 s
+                                      resolves +1800 s; bob marks it noisy, alice marks it actionable
   #2 GpuLost    gpu P1  Mon 23 22:00  page alice (Tue 07:00 Tokyo: off); +300 s tier 2 pages bob (23:05
                                       Berlin: off); bob acks +420 s; Alertmanager resolves +3000 s
   #3 NodeDown   net P3  Tue 24 20:30  page carol (15:30 New York: working); +1800 s the ack target (30 m)
                                       is breached: net's policy goes round again, carol is paged again
-                                      (16:00 New York: off); carol acks +1900 s and resolves +2400 s
+                                      (16:00 New York: off); carol acks +1900 s and resolves +2400 s,
+                                      then marks it not actionable
   #4 GpuThermal gpu P3  Sat 28 03:00  page alice (Saturday: off); Alertmanager resolves +240 s
   #5 GpuThermal gpu P3  Sat 28 04:00  page alice (off); alice escalates now +100 s, bob paged (off);
                                       still firing, nobody acknowledged
@@ -134,6 +135,8 @@ def seed(tmp_path, db_url: str | None = None) -> Seeder:
     actions.acknowledge(store, one, "alice", T1 + 120)
     actions.add_note(store, one, "alice", "reseated the GPU", T1 + 300)
     actions.resolve(store, one, "alice", T1 + 1800)
+    actions.mark(store, one, "bob", "noisy", T1 + 1900)
+    actions.mark(store, one, "alice", "actionable", T1 + 2000, "it was a real fault")  # withdraws bob's mark
     s.send(T1 + 1800)
     # 2
     two = s.fire(T2, "GpuLost", "g2", priority="P1", node="node-2")
@@ -145,6 +148,7 @@ def seed(tmp_path, db_url: str | None = None) -> Seeder:
     s.at(T3 + 1800)
     actions.acknowledge(store, three, "carol", T3 + 1900)
     actions.resolve(store, three, "carol", T3 + 2400)
+    actions.mark(store, three, "carol", "not_actionable", T3 + 2500, "the switch was being replaced")
     s.send(T3 + 2400)
     # 4 and 5: one alert group, two incidents
     s.fire(T4, "GpuThermal", "g4", priority="P3")
@@ -219,12 +223,19 @@ def test_figures_match_the_hand_computation(seeded):
     assert (bob["pages"], bob["pages_outside_hours"], bob["acknowledged"], bob["mtta_seconds"]) == (2, 2, 1, 420)
     assert (carol["pages_by_channel"], carol["pages_outside_hours"], carol["resolved"]) == ({"email": 2}, 1, 1)
 
-    # GpuLost #1 #2: 3 pages, both acknowledged, #1 acted on; GpuThermal #4 #5: 3 pages, none acknowledged;
-    # NodeDown #3: 2 pages
+    # GpuLost #1 #2: 3 pages, both acknowledged, #1 acted on, its noisy mark withdrawn; GpuThermal #4 #5:
+    # 3 pages, none acknowledged, #4 resolved by Alertmanager first; NodeDown #3: 2 pages, marked not actionable
+    noise = dict(marked_noisy=0, auto_resolved_before_ack=0)
     assert found["noisiest_alerts"] == [
-        dict(alertname="GpuLost", incidents=2, pages=3, acknowledged_share=1.0, acted_on_share=0.5),
-        dict(alertname="GpuThermal", incidents=2, pages=3, acknowledged_share=0.0, acted_on_share=0.0),
-        dict(alertname="NodeDown", incidents=1, pages=2, acknowledged_share=1.0, acted_on_share=1.0)]
+        dict(alertname="GpuLost", incidents=2, pages=3, paged_incidents=2, acknowledged=2, acknowledged_share=1.0,
+             acted_on_share=0.5, **noise, noise_score=0.0),
+        dict(alertname="GpuThermal", incidents=2, pages=3, paged_incidents=2, acknowledged=0, acknowledged_share=0.0,
+             acted_on_share=0.0, **{**noise, "auto_resolved_before_ack": 1}, noise_score=0.5),
+        dict(alertname="NodeDown", incidents=1, pages=2, paged_incidents=1, acknowledged=1, acknowledged_share=1.0,
+             acted_on_share=1.0, **{**noise, "marked_noisy": 1}, noise_score=1.0)]
+    # every rule by its noise score, noisiest first
+    assert [(r["alertname"], r["noise_score"]) for r in found["rules"]] == [
+        ("NodeDown", 1.0), ("GpuThermal", 0.5), ("GpuLost", 0.0)]
 
 
 def test_a_team_and_a_period_narrow_the_report(seeded):
@@ -299,9 +310,9 @@ def test_the_cli_table_and_its_refusals(served):
     assert any(line.split()[:3] == ["GpuLost", "2", "3"] for line in lines)
     # a long alert name (the SLO burn alerts') keeps the noisiest-alerts columns in line
     found = json.loads(vigil_report(served, "--from", "2026-11-23T00:00Z", "--to", "2026-11-30T00:00Z", "--json").output)
-    found["noisiest_alerts"][0]["alertname"] = "NotifierPageDeliveryErrorBudgetBurnSlow"
+    found["rules"][0]["alertname"] = "NotifierPageDeliveryErrorBudgetBurnSlow"
     table = describe(found)
-    header = next(line for line in table if line.startswith("noisiest alerts"))
+    header = next(line for line in table if line.startswith("rules, noisiest first"))
     row = next(line for line in table if line.startswith("NotifierPageDeliveryErrorBudgetBurnSlow "))
     assert len(row) == len(header) and row[header.index("incidents") - 1] == " "
 
@@ -345,6 +356,8 @@ def test_the_documented_json_shape_is_the_one_served(tmp_path):
     assert set(re.findall(r'"(\w+)":', people)) - {"phone"} == set(found["people"][0])
     noisiest = shape.split('"noisiest_alerts": [')[1].split("...]")[0]
     assert set(re.findall(r'"(\w+)":', noisiest)) == set(found["noisiest_alerts"][0])
+    rules = shape.split('"rules": [')[1].split("...]")[0]
+    assert set(re.findall(r'"(\w+)":', rules)) == set(found["rules"][0])
 
 
 def _approx_equal(documented, served) -> bool:

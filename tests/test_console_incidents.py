@@ -211,3 +211,21 @@ def test_the_incident_page_knows_when_someone_else_changed_the_incident(user):
     changed = client.get(f"/console/incidents/{incident}/version").text
     assert changed != current and changed.startswith("acknowledged:")
     assert client.get("/console/incidents/999/version").status_code == 404
+
+
+def test_a_page_is_marked_noisy_or_not_actionable_from_the_incident_page_as_the_user(user, clock):
+    client = user
+    incident = fire(client, "chatty")
+    page = client.get(f"/console/incidents/{incident}").text
+    assert f'action="/console/incidents/{incident}/mark"' in page and 'value="not_actionable"' in page
+    token = csrf_of(page)
+    answer = client.post(f"/console/incidents/{incident}/mark", data={"csrf_token": token, "verdict": "not_actionable"})
+    assert answer.status_code == 303 and answer.headers["location"] == f"/console/incidents/{incident}?done=marked"
+    marks = [(e["actor"], e["detail"]["verdict"]) for e in
+             client.get(f"/api/v1/incidents/{incident}", headers=AUTH).json()["timeline"] if e["kind"] == "marked"]
+    assert marks == [("alice", "not_actionable")]
+    assert "not actionable" in client.get(f"/console/incidents/{incident}?done=marked").text
+    bogus = client.post(f"/console/incidents/{incident}/mark", data={"csrf_token": token, "verdict": "meh"})
+    assert bogus.status_code == 409 and "a verdict is one of" in bogus.text
+    no_token = client.post(f"/console/incidents/{incident}/mark", data={"verdict": "noisy"})
+    assert no_token.status_code == 403

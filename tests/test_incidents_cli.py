@@ -84,6 +84,16 @@ def test_list_show_ack_note_resolve(stack):
     detail = json.loads(vigil(stack, "incidents", "show", str(incident), "--json").output)
     assert detail["resolved_by"] == "alice"
 
+    # a resolved incident's page is judged afterwards: marked, in words on the timeline
+    marked = vigil(stack, "incidents", "mark", str(incident), "--not-actionable", "--reason", "a PDU test", "--by", "bob")
+    assert marked.exit_code == 0 and f"#{incident}: marked not actionable by bob" in marked.output
+    assert vigil(stack, "incidents", "mark", str(incident), "--by", "bob").output.strip().endswith("marked noisy by bob")
+    timeline = vigil(stack, "incidents", "show", str(incident)).output.splitlines()
+    marks = [line for line in timeline if " marked " in line]
+    assert marks[0].endswith("not actionable: a PDU test") and marks[1].endswith("noisy") and "bob" in marks[1]
+    withdrawn = vigil(stack, "incidents", "mark", str(incident), "--actionable", "--by", "alice")
+    assert withdrawn.exit_code == 0 and "marked actionable by alice" in withdrawn.output
+
 
 def test_a_resolved_incident_is_reopened_by_hand_and_pages_again(stack):
     incident = page_alice(stack, "r")

@@ -144,7 +144,7 @@ def link_path(url: str) -> str:
 
 def links_of(client, incident_id, now=T0, ttl_s=3600) -> dict[str, str]:
     urls = page_links(client.app.state.settings, incident_id, now, ttl_s)
-    return dict(zip(("ack", "resolve", "open"), map(link_path, urls)))
+    return dict(zip(("ack", "resolve", "open", "noisy"), map(link_path, urls)))
 
 
 def state_of(client, incident_id) -> str:
@@ -205,3 +205,33 @@ def test_a_link_of_a_resolved_incident_says_there_is_nothing_to_do(client):
     assert refused.status_code == 409 and "Nothing was done" in refused.text
     unknown = LINK_PATH + sign(link_key(TOKEN), 999, "ack", T0 + 60)
     assert client.get(unknown).status_code == 404 and client.post(unknown).status_code == 404
+
+
+def test_a_page_is_marked_noisy_through_the_api_in_any_state_and_the_newest_mark_counts(client, clock):
+    incident = open_incident(client)
+    assert act(client, incident, "resolve", by="alice").status_code == 200
+    marked = act(client, incident, "mark", by="bob", verdict="not_actionable", reason="a test of the PDU")
+    assert marked.status_code == 200 and marked.json()["id"] == incident
+    assert act(client, incident, "mark", by="bob").status_code == 200  # the default verdict: noisy
+    timeline = client.get(f"/api/v1/incidents/{incident}", headers=AUTH).json()["timeline"]
+    assert [(e["actor"], e["detail"]) for e in timeline if e["kind"] == "marked"] == [
+        ("bob", {"verdict": "not_actionable", "reason": "a test of the PDU"}), ("bob", {"verdict": "noisy"})]
+    assert act(client, incident, "mark", by="bob", verdict="boring").status_code == 422
+    assert act(client, incident, "mark", verdict="noisy").status_code == 422  # who says so
+    assert act(client, 9999, "mark", by="bob").status_code == 404
+
+
+def test_a_mark_noisy_link_offers_two_verdicts_and_acts_once(client, clock):
+    incident = open_incident(client)
+    links = links_of(client, incident)
+    shown = client.get(links["noisy"])
+    assert shown.status_code == 200 and 'action="?verdict=noisy"' in shown.text
+    assert 'action="?verdict=not_actionable"' in shown.text
+    assert client.post(links["noisy"] + "?verdict=dull").status_code == 400
+    done = client.post(links["noisy"] + "?verdict=not_actionable")
+    assert done.status_code == 200 and f"Incident #{incident} marked not actionable" in done.text
+    assert client.post(links["noisy"]).status_code == 409  # once
+    timeline = client.get(f"/api/v1/incidents/{incident}", headers=AUTH).json()["timeline"]
+    assert [(e["actor"], e["detail"]["verdict"]) for e in timeline if e["kind"] == "marked"] == [
+        ("one-click link", "not_actionable")]
+    assert state_of(client, incident) == "triggered"  # a verdict changes nothing else

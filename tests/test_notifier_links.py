@@ -61,15 +61,16 @@ def test_a_signed_token_with_an_unknown_action_is_refused():
     assert refusal(KEY, f"{payload}.{signature}").status == 403
 
 
-def test_page_links_are_the_three_actions_under_the_public_url_then_the_short_ack(tmp_path):
+def test_page_links_are_the_four_actions_under_the_public_url_then_the_short_ack(tmp_path):
     settings = make_settings(tmp_path, public_url="https://vigil.example.com/")
     urls = page_links(settings, 7, T0, ttl_s=3600)
     prefix = "https://vigil.example.com" + LINK_PATH
     assert all(url.startswith(prefix) for url in urls)
     links = [verify(KEY, url.removeprefix(prefix), T0) for url in urls]
     assert [(link.incident_id, link.action, link.expires_at) for link in links] == [
-        (7, "ack", T0 + 3600), (7, "resolve", T0 + 3600), (7, "open", T0 + 3600), (7, "ack", T0 + 3600)]
-    assert len(urls[3].removeprefix(prefix)) <= 30  # what an SMS has room for
+        (7, "ack", T0 + 3600), (7, "resolve", T0 + 3600), (7, "open", T0 + 3600), (7, "noisy", T0 + 3600),
+        (7, "ack", T0 + 3600)]
+    assert len(urls[-1].removeprefix(prefix)) <= 30  # what an SMS has room for
     assert TOKEN not in "".join(urls)  # the webhook token never travels in a page
 
 

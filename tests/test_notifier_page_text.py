@@ -150,7 +150,7 @@ def test_the_short_form_keeps_its_link_whole_when_the_rest_does_not_fit():
     noisy["labels"]["alertname"] = "Gpu" + "VeryLong" * 30
     link = "https://vigil.example.com/l/AQBxP7MAM9zjKI7frKhNtXvn"
     page = compose_incident_page(WebhookPayload.model_validate(payload(noisy)), "firing", 12, "t",
-                                 links=["a", "r", "o", link], priority="P1", why="escalated by carol")
+                                 links=["a", "r", "o", "n", link], priority="P1", why="escalated by carol")
     assert len(page.short) == MAX_SHORT_CHARS
     assert page.short.endswith(f"Ack {link}") and page.short.startswith("P1 #12 GpuVeryLong")
     assert page.for_kind("sms") == ("", page.short) and page.for_kind("email") == (page.title, page.body)

@@ -26,7 +26,7 @@ from click.testing import CliRunner
 from sim_clock import SIM_NOW, FakeClock
 from exporters_nvml_support import answers, wait_until
 from stack_support import VIGIL
-from test_notifier_support import AUTH, TOKEN, NotifierServer, alert, make_settings, payload
+from test_notifier_support import AUTH, TOKEN, NotifierServer, alert, inbox, make_settings, payload, wait_for
 from vigil.aiops.history.openmetrics import write_openmetrics
 from vigil.cli import main as vigil_main
 from vigil.exporters.nvml_collector import NvmlCollector
@@ -199,9 +199,20 @@ def test_firings_that_overlap_a_notifier_incident_of_their_alert_are_counted(day
         stored = requests.post(f"{notifier.url}/api/v1/alerts/alertmanager", headers=AUTH, timeout=10,
                                json=payload(paged, group_key='{}:{alertname="GpuOverheating"}'))
         assert stored.status_code == 200, stored.text
-        done = backtest_in_process(*map(str, GPU_SPECS), str(noisy), "--prometheus", url, "--from", stamp(start),
-                                   "--to", stamp(end), "--notifier", notifier.url, "--token-file", str(token_file), "--json")
+        incident = stored.json()["incident_id"]
+        wait_for(lambda: inbox(notifier))  # the page went out: a paged incident
+        marked = requests.post(f"{notifier.url}/api/v1/incidents/{incident}/mark", headers=AUTH, timeout=10,
+                               json={"by": "alice", "verdict": "noisy"})
+        assert marked.status_code == 200, marked.text
+        args = (*map(str, GPU_SPECS), str(noisy), "--prometheus", url, "--from", stamp(start), "--to", stamp(end),
+                "--notifier", notifier.url, "--token-file", str(token_file))
+        done = backtest_in_process(*args, "--json")
+        table = backtest_in_process(*args)
     assert done.exit_code == 0, done.stderr
+    # the noise score beside the firing count: the one paged incident was marked noisy
+    overheating = next(line.split() for line in table.stdout.splitlines() if line.startswith("GpuOverheating "))
+    assert overheating[-2:] == ["1/1", "(100%)"]
+    assert "NOISE" in table.stdout.splitlines()[1]
     report = json.loads(done.stdout)
     rules = {r["alert"]: r for r in report["rules"]}
     assert report["incidents_compared"] == 1
@@ -209,6 +220,9 @@ def test_firings_that_overlap_a_notifier_incident_of_their_alert_are_counted(day
     assert (rules["GpuTemperatureHigh"]["incident_matches"], rules["GpuTemperatureHigh"]["incident_share"]) == (0, 0.0)
     assert rules["GpuBusyNoisy"]["incident_matches"] == 0 and rules["GpuBusyNoisy"]["firings"] > 10
     assert rules["GpuMissing"]["incident_share"] is None  # never fired
+    assert rules["GpuOverheating"]["noise"] == dict(paged_incidents=1, pages=1, acknowledged=0, marked_noisy=1,
+                                                    auto_resolved_before_ack=0, noise_score=1.0)
+    assert rules["GpuTemperatureHigh"]["noise"] is None  # it paged nobody in the range
 
 
 def test_a_wrong_notifier_token_is_one_clear_line(day, tmp_path):

@@ -39,6 +39,18 @@ def test_generated_prometheus_config_and_rules_pass_promtool(tmp_path):
     assert gpu_job["static_configs"][1]["targets"] == [f"127.0.0.1:{settings.ports.gpu_node(2)}"]
 
 
+def test_a_stack_without_the_node_health_exporter_does_not_page_for_its_absence(tmp_path):
+    """`node_health: false` runs no node health exporter: the alert that its target is absent would page
+    on every fresh stack with no fault, so it is left out (with its inhibitions); the rest stay."""
+    def alerts(run) -> set[str]:
+        doc = yaml.safe_load(run.rules_dir.joinpath("vigil-rules.yml").read_text())
+        return {r["alert"] for g in doc["groups"] for r in g["rules"] if "alert" in r}
+    _, with_it = generate(tmp_path / "with")
+    _, without = generate(tmp_path / "without", node_health=False)
+    assert alerts(with_it) - alerts(without) == {"NodeHealthExporterAbsent"}
+    assert "NodeHealthExporterDown" in alerts(without)  # no target, so no series: it cannot fire
+
+
 def test_generated_alertmanager_config_passes_amtool_and_keeps_the_token_out(tmp_path):
     _, layout = generate(tmp_path)
     result = subprocess.run(["amtool", "check-config", str(layout.alertmanager_config)], capture_output=True, text=True)

@@ -16,7 +16,11 @@ Definitions (also in `docs/oncall-health.md`):
 - a *paged* incident sent at least one page; the acknowledged and acted-on shares are of paged
   incidents;
 - SLA compliance per target (ack, resolve): met / (met + breached), from the incident's due and
-  breach times; incidents still within their target (pending) and priorities without one are left out.
+  breach times; incidents still within their target (pending) and priorities without one are left out;
+- a rule's (alert name's) *noise*: of its paged incidents, those a person marked noisy or not
+  actionable (the newest mark counts; `actionable` withdraws one) and those Alertmanager resolved before
+  anyone acknowledged them (*auto-resolved before ack*); the *noise score* is the share of its paged
+  incidents that are either.
 
 Averages and shares over nothing are None.
 """
@@ -34,6 +38,7 @@ from vigil.oncall.plan import person_hours, person_zone
 
 ALERTMANAGER = "alertmanager"
 ACTIONS = ("note", "resolved", "escalated")  # what a person does beyond acknowledging
+NOISE_VERDICTS = ("noisy", "not_actionable")  # a `marked` event's verdicts that count as noise
 NOISIEST = 10
 DAY_S = 86400
 NO_TEAM, NO_PRIORITY, NO_ALERTNAME = "none", "none", "(no alertname)"
@@ -75,6 +80,8 @@ class Judged:
     escalated: bool
     acted_on: bool
     outside_hours: tuple[bool, ...]  # one per page, in `facts.pages` order
+    marked_noisy: bool = False  # its newest mark says noisy or not actionable
+    auto_resolved_before_ack: bool = False  # Alertmanager resolved it before a person acknowledged it
 
     @property
     def team(self) -> str:
@@ -106,8 +113,12 @@ def judge(facts: IncidentFacts, working: WorkingHoursFn) -> Judged:
     escalated = any((e.kind == "tier_paged" and (e.tier or 0) >= 1) or (e.kind == "escalated" and is_person(e.actor))
                     for e in facts.events)
     acted = ack is not None and any(e.kind in ACTIONS and is_person(e.actor) for e in facts.events)
+    marks = [e.verdict for e in facts.events if e.kind == "marked"]
+    resolved = next((e for e in facts.events if e.kind == "resolved"), None)
+    auto = resolved is not None and resolved.actor == ALERTMANAGER and (ack is None or ack.at > resolved.at)
     return Judged(facts, ack.actor if ack else None, ack.at - facts.opened_at if ack else None, escalated, acted,
-                  tuple(not working(p.person, p.sent_at) for p in facts.pages))
+                  tuple(not working(p.person, p.sent_at) for p in facts.pages),
+                  marked_noisy=bool(marks) and marks[-1] in NOISE_VERDICTS, auto_resolved_before_ack=auto)
 
 
 def _mean(values: list[float]) -> float | None:
@@ -167,16 +178,28 @@ def people(judged: list[Judged]) -> list[dict]:
     return sorted(found, key=lambda r: (-r["pages"], -r["acknowledged"], r["person"]))
 
 
-def noisiest_alerts(judged: list[Judged], top: int = NOISIEST) -> list[dict]:
-    """Alert names by pages sent (then incidents), with the share of their paged incidents that were
-    acknowledged and acted on."""
+def rule_noise(judged: list[Judged]) -> list[dict]:
+    """Per alert name (rule): incidents, pages sent, paged incidents acknowledged (and acted on), marked
+    noisy, auto-resolved before ack, and the noise score; noisiest first (score, then pages)."""
     found = []
     for name, group in grouped(judged, lambda j: j.facts.alertname or NO_ALERTNAME).items():
         paged = [j for j in group if j.facts.pages]
+        acknowledged = sum(j.acknowledged_by is not None for j in paged)
+        noisy = sum(j.marked_noisy for j in paged)
+        auto = sum(j.auto_resolved_before_ack for j in paged)
         found.append(dict(alertname=name, incidents=len(group), pages=sum(len(j.facts.pages) for j in group),
-                          acknowledged_share=_share(sum(j.acknowledged_by is not None for j in paged), len(paged)),
-                          acted_on_share=_share(sum(j.acted_on for j in paged), len(paged))))
-    return sorted(found, key=lambda r: (-r["pages"], -r["incidents"], r["alertname"]))[:top]
+                          paged_incidents=len(paged), acknowledged=acknowledged,
+                          acknowledged_share=_share(acknowledged, len(paged)),
+                          acted_on_share=_share(sum(j.acted_on for j in paged), len(paged)),
+                          marked_noisy=noisy, auto_resolved_before_ack=auto,
+                          noise_score=_share(sum(j.marked_noisy or j.auto_resolved_before_ack for j in paged),
+                                             len(paged))))
+    return sorted(found, key=lambda r: (-(r["noise_score"] or 0), -r["pages"], r["alertname"]))
+
+
+def noisiest_alerts(judged: list[Judged], top: int = NOISIEST) -> list[dict]:
+    """Alert names by pages sent (then incidents), with their noise figures (`rule_noise`)."""
+    return sorted(rule_noise(judged), key=lambda r: (-r["pages"], -r["incidents"], r["alertname"]))[:top]
 
 
 def grouped(judged: list[Judged], key: Callable[[Judged], str]) -> dict[str, list[Judged]]:
@@ -198,4 +221,5 @@ def report(facts: list[IncidentFacts], working: WorkingHoursFn, start: float, en
                        for name, group in grouped(judged, lambda j: j.priority).items()],
         "people": people(judged),
         "noisiest_alerts": noisiest_alerts(judged),
+        "rules": rule_noise(judged),
     }

@@ -15,7 +15,7 @@ from vigil.notifier.schema import deliveries, incident_events, incidents
 from vigil.notifier.store.engine import reading
 
 # timeline kinds the figures read: people's actions and the tiers paged
-EVENT_KINDS = ("acknowledged", "escalated", "note", "resolved", "tier_paged")
+EVENT_KINDS = ("acknowledged", "escalated", "note", "resolved", "tier_paged", "marked")
 CHUNK = 500  # incident ids per IN (…) list
 
 
@@ -25,6 +25,7 @@ class Event:
     kind: str
     actor: str | None
     tier: int | None = None  # tier_paged: the tier paged (0-based)
+    verdict: str | None = None  # marked: noisy | not_actionable | actionable
 
 
 @dataclass(frozen=True)
@@ -70,8 +71,9 @@ def incidents_opened(engine: sa.Engine, start: float, end: float, team: str | No
                               incident_events.c.actor, incident_events.c.detail)
                     .where(incident_events.c.incident_id.in_(chunk), incident_events.c.kind.in_(EVENT_KINDS))
                     .order_by(incident_events.c.at, incident_events.c.id)):
-                tier = json.loads(e.detail).get("tier") if e.kind == "tier_paged" else None
-                found[e.incident_id].events.append(Event(e.at, e.kind, e.actor, tier))
+                detail = json.loads(e.detail) if e.kind in ("tier_paged", "marked") else {}
+                found[e.incident_id].events.append(Event(e.at, e.kind, e.actor, detail.get("tier"),
+                                                         detail.get("verdict")))
             for p in conn.execute(
                     sa.select(deliveries.c.incident_id, deliveries.c.target, deliveries.c.channel_type,
                               deliveries.c.sent_at)

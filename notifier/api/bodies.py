@@ -6,7 +6,7 @@ reason)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import Request
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, field_validator
@@ -66,6 +66,15 @@ class NoteBody(_Body):
     text: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=10_000)]
 
 
+class MarkBody(_Body):
+    """`POST /api/v1/incidents/{id}/mark`: a person's verdict on the page — `noisy` (it should not have
+    paged), `not_actionable` (nothing to do about it), or `actionable` (withdraws an earlier mark)."""
+
+    by: Name
+    verdict: Literal["noisy", "not_actionable", "actionable"] = "noisy"
+    reason: Annotated[str, StringConstraints(strip_whitespace=True, max_length=1000)] | None = None
+
+
 class MaintenanceBody(_Body):
     """`POST /api/v1/maintenance`: hold pages of alerts whose labels equal every `match` entry, from
     `starts_at` (default: now) until `ends_at`, or for the duration `for` (`2h`, `90m`, seconds)."""
@@ -101,6 +110,10 @@ class NewWindow:
 
 async def actor_body(request: Request) -> ActorBody:
     return model_of(ActorBody, await json_body_of(request))
+
+
+async def mark_body(request: Request) -> MarkBody:
+    return model_of(MarkBody, await json_body_of(request))
 
 
 async def note_body(request: Request) -> NoteBody:

@@ -6,6 +6,8 @@
 - `POST /api/v1/incidents/{id}/ack|resolve|escalate|reopen` (`{"by": NAME}`) and `…/notes`
   (`{"by": NAME, "text": …}`): 404 for an unknown incident, 409 for what cannot happen now (acknowledge
   a resolved incident …), 422 for a bad body;
+- `POST /api/v1/incidents/{id}/mark` (`{"by": NAME, "verdict": "noisy"|"not_actionable"|"actionable",
+  "reason": …}`): a person's verdict on the page, in any state (the rule's noise score counts it);
 - `GET /api/v1/notifications`.
 """
 
@@ -17,8 +19,8 @@ from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from vigil.notifier.api.deps import ClockDep, ListLimit, StoreDep
-from vigil.notifier.api.openapi import ACTOR_BODY, ACTOR_REFUSALS, NOTE_BODY
-from vigil.notifier.api.bodies import actor_body, note_body
+from vigil.notifier.api.openapi import ACTOR_BODY, ACTOR_REFUSALS, MARK_BODY, NOTE_BODY
+from vigil.notifier.api.bodies import actor_body, mark_body, note_body
 from vigil.notifier.core.rejected import Rejected
 from vigil.notifier.engine import actions
 from vigil.notifier.read_models import IncidentId, incident_detail
@@ -78,6 +80,15 @@ async def _run(action, store: Store, incident_id: int, by: str, now: float) -> d
         raise Rejected(404, "not_found", str(exc)) from None
     except actions.TransitionRefused as exc:
         raise Rejected(409, "conflict", exc.reason) from None
+
+
+@router.post("/api/v1/incidents/{incident_id}/mark", openapi_extra=MARK_BODY)
+async def mark_incident(request: Request, store: StoreDep, clock: ClockDep, incident_id: IncidentId):
+    body = await mark_body(request)
+
+    def mark(store: Store, incident_id: int, by: str, now: float) -> dict:
+        return actions.mark(store, incident_id, by, body.verdict, now, body.reason)
+    return await _run(mark, store, incident_id, body.by, clock())
 
 
 @router.get("/api/v1/notifications")

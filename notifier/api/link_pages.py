@@ -7,7 +7,9 @@ from html import escape
 
 from fastapi.responses import HTMLResponse
 
-VERBS = {"ack": ("Acknowledge", "acknowledged"), "resolve": ("Resolve", "resolved")}
+VERBS = {"ack": ("Acknowledge", "acknowledged"), "resolve": ("Resolve", "resolved"), "noisy": ("Mark", "marked")}
+# a `noisy` link's two buttons: the verdict goes in the POST's query (`?verdict=`), no form body to parse
+NOISE_BUTTONS = (("noisy", "It should not have paged (noisy)"), ("not_actionable", "There was nothing to do (not actionable)"))
 SHOWN_EVENTS = 30
 # not cached, not framed (no clickjacking of the button), no referrer carrying the link elsewhere
 HEADERS = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY",
@@ -22,13 +24,18 @@ def action_page(incident: dict, action: str) -> HTMLResponse:
     if _nothing_to_do(incident, action):
         return _html(200, f"Incident #{incident['id']}", _summary(incident) +
                      _para(f"Nothing to do: the incident is {incident['state']} already."))
+    if action == "noisy":
+        buttons = "".join(f'<form method="post" action="?verdict={value}"><button type="submit">{escape(text)}'
+                          "</button></form>" for value, text in NOISE_BUTTONS)
+        return _html(200, f"Was the page of incident #{incident['id']} noisy?", _summary(incident) + buttons)
     button = (f'<form method="post"><button type="submit">{escape(verb)} incident #{incident["id"]}</button>'
               "</form>")
     return _html(200, f"{verb} incident #{incident['id']}?", _summary(incident) + button)
 
 
-def done_page(incident: dict, action: str) -> HTMLResponse:
-    return _html(200, f"Incident #{incident['id']} {VERBS[action][1]}", _summary(incident))
+def done_page(incident: dict, action: str, verdict: str | None = None) -> HTMLResponse:
+    said = f" {verdict.replace('_', ' ')}" if verdict else ""
+    return _html(200, f"Incident #{incident['id']} {VERBS[action][1]}{said}", _summary(incident))
 
 
 def incident_page(incident: dict, timeline: list[dict]) -> HTMLResponse:
@@ -46,6 +53,8 @@ def refusal_page(status: int, sentence: str, incident: dict | None = None) -> HT
 
 
 def _nothing_to_do(incident: dict, action: str) -> bool:
+    if action == "noisy":
+        return False  # a page is judged in any state
     return incident["state"] == "resolved" or (action == "ack" and incident["state"] == "acknowledged")
 
 

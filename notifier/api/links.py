@@ -6,7 +6,8 @@ An `open` link takes someone logged in to the web console to the incident's cons
 else sees the incident read-only. Every link page links to the console's incident page too.
 
 GET never acts, so a mail scanner or a link preview that fetches the URL changes nothing: it shows the
-incident and, for an acknowledge or resolve link, a button that POSTs. The POST acts once (the link's
+incident and, for an acknowledge or resolve link, a button that POSTs; a mark-noisy link shows two, noisy
+and not actionable (the verdict in the POST's query). The POST acts once (the link's
 nonce goes into `link_uses`). Refusals say why in a sentence: forged 403, expired 410, used already or
 impossible now 409, an `open` link posted 400, the incident gone 404.
 """
@@ -29,6 +30,7 @@ from vigil.common.times import rfc3339
 router = APIRouter()
 LINK_ACTOR = "one-click link"
 _DO = {"ack": actions.acknowledge, "resolve": actions.resolve}
+NOISE_VERDICTS = ("noisy", "not_actionable")  # what a `noisy` link's POST may say (`?verdict=`)
 
 
 @router.get(LINK_PATH + "{token}", response_class=HTMLResponse, responses=LINK_RESPONSES)
@@ -52,14 +54,17 @@ async def show_link(request: Request, token: str, store: StoreDep, settings: Set
 
 
 @router.post(LINK_PATH + "{token}", response_class=HTMLResponse, responses=LINK_RESPONSES)
-async def use_link(token: str, store: StoreDep, settings: SettingsDep, clock: ClockDep):
+async def use_link(request: Request, token: str, store: StoreDep, settings: SettingsDep, clock: ClockDep):
     now = clock()
     link = _verified(settings.token, token, now)
     if isinstance(link, HTMLResponse):
         return link
     if link.action == "open":
         return refusal_page(400, "This link only shows the incident; it cannot change it.")
-    return await run_in_threadpool(_act_once, store, link, now)
+    verdict = request.query_params.get("verdict", "noisy") if link.action == "noisy" else None
+    if verdict is not None and verdict not in NOISE_VERDICTS:
+        return refusal_page(400, f"A page is marked {' or '.join(NOISE_VERDICTS)}, not {verdict[:40]!r}.")
+    return await run_in_threadpool(_act_once, store, link, now, verdict)
 
 
 def _verified(webhook_token: str, token: str, now: float) -> Link | HTMLResponse:
@@ -70,12 +75,15 @@ def _verified(webhook_token: str, token: str, now: float) -> Link | HTMLResponse
         return refusal_page(refused.status, str(refused))
 
 
-def _act_once(store, link: Link, now: float) -> HTMLResponse:
+def _act_once(store, link: Link, now: float, verdict: str | None = None) -> HTMLResponse:
     uses = LinkUses(store.engine)
     if not uses.claim(link.nonce, link.incident_id, link.action, now):
         return refusal_page(409, _used_sentence(uses.used_at(link.nonce)), store.notifications.incident(link.incident_id))
     try:
-        incident = _DO[link.action](store, link.incident_id, LINK_ACTOR, now)
+        if link.action == "noisy":
+            incident = actions.mark(store, link.incident_id, LINK_ACTOR, verdict or "noisy", now)
+        else:
+            incident = _DO[link.action](store, link.incident_id, LINK_ACTOR, now)
     except actions.IncidentNotFound:
         uses.release(link.nonce)
         return refusal_page(404, f"Incident #{link.incident_id} does not exist (any more) on this notifier.")
@@ -85,7 +93,7 @@ def _act_once(store, link: Link, now: float) -> HTMLResponse:
     except BaseException:
         uses.release(link.nonce)
         raise
-    return done_page(incident, link.action)
+    return done_page(incident, link.action, verdict)
 
 
 def _used_sentence(used_at: float | None) -> str:

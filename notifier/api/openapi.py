@@ -8,7 +8,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.utils import deep_dict_update
 
 from vigil.common.click_types import MAX_ROW_ID
-from vigil.notifier.api.bodies import ActorBody, MaintenanceBody, NoteBody
+from vigil.notifier.api.bodies import ActorBody, MaintenanceBody, MarkBody, NoteBody
 from vigil.notifier.delivery.channels import PAGE_HEADER
 from vigil.notifier.core.models import WebhookPayload
 from vigil.rules.alertmanager import WEBHOOK_PATH
@@ -67,6 +67,7 @@ def model_body(model, description: str) -> dict:
 
 ACTOR_BODY = model_body(ActorBody, "Who does it (shown on the incident's timeline).")
 NOTE_BODY = model_body(NoteBody, "A note on the incident's timeline.")
+MARK_BODY = model_body(MarkBody, "A person's verdict on the incident's page (counted in its rule's noise score).")
 MAINTENANCE_BODY = model_body(MaintenanceBody, "A maintenance window: pages of matching incidents are held "
                                                "(recorded, not sent) while it lasts.")
 HTML_PAGE = {"content": {"text/html": {"schema": {"type": "string"}}}}

@@ -193,6 +193,15 @@ async def add_note(request: Request, incident_id: IncidentId, user: ConsoleUser,
     return await _act(request, incident_id, user, note, "noted")
 
 
+@router.post("/incidents/{incident_id}/mark")
+async def mark(request: Request, incident_id: IncidentId, user: ConsoleUser, form: CheckedForm):
+    verdict = str(form.get("verdict", "noisy"))
+
+    def mark_page(store, incident_id: int, by: str, now: float) -> dict:
+        return actions.mark(store, incident_id, by, verdict, now)
+    return await _act(request, incident_id, user, mark_page, "marked")
+
+
 def _action_route(verb: str) -> None:
     run, done = ACTIONS[verb]
 

@@ -4,7 +4,7 @@ The full form (IM, e-mail, the inbox): a title line and a body — the incident 
 reached this person when it was escalated ("not acknowledged within 20s by ana (DRI)"), the group's
 alerts, then what to do about them (the repair action the XID catalogue attaches, the alert's
 description, the affected job and its owner, the runbook), a note (who resolved it), and the one-click
-links (acknowledge / resolve / open).
+links (acknowledge / resolve / open / mark noisy).
 
 The short form (SMS and phone, `SHORT_KINDS`): one line of at most 160 characters with the compact
 acknowledge link — priority, incident, what broke and where, the repair action, why it was escalated:
@@ -112,7 +112,7 @@ def what_to_do(labels: dict, annotations: dict, recurred: str | None = None) -> 
     return lines
 
 
-LINK_LABELS = ("acknowledge", "resolve", "open")  # the order of `vigil.notifier.links.page_links`
+LINK_LABELS = ("acknowledge", "resolve", "open", "mark noisy")  # the order of `vigil.notifier.links.page_links`
 SHORT_ACK = len(LINK_LABELS)  # then the compact acknowledge link, for the short form
 
 

@@ -1,4 +1,4 @@
-"""What people do to an incident: acknowledge, resolve, add a note, escalate now, reopen.
+"""What people do to an incident: acknowledge, resolve, add a note, escalate now, reopen, mark noisy.
 
 Each is one transaction on the store at the time `now` (the caller's clock), recorded on the timeline
 with who did it, and returns the incident as `store.notifications.incident` shows it. An unknown
@@ -11,7 +11,8 @@ a resolved incident, resolve one twice …) raises `TransitionRefused` with the 
 - resolve: ends the escalation and pages "resolved" to every (person, contact) that had a firing page;
 - escalate now: the next tier is paged at once (an acknowledgement is handed on with it: cleared; while
   a maintenance window holds the incident, it is the tier paged when the window is over);
-- reopen: a resolved incident fires again, unacknowledged, from the policy's first tier.
+- reopen: a resolved incident fires again, unacknowledged, from the policy's first tier;
+- mark: a person's verdict on the page — noisy, not actionable, or (withdrawing it) actionable.
 """
 
 from __future__ import annotations
@@ -74,6 +75,22 @@ def add_note(store: Store, incident_id: int, by: str, text: str, now: float) -> 
     with store.engine.begin() as conn:
         _existing(conn, incident_id)
         store.timeline.record(conn, incident_id, now, "note", by, text=text[:MAX_NOTE_CHARS])
+    return store.notifications.incident(incident_id)
+
+
+VERDICTS = ("noisy", "not_actionable", "actionable")  # `actionable` withdraws an earlier mark
+NOISE_VERDICTS = ("noisy", "not_actionable")
+
+
+def mark(store: Store, incident_id: int, by: str, verdict: str, now: float, reason: str | None = None) -> dict:
+    """A person's verdict on the incident's page (timeline `marked`), in any state: the newest mark of an
+    incident counts in each rule's noise score (`vigil report oncall`, `vigil rules backtest`)."""
+    if verdict not in VERDICTS:
+        raise TransitionRefused(f"a verdict is one of {', '.join(VERDICTS)}, not {verdict!r}")
+    with store.engine.begin() as conn:
+        _existing(conn, incident_id)
+        store.timeline.record(conn, incident_id, now, "marked", by, verdict=verdict,
+                              **({"reason": reason[:MAX_NOTE_CHARS]} if reason else {}))
     return store.notifications.incident(incident_id)
 
 

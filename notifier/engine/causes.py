@@ -22,6 +22,7 @@ import json
 import sqlalchemy as sa
 
 from vigil.common import symptoms
+from vigil.common.times import rfc3339
 from vigil.common.symptoms import SymptomOf
 from vigil.notifier.core.models import WebhookPayload
 from vigil.notifier.schema import incidents
@@ -86,7 +87,7 @@ def hold(conn: sa.Connection, incident_id: int, symptom: SymptomOf, now: float) 
     """Hold the symptom's first page for its causes' wait; returns when it is due."""
     until = now + symptom.wait_s
     incident_state.update(conn, incident_id, held_until=until)
-    Timeline(conn.engine).record(conn, incident_id, now, "held", until=until,
+    Timeline(conn.engine).record(conn, incident_id, now, "held", until=rfc3339(until),
                                  causes=sorted({cause.alertname for cause in symptom.causes}))
     return until
 

@@ -1,4 +1,4 @@
-"""`vigil incidents list|show|ack|resolve|note|escalate|reopen`: work the incidents of the running stack's
+"""`vigil incidents list|show|ack|resolve|note|mark|escalate|reopen`: work the incidents of the running stack's
 notifier (found through `--run-dir`, like `vigil inbox`), the same as its REST API does.
 
 On a stopped stack `list` and `show` read the run directory's notifier database instead (read-only,
@@ -26,7 +26,7 @@ PRIORITIES = ("P1", "P2", "P3", "P4", "P5")
 
 @click.group()
 def incidents():
-    """Incidents of the stack: list, show (with the timeline), acknowledge, resolve, note, escalate, reopen.
+    """Incidents of the stack: list, show (with the timeline), acknowledge, resolve, note, mark noisy, escalate, reopen.
 
     list and show also work on a stopped stack (they read its run directory's notifier database)."""
 
@@ -115,6 +115,24 @@ resolve = _action("resolve", "resolve", "resolved", "Resolve an incident by hand
 escalate = _action("escalate", "escalate", "escalated to the next tier", "Page the next tier of the policy now.")
 reopen = _action("reopen", "reopen", "reopened",
                  "Reopen a resolved incident: it fires again, unacknowledged, and the policy pages from its first tier.")
+
+
+@incidents.command()
+@run_dir_option
+@click.argument("incident_id", type=RowNumber("incident"))
+@click.option("--noisy", "verdict", flag_value="noisy", default=True,
+              help="It should not have paged (the default).")
+@click.option("--not-actionable", "verdict", flag_value="not_actionable", help="There was nothing to do about it.")
+@click.option("--actionable", "verdict", flag_value="actionable", help="Withdraw an earlier mark.")
+@click.option("--reason", help="Why, on the incident's timeline.")
+@by_option
+def mark(run_dir, incident_id, verdict, reason, by):
+    """Mark an incident's page noisy or not actionable: counted in its rule's noise score (`vigil report
+    oncall`, `vigil rules backtest --notifier-url`); the newest mark counts."""
+    body = {"verdict": verdict, **({"reason": reason} if reason else {})}
+    call_notifier(run_dir, lambda c: c.incident_action(incident_id, "mark", by, **body),
+                  refused=f"mark incident {incident_id}")
+    click.echo(f"#{incident_id}: marked {verdict.replace('_', ' ')} by {by}")
 
 
 @incidents.command()

@@ -74,7 +74,7 @@ def _row(name: str, s: dict) -> str:
 
 
 def describe(found: dict) -> list[str]:
-    """The report as text tables: all, per team, per priority, then people and the noisiest alerts."""
+    """The report as text tables: all, per team, per priority, then people and every rule's noise."""
     lines = [f"On-call health, incidents opened {when(found['from'])} to {when(found['to'])} UTC"
              + (f", team {found['team']}" if found.get("team") else ""), "",
              f"{'':<16}" + "".join(f"{column:>10}" for column in COLUMNS), _row("all", found["overall"])]
@@ -87,8 +87,11 @@ def describe(found: dict) -> list[str]:
         lines.append(f"{p['person']:<16}{p['pages']:>8}{p['pages_outside_hours']:>10}{p['acknowledged']:>6}"
                      f"{_seconds(p['mtta_seconds']):>10}{p['notes']:>7}{p['resolved']:>10}{p['escalated']:>10}  "
                      f"{channels}")
-    width = max([32, *(len(a["alertname"]) + 2 for a in found["noisiest_alerts"])])  # the longest name fits
-    lines += ["", f"{'noisiest alerts':<{width}}{'incidents':>10}{'pages':>8}{'acked':>8}{'acted on':>10}"]
+    rules = found.get("rules", found["noisiest_alerts"])
+    width = max([32, *(len(a["alertname"]) + 2 for a in rules)])  # the longest name fits
+    lines += ["", f"{'rules, noisiest first':<{width}}{'incidents':>10}{'pages':>8}{'acked':>8}{'acted on':>10}"
+                  f"{'noisy':>7}{'auto-res':>10}{'noise':>7}"]
     lines += [f"{a['alertname']:<{width}}{a['incidents']:>10}{a['pages']:>8}{_share(a['acknowledged_share']):>8}"
-              f"{_share(a['acted_on_share']):>10}" for a in found["noisiest_alerts"]]
+              f"{_share(a['acted_on_share']):>10}{a.get('marked_noisy', 0):>7}{a.get('auto_resolved_before_ack', 0):>10}"
+              f"{_share(a.get('noise_score')):>7}" for a in rules]
     return lines

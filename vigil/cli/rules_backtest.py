@@ -132,24 +132,51 @@ def backtest_command(specs, start, end, prometheus, run_dir, interval, flap_wind
         result = backtest(client, ruleset, start, end, settings, incidents)
     except PrometheusUnavailable as exc:
         raise click.ClickException(str(exc)) from None
+    # the noise of the incidents compared: those opened in the range, and those opened before it still open in it
+    since = min([start, *(incident.start for incident in incidents or [])])
+    noise = None if notifier is None else _noise(notifier, since, end)
     if as_json_output:
-        click.echo(json.dumps(as_json(result, url), indent=2))
+        found = as_json(result, url)
+        for rule in found["rules"]:
+            rule["noise"] = None if noise is None else noise.get(rule["alert"])
+        click.echo(json.dumps(found, indent=2))
     else:
-        _print_table(result, url)
+        _print_table(result, url, noise)
     if result.errors:
         raise click.ClickException(f"Prometheus refused {len(result.errors)} rule(s):\n" + "\n".join(result.errors))
 
 
-def _print_table(result: Backtest, url: str) -> None:
+NOISE_KEYS = ("paged_incidents", "pages", "acknowledged", "marked_noisy", "auto_resolved_before_ack", "noise_score")
+
+
+def _noise(notifier: StackClient, start: float, end: float) -> dict[str, dict]:
+    """Each rule's noise score over the incidents opened from `start` to `end` (`vigil report oncall`'s `rules`)."""
+    try:
+        found = notifier.oncall_report(rfc3339(start), rfc3339(end))
+    except (requests.RequestException, StackRequestError) as exc:
+        raise click.ClickException(f"cannot read the noise scores of the notifier at {notifier.notifier}: {exc}") from None
+    return {row["alertname"]: {key: row.get(key) for key in NOISE_KEYS} for row in found.get("rules", [])}
+
+
+def _noise_cell(noise: dict[str, dict] | None, alert: str) -> str:
+    """`2/5 (40%)`: paged incidents marked noisy or auto-resolved before an ack, of those paged; `-` unknown."""
+    row = (noise or {}).get(alert)
+    if row is None or not row["paged_incidents"]:
+        return "-"
+    noisy = round(row["noise_score"] * row["paged_incidents"])
+    return f"{noisy}/{row['paged_incidents']} ({row['noise_score']:.0%})"
+
+
+def _print_table(result: Backtest, url: str, noise: dict[str, dict] | None = None) -> None:
     click.echo(f"backtest of {len(result.reports)} alerts over {people_time(rfc3339(result.start))} → {people_time(rfc3339(result.end))} UTC "
                f"({format_duration(result.end - result.start)}) against {url}; noisiest first")
-    header = ("ALERT", "SEVERITY", "FIRINGS", "FIRING TIME", "FLAPS", "SERIES", "INCIDENTS")
+    header = ("ALERT", "SEVERITY", "FIRINGS", "FIRING TIME", "FLAPS", "SERIES", "INCIDENTS", "NOISE")
     rows = [header]
     for r in result.reports:
         share = r.incident_share
         matched = "-" if share is None else f"{r.matched_incidents}/{len(r.firings)} ({share:.0%})"
         rows.append((r.alert, r.severity, str(len(r.firings)), format_duration(round(r.firing_seconds)), str(r.flaps),
-                     str(len({f.labels for f in r.firings})), matched))
+                     str(len({f.labels for f in r.firings})), matched, _noise_cell(noise, r.alert)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     for row in rows:
         click.echo("  ".join(cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))).rstrip())

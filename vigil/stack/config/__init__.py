@@ -31,7 +31,7 @@ from vigil.stack.config.ha_alertmanager import fan_out_webhooks, notifier_bases
 from vigil.stack.config.ha_prometheus import ha_prometheus_config
 from vigil.stack.config import postgres
 from vigil.stack.config.layout import RunLayout
-from vigil.stack.config.prometheus import GPU_JOB, prometheus_config
+from vigil.stack.config.prometheus import GPU_JOB, NODE_HEALTH_JOB, prometheus_config
 from vigil.stack.config.secret_files import ensure_demo_password, ensure_private_database, ensure_token
 from vigil.stack.config.sharded import ShardedLayout, link_disk_model, shard_prometheus_config
 
@@ -50,11 +50,21 @@ def _write(path: Path, doc: dict) -> None:
     path.write_text(dump_config(doc), encoding="utf-8")
 
 
+def stack_ruleset(settings: StackSettings) -> rulegen.RuleSet:
+    """The shipped rules, less those that would page for a part this stack does not run: without the node
+    health exporter (`node_health: false`), the alert that its target is absent."""
+    ruleset = rulegen.load_specs(rulegen.default_spec_paths())
+    if settings.node_health:
+        return ruleset
+    return ruleset.without({alert.name for alert in ruleset.alerts
+                            if alert.kind == "absent" and f'job="{NODE_HEALTH_JOB}"' in alert.expr})
+
+
 def write_stack_files(settings: StackSettings, layout: RunLayout, node_names: list[str]) -> None:
     """Generate every config file and secret of the stack into the run directory (idempotent)."""
     ensure_token(layout)
     ensure_private_database(layout.notifier_db)
-    ruleset = rulegen.load_specs(rulegen.default_spec_paths())
+    ruleset = stack_ruleset(settings)
     layout.rules_dir.mkdir(parents=True, exist_ok=True)
     for stale in layout.rules_dir.glob("*.yml"):
         stale.unlink()
