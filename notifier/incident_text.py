@@ -71,7 +71,8 @@ def _incident_text(kind: str, d: dict, tier: str) -> str:
 
 
 def _cause_text(kind: str, d: dict) -> str:
-    """The words of causes and symptoms (`engine/causes.py`) and of a person's mark on the page."""
+    """The words of causes and symptoms (`engine/causes.py`), of a resolution's wait (`engine/settle.py`)
+    and of a person's mark on the page."""
     if kind == "held":
         causes = " or ".join(d.get("causes") or ["its cause"])
         return f"first page held until {utc_text(d.get('until'))}: waiting for {causes}"
@@ -79,6 +80,10 @@ def _cause_text(kind: str, d: dict) -> str:
         return f"a symptom of incident #{d.get('cause')} ({d.get('cause_title')}): nobody paged for it"
     if kind == "also_firing":
         return f"also firing: incident #{d.get('incident')} {d.get('title')}"
+    if kind == "resolving":
+        return f"its alerts resolved: it resolves at {utc_text(d.get('until'))} unless they fire again"
+    if kind == "steady":
+        return "fired again while its resolution waited: still open, nobody paged"
     if kind == "marked":
         return str(d.get("verdict", "")).replace("_", " ") + (f": {d['reason']}" if d.get("reason") else "")
     return ", ".join(f"{key}={value}" for key, value in d.items() if value is not None)

@@ -3,7 +3,7 @@
 Constraints added after revision 0001 carry explicit names: SQLite's batch mode can only create (and
 later drop) named ones. Revision 0002 adds the on-call engine's tables and columns (design §3); 0003 the
 indexes the webhook's reads need; 0004 the heartbeats table; 0005 the console's sessions;
-0006 an incident's cause and the hold of a symptom's first page.
+0006 an incident's cause, the hold of a symptom's first page and a resolution's wait.
 """
 
 from __future__ import annotations
@@ -38,7 +38,10 @@ incidents = sa.Table(
     # own), and until when a symptom's first page waits for its cause (engine/causes.py)
     sa.Column("cause_id", sa.Integer),
     sa.Column("held_until", sa.Float),
+    # a resolution waiting out `incidents.resolve_after` (flap damping, revision 0006; core/incidents.py)
+    sa.Column("resolving_at", sa.Float),
     sa.Index("incidents_held", "held_until"),
+    sa.Index("incidents_resolving", "resolving_at"),
     sa.Index("incidents_of_cause", "cause_id"),
     # at most one firing incident per group, even with two notifier processes on one database
     sa.Index("one_firing_incident_per_group", "group_key", unique=True,

@@ -145,9 +145,11 @@ class Storm(_Strict):
 
 
 class IncidentSettings(_Strict):
-    """`reopen_within` seconds (0: never reopen) and the lifetime of the one-click links in pages."""
+    """`reopen_within` seconds (0: never reopen), `resolve_after` (how long a resolution waits for the
+    group to stay resolved before the incident is; 0: at once) and the lifetime of the one-click links."""
 
     reopen_within: Duration = 0.0
+    resolve_after: Duration = 0.0
     link_ttl: Duration = 86400.0
 
 

@@ -19,6 +19,7 @@ stack:
   group_interval: 1
   resend_delay: 1
   max_for: 2
+  resolve_after: 0
   sim_nodes: {nodes}
   sim_gpus: {gpus}
   sim_jobs: {jobs}

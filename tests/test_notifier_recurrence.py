@@ -6,16 +6,8 @@ from __future__ import annotations
 
 import requests
 
-from test_notifier_support import AUTH, NotifierServer, alert, free_port, inbox, make_settings, payload, post_alerts, wait_for
+from test_notifier_support import ONE_DRI, AUTH, NotifierServer, alert, free_port, inbox, make_settings, payload, post_alerts, wait_for
 
-ONE_DRI = """
-targets:
-  dri:
-    channels:
-      - type: inbox
-routes: []
-default: dri
-"""
 
 
 def lost(gpu: str, starts: str, status: str = "firing") -> dict:

@@ -268,6 +268,7 @@ class PagesNobody:
     """An intake that opens the incident and enqueues no page (the test enqueues its own)."""
 
     reopen_within_s = 0.0
+    resolve_after_s = 0.0
 
     def on_ingest(self, event) -> int:
         return 0

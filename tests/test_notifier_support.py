@@ -64,6 +64,16 @@ def make_settings(tmp_path: Path, port: int = 9, **overrides) -> NotifierSetting
     values.update(overrides)
     return NotifierSettings(**values)
 
+# one person, every page to the inbox, whatever its severity (a first-version file: one tier, no escalation)
+ONE_DRI = """
+targets:
+  dri:
+    channels:
+      - type: inbox
+routes: []
+default: dri
+"""
+
 
 class NotifierServer:
     """The notifier app served by a real uvicorn on a loopback port, in a thread."""

@@ -7,7 +7,10 @@ One incident per Alertmanager `groupKey` at a time:
   so time-to-resolve stays meaningful);
 - firing, incident already firing → **update**; page only when the notification carries a firing the
   incident has not seen (new alert, or an alert that resolved and fired again);
-- resolved, incident firing → **resolve** and page "resolved";
+- resolved, incident firing → **resolve** and page "resolved"; with `incidents.resolve_after` the
+  resolution first waits that long (`resolving_at`): firing again meanwhile → **steady**, the incident
+  stays open and nobody is paged (a flapping alert is one incident and one page); else the engine's
+  pass resolves it when the wait is over;
 - resolved, the latest incident is already resolved and knows all these alerts → **attach** (an HA
   peer or a late copy: nothing new, no page);
 - firing, the latest incident resolved less than `reopen_within_s` ago (the on-call file's
@@ -34,7 +37,7 @@ from typing import Literal
 
 from vigil.notifier.core.models import WebhookPayload
 
-Action = Literal["open", "update", "resolve", "attach", "record", "reopen"]
+Action = Literal["open", "update", "resolve", "attach", "record", "reopen", "steady"]
 # How far apart two Prometheus replicas may start the same alert: their evaluation offsets (below one
 # evaluation interval) plus a scrape that one saw the change in and the other did not.
 REPLICA_START_SKEW_S = 120.0
@@ -81,6 +84,7 @@ class IncidentState:
     status: Literal["firing", "resolved"]
     known_alert_keys: frozenset[str] = field(default_factory=frozenset)
     resolved_at: float | None = None
+    resolving: bool = False  # firing, its resolution waiting out `incidents.resolve_after`
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,8 @@ def decide(payload: WebhookPayload, latest: IncidentState | None, now: float = 0
     keyed = [(alert.firing_key(), alert.status) for alert in payload.alerts]  # each parsed once
     keys = frozenset(key for key, _ in keyed)
     if payload.status == "firing":
+        if latest is not None and latest.status == "firing" and latest.resolving:
+            return IncidentDecision("steady", False, "firing", keys)
         if latest is not None and latest.status == "firing":
             seen = KnownFirings(latest.known_alert_keys)
             new_firings = {key for key, status in keyed if status == "firing" and key not in seen}

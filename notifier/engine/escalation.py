@@ -11,7 +11,8 @@
   - update with a new firing: timeline `alert_added`; the people of the tier paged last get the
     updated page now;
   - resolve: the escalation ends, timeline `resolved` (actor `alertmanager`), and a resolved page goes
-    to every (person, contact) that had a firing page;
+    to every (person, contact) that had a firing page; with `incidents.resolve_after` it first waits
+    (timeline `resolving`; the escalation waits too), and firing again meanwhile is `steady`, no page;
   - record (resolved, never heard firing): routed, and the first tier gets the resolved page;
 - by the clock (`run_step`, for each due row the escalation loop claims, `escalation_loop.py`): page
   the tier's people now (`tier_people`, then each person's contact plan), record it on the timeline, and
@@ -40,6 +41,7 @@ from functools import partial
 import sqlalchemy as sa
 
 from vigil.common.durations import format_duration
+from vigil.common.times import rfc3339
 from vigil.notifier.core.after_commit import AfterCommit
 from vigil.notifier.core.escalation_steps import ESCALATE, REPAGE, Escalation, after_page, normalized
 from vigil.notifier.engine import causes, pause, repage
@@ -75,6 +77,10 @@ def run_step(conn: sa.Connection, oncall: OncallConfig, escalation: Escalation, 
         log.warning("incident %d: policy %r is no longer in the on-call config; its escalation ends",
                     incident.id, escalation.policy)
         escalations.delete(conn, incident.id)
+        return 0
+    if incident.resolving_at is not None:  # its alerts resolved and the resolution waits: no page meanwhile
+        escalations.put(conn, incident.id, escalation.policy, max(incident.resolving_at, escalation.due_at),
+                        tier=escalation.tier, repeat=escalation.repeat, round=escalation.round, mode=escalation.mode)
         return 0
     held = pause.holding(conn, oncall, incident, now)
     if pause.before_step(conn, oncall, spec, incident, escalation, held, now):
@@ -155,6 +161,17 @@ def _why_escalated(conn: sa.Connection, oncall: OncallConfig, spec: PolicySpec, 
             f"({spec.tiers[tier].name})")
 
 
+def resolved_pages(conn: sa.Connection, incident_id: int, now: float, key: str, **detail) -> int:
+    """Alertmanager resolved the incident (already marked resolved on `conn`): its escalation ends, the
+    timeline says so, and every (person, contact) its firing pages reached gets the resolved page."""
+    escalations = Escalations(conn.engine)
+    escalations.delete(conn, incident_id)
+    Timeline(conn.engine).record(conn, incident_id, now, "resolved", ALERTMANAGER, **detail)
+    pages = contact_pages(conn, incident_state.row(conn, incident_id), escalations.paged_contacts(conn, incident_id),
+                          "resolved", now, key)
+    return Outbox(conn.engine).enqueue_pages(conn, incident_id, "resolved", pages, now)
+
+
 def _count_page(metrics: NotifierMetrics, tier: int, delay_s: float) -> None:
     metrics.escalations.labels(str(tier)).inc()
     metrics.escalation_delay.observe(delay_s)
@@ -173,6 +190,7 @@ class EngineIntake:
         self._links = links
         self._metrics = metrics
         self.reopen_within_s = float(oncall.incidents.reopen_within or 0.0)
+        self.resolve_after_s = float(oncall.incidents.resolve_after or 0.0)
 
     def on_ingest(self, event: IngestEvent) -> int:
         action, conn, incident_id, now = event.decision.action, event.conn, event.incident_id, event.now
@@ -213,12 +231,14 @@ class EngineIntake:
         if action == "update" and event.decision.page:
             return self._update(conn, event, timeline)
         if action == "resolve":
-            escalations = Escalations(conn.engine)
-            escalations.delete(conn, incident_id)
-            timeline.record(conn, incident_id, now, "resolved", ALERTMANAGER)
-            pages = contact_pages(conn, incident_state.row(conn, incident_id), escalations.paged_contacts(conn, incident_id),
-                                  "resolved", now, f"resolved:{ALERTMANAGER}:{event.notification_id}")
-            return Outbox(conn.engine).enqueue_pages(conn, incident_id, "resolved", pages, now)
+            incident = incident_state.row(conn, incident_id)
+            if incident.status == "firing":  # `resolve_after`: the resolution waits (settle.py ends it)
+                timeline.record(conn, incident_id, now, "resolving", ALERTMANAGER,
+                                until=rfc3339(incident.resolving_at))
+                return 0
+            return resolved_pages(conn, incident_id, now, f"resolved:{ALERTMANAGER}:{event.notification_id}")
+        if action == "steady":  # fired again while its resolution waited: still one incident, no page
+            timeline.record(conn, incident_id, now, "steady", ALERTMANAGER, notification=event.notification_id)
         return 0
 
     def _route(self, conn: sa.Connection, incident_id: int, labels: dict, now: float,

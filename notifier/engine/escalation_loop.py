@@ -1,5 +1,6 @@
-"""The escalation loop: due escalations claimed in batches and stepped (`escalation.run_step`), and the
-SLA check (`sla.py`), driven by the clock.
+"""The escalation loop: due escalations claimed in batches and stepped (`escalation.run_step`), the
+SLA check (`sla.py`) and the resolutions that waited out `incidents.resolve_after` (`settle.py`),
+driven by the clock.
 
 Each due escalation (`store/escalations.py`) is handled within one transaction (its batch's, in a
 SAVEPOINT of its own): the row is claimed (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: the write lock)
@@ -21,7 +22,7 @@ import sqlalchemy as sa
 
 from vigil.notifier.core.after_commit import AfterCommit
 from vigil.notifier.core.clock import Clock
-from vigil.notifier.engine import sla
+from vigil.notifier.engine import settle, sla
 from vigil.notifier.engine.escalation import run_step
 from vigil.notifier.engine.paging import LinkMaker
 from vigil.notifier.loop_thread import LoopThread
@@ -63,7 +64,8 @@ class EscalationEngine:
             wait = self._poll_interval_s
             try:
                 self.run_once()
-                next_due = self._store.escalations.next_due()
+                next_due = min((t for t in (self._store.escalations.next_due(), settle.next_due(self._store))
+                                if t is not None), default=None)
                 if next_due is not None:
                     wait = min(wait, max(0.0, next_due - self._clock()))
             except Exception:  # the database may be briefly locked or down: keep the engine alive
@@ -82,7 +84,7 @@ class EscalationEngine:
         if self._sla_checked_at is None or not 0 <= now - self._sla_checked_at < self._poll_interval_s:
             sla.check(self._store, self._oncall, now, self._metrics)
             self._sla_checked_at = now
-        added, failed = 0, 0
+        added, failed = settle.settle(self._store, now), 0
         while self._due(now):
             counted = AfterCommit()
             with self._store.engine.begin() as conn:

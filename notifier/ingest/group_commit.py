@@ -55,6 +55,7 @@ class IncidentPlanner(Protocol):
     """The on-call engine's side of an ingest (`vigil.notifier.engine.escalation.EngineIntake`)."""
 
     reopen_within_s: float  # a group firing again this soon after its incident resolved reopens it
+    resolve_after_s: float  # a resolution waits this long for the group to stay resolved
 
     def on_ingest(self, event: IngestEvent) -> int:
         """Route, escalate, enqueue on `event.conn`; returns how many pages were enqueued."""
@@ -65,7 +66,7 @@ def ingest_in(conn: sa.Connection, notifications: Notifications, payload: Webhoo
     """One ingest on the caller's transaction `conn`, in two steps: the store keeps the notification and
     applies its incident decision, then the on-call engine (`plan`) routes, escalates and enqueues its
     pages. Its counts run once the caller has committed (`IngestResult.committed`)."""
-    stored = notifications.store_in(conn, payload, now, plan.reopen_within_s)
+    stored = notifications.store_in(conn, payload, now, plan.reopen_within_s, plan.resolve_after_s)
     if isinstance(stored, IngestResult):
         return stored  # a duplicate: stored before, nothing to hand on
     enqueued = plan.on_ingest(stored)

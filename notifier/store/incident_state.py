@@ -77,10 +77,11 @@ def reopen(conn: sa.Connection, incident_id: int) -> None:
 
 
 def overdue(conn: sa.Connection, which: str, now: float, limit: int) -> list[int]:
-    """Firing incidents past their `which` (ack | resolve) target and not yet marked breached."""
+    """Firing incidents past their `which` (ack | resolve) target and not yet marked breached (one whose
+    alerts resolved, its resolution waiting out `resolve_after`, is not overdue)."""
     due, breached = incidents.c[f"{which}_due_at"], incidents.c[f"{which}_breached_at"]
     query = sa.select(incidents.c.id).where(incidents.c.status == "firing", due.is_not(None), due <= now,
-                                            breached.is_(None))
+                                            breached.is_(None), incidents.c.resolving_at.is_(None))
     if which == "ack":
         query = query.where(incidents.c.acknowledged_at.is_(None))
     return list(conn.execute(query.order_by(due).limit(limit)).scalars())
@@ -111,6 +112,7 @@ def as_dict(r, tier: int | None) -> dict:
                  resolve=_sla(r.resolve_due_at, r.resolve_breached_at, r.status == "resolved")),
         tier=tier, reopened=r.reopened,
         part_of=r.cause_id, held_until=rfc3339(r.held_until),  # causes and symptoms (engine/causes.py)
+        resolving_at=rfc3339(r.resolving_at),  # its alerts resolved; it resolves then unless they fire again
     )
 
 

@@ -29,7 +29,7 @@ RECONCILED_PREFIX = "reconciled:"
 # the ingest's statements, made once (`prepared.py`: compiled once per dialect, run on the DBAPI cursor)
 _SEEN = Prepared(sa.select(notifications.c.id, notifications.c.incident_id)
                  .where(notifications.c.dedup_key == sa.bindparam("dedup_key")))
-_INCIDENT_STATE = (incidents.c.id, incidents.c.status, incidents.c.resolved_at)
+_INCIDENT_STATE = (incidents.c.id, incidents.c.status, incidents.c.resolved_at, incidents.c.resolving_at)
 _LATEST = Prepared(sa.select(*_INCIDENT_STATE).where(incidents.c.group_key == sa.bindparam("group_key"))
                    .order_by(incidents.c.id.desc()).limit(1))
 _INCIDENT = Prepared(sa.select(*_INCIDENT_STATE).where(incidents.c.id == sa.bindparam("id")))
@@ -95,10 +95,11 @@ class Notifications:
         self.ingest_lock = threading.Lock()  # one ingest alone at a time per process; the DB guards the rest
 
     def store_in(self, conn: sa.Connection, payload: WebhookPayload, now: float,
-                 reopen_within_s: float) -> "IngestEvent | IngestResult":
+                 reopen_within_s: float, resolve_after_s: float = 0.0) -> "IngestEvent | IngestResult":
         """Store `payload` once and apply its incident decision, on the caller's transaction `conn`
         (several ingests may share one): the event to hand to the on-call engine, or the stored
-        notification's ids when it is a duplicate. An IntegrityError (an HA peer got there first) must
+        notification's ids when it is a duplicate. With `resolve_after_s` a resolution only sets when the
+        incident will resolve (`resolving_at`); the engine's pass resolves it then (`settle.py`). An IntegrityError (an HA peer got there first) must
         roll that transaction back and run it again."""
         key = payload.dedup_key()
         seen = _SEEN.first(conn, {"dedup_key": key})
@@ -115,8 +116,13 @@ class Notifications:
                 labels=_LABELS.encode(payload.commonLabels), title=title))[0]
         else:
             incident_id = latest.id
-            if decision.action == "resolve":
+            if decision.action == "resolve" and resolve_after_s > 0:
+                if not latest.resolving:  # an HA peer's copy does not push the wait back
+                    incident_state.update(conn, incident_id, resolving_at=now + resolve_after_s)
+            elif decision.action == "resolve":
                 incident_state.resolve(conn, incident_id, "alertmanager", now)
+            elif decision.action == "steady":
+                incident_state.update(conn, incident_id, resolving_at=None)
             elif decision.action == "reopen":
                 incident_state.reopen(conn, incident_id)
         known = frozenset() if decision.creates_incident else latest.known_alert_keys
@@ -138,7 +144,7 @@ class Notifications:
         if row is None:
             return None
         keys = _ALERT_KEYS.rows(conn, {"incident_id": row[0]})
-        return IncidentState(row[0], row[1], frozenset(k for (k,) in keys), row[2])
+        return IncidentState(row[0], row[1], frozenset(k for (k,) in keys), row[2], resolving=row[3] is not None)
 
     def _reconciled_sharing(self, conn, payload: WebhookPayload) -> int | None:
         keys = [alert.firing_key() for alert in payload.alerts]

@@ -25,6 +25,7 @@ KINDS = frozenset({
     "page_fallback", "page_held", "page_digested", "acknowledged", "ack_expired", "escalated", "sla_breach",
     "note", "resolved", "policy_exhausted", "escalation_paused", "escalation_resumed",
     "held", "joined", "also_firing",  # causes and symptoms (`vigil.notifier.engine.causes`)
+    "resolving", "steady",  # a resolution waiting out `incidents.resolve_after`, and a flap within it
     "marked",  # a person's verdict on the page: noisy, not actionable, actionable (`engine/actions.py`)
 })
 

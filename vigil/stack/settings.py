@@ -98,6 +98,9 @@ class StackSettings(BaseModel):
     # the notifier resolves an incident whose alerts Alertmanager has not held this long (docs/notifier.md)
     resolve_gone_after: Seconds = Field(DEFAULT_RESOLVE_GONE_AFTER_S, gt=0)
     max_for: Seconds | None = Field(10.0, ge=0, description="cap on every rule's `for` (None: as written)")
+    # the demo on-call file's `incidents.resolve_after`: a resolution waits this long, so an alert that
+    # flaps (resolves and fires again within it) stays one incident and one page (docs/oncall.md)
+    resolve_after: Seconds = Field(60.0, ge=0, le=86400)
     aiops: bool = True
     backfill_days: float = Field(14.0, ge=0, le=30)
     node_health: bool = True

@@ -96,6 +96,7 @@ def write_stack_files(settings: StackSettings, layout: RunLayout, node_names: li
         _write(layout.prometheus_config, prometheus_config(settings, layout, node_names))
     _write(layout.alertmanager_config, am_config)
     if settings.oncall_config is None:
-        _write(layout.oncall_config, demo_oncall_config(hash_password(ensure_demo_password(layout))))
+        _write(layout.oncall_config, demo_oncall_config(hash_password(ensure_demo_password(layout)),
+                                                        settings.resolve_after))
     for path in (layout.prometheus_data, layout.alertmanager_data, layout.logs_dir, layout.aiops_dir):
         path.mkdir(parents=True, exist_ok=True)

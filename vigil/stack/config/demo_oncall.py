@@ -9,6 +9,8 @@ DRI (DEMO_CONSOLE_USER) may log in to the web console with the run directory's d
 
 from __future__ import annotations
 
+from vigil.common.durations import format_duration
+
 DEMO_PEOPLE = {
     "ana": "Ana Lima",
     "ben": "Ben Okafor",
@@ -41,8 +43,9 @@ def _person(name: str) -> dict:
     }
 
 
-def demo_oncall_config(console_password_hash: str | None = None) -> dict:
-    """The demo's on-call file; `console_password_hash`: DEMO_CONSOLE_USER's console login (an Argon2id hash)."""
+def demo_oncall_config(console_password_hash: str | None = None, resolve_after_s: float = 60.0) -> dict:
+    """The demo's on-call file; `console_password_hash`: DEMO_CONSOLE_USER's console login (an Argon2id hash);
+    `resolve_after_s`: its `incidents.resolve_after` (the stack's `resolve_after` setting)."""
     rota = list(DEMO_PEOPLE)
     people = {key: _person(name) for key, name in DEMO_PEOPLE.items()}
     if console_password_hash:
@@ -91,5 +94,5 @@ def demo_oncall_config(console_password_hash: str | None = None) -> dict:
         "default_policy": "gpu-infra",
         # drills in a row page the same DRI often; more than this in a minute becomes one digest
         "storm": {"max_pages_per_minute": 30},
-        "incidents": {"reopen_within": "5m", "link_ttl": "24h"},
+        "incidents": {"reopen_within": "5m", "link_ttl": "24h", "resolve_after": format_duration(resolve_after_s)},
     }
