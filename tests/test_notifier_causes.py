@@ -77,6 +77,10 @@ def test_a_symptom_that_fires_first_waits_and_joins_the_cause_which_alone_is_pag
         pages = wait_for(lambda: firing_pages(server))
         assert [p["incident_id"] for p in pages] == [cause]
         assert "also_firing" in kinds(server, cause)
+        # the one page names what else fired and, through the job's XID alert, the training job it stops
+        body = pages[0]["body"]
+        assert f"also firing, same cause (not paged): JobGpuXid node=node-1 gpu=3 job_id=job-7 (#{symptom})" in body
+        assert "\njob: job-7" in body
 
 
 def test_a_symptom_whose_cause_never_fires_is_paged_after_its_wait(tmp_path):

@@ -30,6 +30,28 @@ DASHBOARD_SPAN_S = 3600  # the dashboard opens on the hour before and the hour a
 
 
 @dataclass(frozen=True)
+class PageContext:
+    """What the notifier knows beside the incident's own alerts: the same fault earlier on the GPU
+    (`recurred`, `engine/recurrence.py`), and the symptoms that joined the incident (`also_firing`: each
+    one's incident id and labels, `engine/causes.py`)."""
+
+    recurred: str | None = None
+    also_firing: tuple[tuple[int, dict], ...] = ()
+
+    def job_labels(self, labels: dict) -> dict:
+        """`labels`, with the training job of a joined symptom when they name none (a GPU lost says which
+        job it stops through its job's XID alert)."""
+        if labels.get("job_id"):
+            return labels
+        job = next((theirs for _, theirs in self.also_firing if theirs.get("job_id")), None)
+        return labels if job is None else {**labels, **{k: job[k] for k in JOB_KEYS if job.get(k)}}
+
+
+JOB_KEYS = ("job_id", "user", "tenant")
+NO_CONTEXT = PageContext()
+
+
+@dataclass(frozen=True)
 class PageText:
     title: str
     body: str
@@ -43,7 +65,7 @@ class PageText:
 
 
 def compose_page(payload: WebhookPayload, page_status: str, incident_id: int, priority: str | None = None,
-                 grafana_url: str | None = None, recurred: str | None = None) -> PageText:
+                 grafana_url: str | None = None, context: PageContext = NO_CONTEXT) -> PageText:
     firing = [alert for alert in payload.alerts if alert.status == "firing"]
     head = f"[{page_status.upper()}" + (f":{len(firing)}]" if page_status == "firing" else "]")
     title = shorten(f"{head} {payload.title()}", MAX_TITLE_CHARS)
@@ -57,8 +79,13 @@ def compose_page(payload: WebhookPayload, page_status: str, incident_id: int, pr
     hidden = len(payload.alerts) - MAX_LISTED_ALERTS + payload.truncatedAlerts
     if hidden > 0:
         lines.append(f"… and {hidden} more")
+    if context.also_firing:
+        joined = "; ".join(f"{theirs.get('alertname', '?')} " + " ".join(
+            f"{key}={theirs[key]}" for key in ("node", "gpu", "job_id") if key in theirs) + f" (#{other})"
+            for other, theirs in context.also_firing[:MAX_LISTED_ALERTS])
+        lines.append(shorten(f"also firing, same cause (not paged): {joined}", MAX_LINE_CHARS))
     if page_status == "firing" and firing:
-        lines += what_to_do(firing[0].labels, firing[0].annotations, recurred)
+        lines += what_to_do(context.job_labels(firing[0].labels), firing[0].annotations, context.recurred)
         board = dashboard_link(grafana_url, firing[0].labels, firing[0].starts_at) if grafana_url else None
         if board:
             lines.append(f"dashboard: {board}")
@@ -119,23 +146,23 @@ SHORT_ACK = len(LINK_LABELS)  # then the compact acknowledge link, for the short
 def compose_incident_page(payload: WebhookPayload | None, page_status: str, incident_id: int, fallback_title: str,
                           links: list[str] = (), note: str | None = None, priority: str | None = None,
                           why: str | None = None, grafana_url: str | None = None,
-                          recurred: str | None = None) -> PageText:
+                          context: PageContext = NO_CONTEXT) -> PageText:
     """The page of incident `incident_id` from its latest notification `payload` (None: the incident's
     own `fallback_title` only), with its `priority`, why it was escalated (`why`), an optional `note`
-    line (who resolved it…), the signed links (`vigil.notifier.links.page_links`) and, when the same fault
-    came back on the GPU, when (`recurred`)."""
+    line (who resolved it…), the signed links (`vigil.notifier.links.page_links`) and what else the
+    notifier knows (`context`: the fault's history on the GPU, the symptoms that joined)."""
     if payload is None:
         text = PageText(shorten(f"[{page_status.upper()}] {fallback_title}", MAX_TITLE_CHARS),
                         _first_line(incident_id, priority))
     else:
-        text = compose_page(payload, page_status, incident_id, priority, grafana_url, recurred)
+        text = compose_page(payload, page_status, incident_id, priority, grafana_url, context)
     first, _, rest = text.body.partition("\n")
     lines = [first, *([f"escalated: {why}"] if why else []), *([rest] if rest else [])]
     if note:
         lines.append(note)
     lines += [f"{label}: {url}" for label, url in zip(LINK_LABELS, links)]
     ack = links[SHORT_ACK] if len(links) > SHORT_ACK else None
-    short = short_page(payload, page_status, incident_id, fallback_title, priority, why, ack, recurred)
+    short = short_page(payload, page_status, incident_id, fallback_title, priority, why, ack, context.recurred)
     return PageText(text.title, "\n".join(lines), short)
 
 

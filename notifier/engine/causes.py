@@ -112,6 +112,14 @@ def gather(conn: sa.Connection, cause_id: int, payload: WebhookPayload, now: flo
     return joined
 
 
+def joined_symptoms(conn: sa.Connection, cause_id: int) -> tuple[tuple[int, dict], ...]:
+    """The incidents that joined `cause_id` as symptoms and still fire: (id, common labels), oldest first."""
+    rows = conn.execute(sa.select(incidents.c.id, incidents.c.labels)
+                        .where(incidents.c.cause_id == cause_id, incidents.c.status == "firing")
+                        .order_by(incidents.c.id).limit(20)).all()
+    return tuple((row.id, json.loads(row.labels)) for row in rows)
+
+
 def cause_firing(conn: sa.Connection, incident) -> bool:
     """Whether the incident joined a cause whose incident is still firing."""
     if incident.cause_id is None:

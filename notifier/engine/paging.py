@@ -16,7 +16,8 @@ from typing import Callable
 import sqlalchemy as sa
 
 from vigil.notifier.core.deliveries import NewDelivery
-from vigil.notifier.core.page_text import PageText, compose_incident_page
+from vigil.notifier.core.page_text import NO_CONTEXT, PageContext, PageText, compose_incident_page
+from vigil.notifier.engine.causes import joined_symptoms
 from vigil.notifier.engine.recurrence import recurrence
 from vigil.notifier.core.escalation_steps import Escalation, PagedContact
 from vigil.notifier.links import page_links
@@ -53,9 +54,12 @@ def page_text(conn: sa.Connection, incident, page_status: str, now: float, links
     urls = links(incident.id, now) if links is not None and page_status == "firing" else []
     grafana = links.grafana_url if isinstance(links, PageLinks) else None
     payload = latest_payload(conn, incident.id)
-    came_back = recurrence(conn, incident.id, payload, incident.opened_at) if page_status == "firing" else None
+    context = NO_CONTEXT
+    if page_status == "firing":
+        came_back = recurrence(conn, incident.id, payload, incident.opened_at)
+        context = PageContext(came_back.text() if came_back is not None else None, joined_symptoms(conn, incident.id))
     return compose_incident_page(payload, page_status, incident.id, incident.title, urls, note, incident.priority,
-                                 why, grafana, came_back.text() if came_back is not None else None)
+                                 why, grafana, context)
 
 
 def tier_pages(conn: sa.Connection, oncall: OncallConfig, incident, escalation: Escalation, people: list[str],
