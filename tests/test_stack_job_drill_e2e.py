@@ -65,8 +65,8 @@ def test_job_hang_drill_pages_the_hung_job_once_and_resolves(stack: RunningStack
     assert result.returncode == 0 and report["ok"], report
     assert report["job_id"] == job["job_id"]
     names = [s["name"] for s in report["stages"]]
-    assert names[0] == "injected → seen in a scrape" and names[-1] == "resolved page delivered"
-    assert names[3:5] == ["page delivered", "acknowledged"] and len(names) == 9
+    assert names[0] == "injected → seen in a scrape" and names[-2:] == ["resolved page delivered", "one incident"]
+    assert names[3:5] == ["page delivered", "acknowledged"] and len(names) == 10
     assert report["stages"][0]["detail"] == f"job {job['job_id']}"
 
     incident = int(re.match(r"incident #(\d+) ", report["stages"][3]["detail"]).group(1))
