@@ -4,7 +4,7 @@
         [--gap 1m] [--record]
 
 Starts `vigil up` (the demo's own settings: simulated fleet, real Prometheus, Alertmanager and notifier,
-the demo rota paging the local inbox; `--backfill-days` 0 by default, so it starts in a minute), leaves
+the demo rota paging the local inbox, 14 days of backfilled history), leaves
 it alone for `--quiet`, then runs `vigil drill FAULT` for each fault (default: every drill that needs
 neither a GPU held by a job nor trained baselines), one after the other on a node not used by the previous one, `--gap` apart, each injected,
 paged, acknowledged, cleared and resolved by the drill itself. From the notifier's inbox and incidents it
@@ -89,7 +89,7 @@ def main() -> None:
     parser.add_argument("--faults", default=",".join(DEFAULT_FAULTS),
                         help=f"comma-separated drill faults, in order (any of {', '.join(sorted(shipped_fault_expectations()))})")
     parser.add_argument("--nodes", type=int, default=4)
-    parser.add_argument("--backfill-days", type=float, default=0.0)
+    parser.add_argument("--backfill-days", type=float, default=14.0, help="as the demo (its AIOps service needs history)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     add_record_option(parser)
     args = parser.parse_args()
