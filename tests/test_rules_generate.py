@@ -209,7 +209,8 @@ def test_inhibit_rules_follow_the_specs():
     inhibit = rules.alertmanager_inhibit_rules(rules.load_specs(rules.default_spec_paths()))
     assert {"source_matchers": ['alertname="GpuNodeDown"', 'node=~".+"'], "target_matchers": ['alertname!="GpuNodeDown"'],
             "equal": ["node"]} in inhibit
-    assert {"source_matchers": ['alertname="GpuOverheating"', 'node=~".+"', 'gpu=~".+"'], "target_matchers": ['alertname="GpuTemperatureHigh"'],
+    assert {"source_matchers": ['alertname="GpuOverheating"', 'node=~".+"', 'gpu=~".+"'],
+            "target_matchers": ['alertname=~"GpuFailureRiskHigh|GpuTemperatureHigh"'],
             "equal": ["node", "gpu"]} in inhibit
     assert {"source_matchers": ['alertname="GpuFallenOffBus"', 'node=~".+"'], "target_matchers": ['alertname="GpuMissing"'],
             "equal": ["node"]} in inhibit
