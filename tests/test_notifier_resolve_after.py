@@ -43,3 +43,18 @@ def test_a_flap_inside_resolve_after_is_one_incident_and_one_page(tmp_path, cloc
         wait_for(lambda: incident(server, opened)["status"] == "resolved")
         pages = wait_for(lambda: len(inbox(server)) == 2 and inbox(server))
     assert [p["status"] for p in pages] == ["firing", "resolved"]
+
+
+def test_a_resolution_by_hand_ends_the_wait_so_a_reopened_incident_is_not_settled_again(tmp_path, clock):
+    clock.now = SIM_NOW
+    with NotifierServer(make_settings(tmp_path, port=free_port()), DAMPED, clock=clock) as server:
+        opened = post_alerts(server, risk("firing", "2027-01-15T07:59:00Z"))
+        post_alerts(server, risk("resolved", "2027-01-15T07:59:00Z"))
+        assert incident(server, opened)["resolving_at"] is not None
+        for verb in ("resolve", "reopen"):
+            answer = requests.post(f"{server.url}/api/v1/incidents/{opened}/{verb}", json={"by": "alice"},
+                                   headers=AUTH, timeout=5)
+            assert answer.status_code == 200, answer.text
+        reopened = incident(server, opened)
+        # the wait ended with the resolution: the engine's pass has nothing of it to settle
+        assert reopened["status"] == "firing" and reopened["resolving_at"] is None

@@ -16,11 +16,13 @@ from vigil.notifier.store.engine import reading
 BATCH = 100
 
 
+# `resolving_at` is set only while an incident fires (resolving clears it), so these read the index alone
+
+
 def due(store: Store, now: float) -> list[int]:
     with reading(store.engine) as conn:
-        return list(conn.execute(sa.select(incidents.c.id).where(
-            incidents.c.resolving_at <= now, incidents.c.status == "firing")
-            .order_by(incidents.c.resolving_at).limit(BATCH)).scalars())
+        return list(conn.execute(sa.select(incidents.c.id).where(incidents.c.resolving_at <= now)
+                                 .order_by(incidents.c.resolving_at).limit(BATCH)).scalars())
 
 
 def settle(store: Store, now: float) -> int:
@@ -33,7 +35,6 @@ def settle(store: Store, now: float) -> int:
                     or incident.resolving_at > now:
                 continue  # fired again, or another notifier got there first
             incident_state.resolve(conn, incident_id, "alertmanager", now)
-            incident_state.update(conn, incident_id, resolving_at=None)
             added += resolved_pages(conn, incident_id, now, f"resolved:alertmanager:settled:{incident_id}",
                                     reason="its alerts stayed resolved through incidents.resolve_after")
     return added
@@ -42,5 +43,4 @@ def settle(store: Store, now: float) -> int:
 def next_due(store: Store) -> float | None:
     """When the next waiting resolution is due (None: none waits)."""
     with reading(store.engine) as conn:
-        return conn.execute(sa.select(sa.func.min(incidents.c.resolving_at))
-                            .where(incidents.c.status == "firing")).scalar()
+        return conn.execute(sa.select(sa.func.min(incidents.c.resolving_at))).scalar()

@@ -67,7 +67,9 @@ def clear_acknowledgement(conn: sa.Connection, incident_id: int) -> None:
 
 
 def resolve(conn: sa.Connection, incident_id: int, by: str, at: float) -> None:
-    update(conn, incident_id, status="resolved", resolved_at=at, resolved_by=by)
+    """Resolved, by whoever: a symptom's hold and a resolution's wait end with it (a reopened incident
+    must not inherit them: the engine would settle it again, or gather it as a held symptom)."""
+    update(conn, incident_id, status="resolved", resolved_at=at, resolved_by=by, held_until=None, resolving_at=None)
 
 
 def reopen(conn: sa.Connection, incident_id: int) -> None:
