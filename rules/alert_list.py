@@ -27,14 +27,8 @@ def _for(alert: Alert) -> str:
 
 
 def _muted_by(alert: Alert, ruleset: RuleSet) -> str:
-    """The inhibitions that can mute `alert`: those naming it, or every other alert, whose `equal` labels
-    it carries (Alertmanager never finds a label equal that one side lacks: node down cannot mute a job's
-    alert that has no `node`)."""
-    def applies(equal: tuple[str, ...]) -> bool:
-        return alert.carries is None or set(equal) <= set(alert.carries)
-    sources = [f"{inh.source} ({', '.join(inh.equal)})" for inh in ruleset.inhibitions
-               if (inh.target == alert.name or (inh.target == ALL_OTHER_ALERTS and inh.source != alert.name))
-               and applies(inh.equal)]
+    """The causes that can mute `alert` (`RuleSet.causes_of`), and what it mutes itself if it is a `*` cause."""
+    sources = [f"{inh.source} ({', '.join(inh.equal)})" for inh in ruleset.causes_of(alert)]
     text = "; ".join(sources) or "—"
     for inh in ruleset.inhibitions:
         if inh.source == alert.name and inh.target == ALL_OTHER_ALERTS:

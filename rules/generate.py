@@ -8,7 +8,7 @@ from __future__ import annotations
 from vigil.common import symptoms
 from vigil.common.durations import format_duration, parse_prometheus_duration
 
-from .model import ALL_OTHER_ALERTS, Alert, Group, Inhibition, Recording, RuleSet
+from .model import ALL_OTHER_ALERTS, Alert, Group, Recording, RuleSet
 from .promql import quote
 
 
@@ -97,18 +97,6 @@ DEFAULT_EVALUATION_S = 15.0  # a group without `interval` (and every group under
 MAX_CAUSE_WAIT_S = 300.0
 
 
-def causes_of(ruleset: RuleSet, alert: Alert) -> list[Inhibition]:
-    """The inhibitions that make `alert` a symptom: named as target, or `*` from another alert when it
-    carries the labels they compare (Alertmanager would never match it otherwise)."""
-    found = []
-    for inhibition in ruleset.inhibitions:
-        if inhibition.target == alert.name or (
-                inhibition.target == ALL_OTHER_ALERTS and inhibition.source != alert.name
-                and (alert.carries is None or set(inhibition.equal) <= set(alert.carries))):
-            found.append(inhibition)
-    return found
-
-
 def symptom_annotations(ruleset: RuleSet, max_for_seconds: float | None = None) -> dict[str, str]:
     """The `symptom_of` annotation (`vigil.common.symptoms`) of every alert that has a cause: its causes,
     and how long the notifier holds its first page for a cause that fires later — the longest cause's
@@ -123,7 +111,7 @@ def symptom_annotations(ruleset: RuleSet, max_for_seconds: float | None = None) 
             timing[alert.name] = interval
     out: dict[str, str] = {}
     for alert in ruleset.alerts:
-        causes = causes_of(ruleset, alert)
+        causes = ruleset.causes_of(alert)
         if not causes:
             continue
         named = [c for c in causes if c.target == alert.name]

@@ -82,6 +82,14 @@ class RuleSet:
     def records(self) -> tuple[Recording, ...]:
         return tuple(record for group in self.groups for record in group.records)
 
+    def causes_of(self, alert: Alert) -> list[Inhibition]:
+        """The links that make `alert` a symptom (the inhibitions that can mute it): those naming it, or
+        every other alert (`*`), whose `equal` labels it carries — Alertmanager never finds a label
+        equal that one side lacks, so node down cannot mute a job's alert that has no `node`."""
+        return [inh for inh in self.inhibitions
+                if (inh.target == alert.name or (inh.target == ALL_OTHER_ALERTS and inh.source != alert.name))
+                and (alert.carries is None or set(inh.equal) <= set(alert.carries))]
+
     def without(self, names: set[str]) -> "RuleSet":
         """This rule set less the alerts named (and the inhibitions that name them)."""
         if not names:

@@ -64,6 +64,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 from vigil.aiops.benchmark_record import add_record_option, machine_summary, utc_now, write_section  # noqa: E402
 from vigil.aiops.history.openmetrics import write_openmetrics  # noqa: E402
+from vigil.common.symptoms import Cause  # noqa: E402
 from vigil.exporters.nvml_collector import NvmlCollector  # noqa: E402
 from vigil.exporters.sim.faults import Fault  # noqa: E402
 from vigil.exporters.sim.nvml import SimulatedNvml  # noqa: E402
@@ -179,19 +180,15 @@ def wanted_metrics(ruleset) -> set[str]:
     return set(re.findall(r"\b(vigil_[a-z0-9_]+|up)\b", text))
 
 
-def muted(firing, alert_name: str, ruleset, by_alert: dict[str, list]) -> bool:
-    """Whether a cause of `alert_name` (the specs' links) fired with equal labels when `firing` began."""
+def muted(firing, alert, ruleset, by_alert: dict[str, list]) -> bool:
+    """Whether a cause of `alert` (`RuleSet.causes_of`, the specs' links) fired with equal labels when
+    `firing` began."""
     labels = dict(firing.labels)
-    for link in ruleset.inhibitions:
-        if link.target not in (alert_name, "*") or link.source == alert_name:
-            continue
-        if link.target == "*" and not all(label in labels for label in link.equal):
-            continue
-        for cause in by_alert.get(link.source, []):
-            theirs = dict(cause.labels)
-            if all(theirs.get(label) == labels.get(label) is not None for label in link.equal) and \
-                    cause.start <= firing.start <= cause.end:
-                return True
+    for link in ruleset.causes_of(alert):
+        cause = Cause(link.source, link.equal)
+        if any(cause.matches(labels, dict(other.labels)) and other.start <= firing.start <= other.end
+               for other in by_alert.get(link.source, [])):
+            return True
     return False
 
 
@@ -251,7 +248,7 @@ def main() -> None:
         if report.alert == HEARTBEAT:
             continue
         for firing in report.firings:
-            if muted(firing, report.alert, ruleset, by_alert):
+            if muted(firing, ruleset.alert(report.alert), ruleset, by_alert):
                 continue
             (pages if notify[report.alert] == "page" else tickets).append((report.alert, firing, belongs(firing, faults)))
     in_fault = [p for p in pages if p[2] is not None]

@@ -32,13 +32,13 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from vigil.notifier.analytics.queries import IncidentFacts
+from vigil.notifier.core.incidents import NOISE_VERDICTS
 from vigil.common.times import rfc3339
 from vigil.oncall.model import OncallConfig
 from vigil.oncall.plan import person_hours, person_zone
 
 ALERTMANAGER = "alertmanager"
 ACTIONS = ("note", "resolved", "escalated")  # what a person does beyond acknowledging
-NOISE_VERDICTS = ("noisy", "not_actionable")  # a `marked` event's verdicts that count as noise
 NOISIEST = 10
 DAY_S = 86400
 NO_TEAM, NO_PRIORITY, NO_ALERTNAME = "none", "none", "(no alertname)"
@@ -197,9 +197,9 @@ def rule_noise(judged: list[Judged]) -> list[dict]:
     return sorted(found, key=lambda r: (-(r["noise_score"] or 0), -r["pages"], r["alertname"]))
 
 
-def noisiest_alerts(judged: list[Judged], top: int = NOISIEST) -> list[dict]:
-    """Alert names by pages sent (then incidents), with their noise figures (`rule_noise`)."""
-    return sorted(rule_noise(judged), key=lambda r: (-r["pages"], -r["incidents"], r["alertname"]))[:top]
+def noisiest_alerts(rules: list[dict], top: int = NOISIEST) -> list[dict]:
+    """The rows of `rule_noise` with the most pages sent (then incidents)."""
+    return sorted(rules, key=lambda r: (-r["pages"], -r["incidents"], r["alertname"]))[:top]
 
 
 def grouped(judged: list[Judged], key: Callable[[Judged], str]) -> dict[str, list[Judged]]:
@@ -213,6 +213,7 @@ def report(facts: list[IncidentFacts], working: WorkingHoursFn, start: float, en
            team: str | None = None) -> dict:
     """The whole report (the JSON shape of `vigil report oncall --json` and `GET /api/v1/reports/oncall`)."""
     judged = [judge(f, working) for f in facts]
+    rules = rule_noise(judged)
     return {
         "from": rfc3339(start), "to": rfc3339(end), "team": team,
         "overall": summary(judged),
@@ -220,6 +221,6 @@ def report(facts: list[IncidentFacts], working: WorkingHoursFn, start: float, en
         "priorities": [dict(priority=name, **summary(group))
                        for name, group in grouped(judged, lambda j: j.priority).items()],
         "people": people(judged),
-        "noisiest_alerts": noisiest_alerts(judged),
-        "rules": rule_noise(judged),
+        "noisiest_alerts": noisiest_alerts(rules),
+        "rules": rules,
     }

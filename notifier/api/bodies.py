@@ -14,6 +14,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstrai
 from vigil.common.click_types import MAX_ROW_ID
 from vigil.common.durations import parse_duration
 from vigil.common.times import LAST, rfc3339
+from vigil.notifier.core.incidents import VERDICTS
 from vigil.notifier.core.rejected import Rejected
 from vigil.notifier.delivery.channels import PAGE_HEADER
 from vigil.notifier.ingest.parse import json_body_of, model_of
@@ -71,7 +72,7 @@ class MarkBody(_Body):
     paged), `not_actionable` (nothing to do about it), or `actionable` (withdraws an earlier mark)."""
 
     by: Name
-    verdict: Literal["noisy", "not_actionable", "actionable"] = "noisy"
+    verdict: Literal[VERDICTS] = "noisy"
     reason: Annotated[str, StringConstraints(strip_whitespace=True, max_length=1000)] | None = None
 
 

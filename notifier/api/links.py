@@ -22,6 +22,7 @@ from vigil.notifier.api.deps import ClockDep, SettingsDep, StoreDep
 from vigil.notifier.api.link_pages import action_page, console_incident_path, done_page, incident_page, refusal_page
 from vigil.notifier.api.openapi import LINK_RESPONSES
 from vigil.notifier.console_session import session_user
+from vigil.notifier.core.incidents import NOISE_VERDICTS  # what a `noisy` link's POST may say (`?verdict=`)
 from vigil.notifier.engine import actions
 from vigil.notifier.links import LINK_PATH, Link, LinkRefused, link_key, verify
 from vigil.notifier.store.link_uses import LinkUses
@@ -30,7 +31,6 @@ from vigil.common.times import rfc3339
 router = APIRouter()
 LINK_ACTOR = "one-click link"
 _DO = {"ack": actions.acknowledge, "resolve": actions.resolve}
-NOISE_VERDICTS = ("noisy", "not_actionable")  # what a `noisy` link's POST may say (`?verdict=`)
 
 
 @router.get(LINK_PATH + "{token}", response_class=HTMLResponse, responses=LINK_RESPONSES)

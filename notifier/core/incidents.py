@@ -38,6 +38,10 @@ from typing import Literal
 from vigil.notifier.core.models import WebhookPayload
 
 Action = Literal["open", "update", "resolve", "attach", "record", "reopen", "steady"]
+# a person's verdict on an incident's page (`engine/actions.mark`); the newest counts, `actionable`
+# withdraws an earlier mark, the others count in the rule's noise score (`analytics/health.py`)
+VERDICTS = ("noisy", "not_actionable", "actionable")
+NOISE_VERDICTS = ("noisy", "not_actionable")
 # How far apart two Prometheus replicas may start the same alert: their evaluation offsets (below one
 # evaluation interval) plus a scrape that one saw the change in and the other did not.
 REPLICA_START_SKEW_S = 120.0

@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from vigil.notifier.engine.paging import contact_pages
 from vigil.notifier.engine.pause import paused_by
 from vigil.notifier.core.escalation_steps import next_tier
+from vigil.notifier.core.incidents import VERDICTS
 from vigil.notifier.store import Store, incident_state
 from vigil.notifier.core.escalation_steps import REPAGE
 
@@ -76,10 +77,6 @@ def add_note(store: Store, incident_id: int, by: str, text: str, now: float) -> 
         _existing(conn, incident_id)
         store.timeline.record(conn, incident_id, now, "note", by, text=text[:MAX_NOTE_CHARS])
     return store.notifications.incident(incident_id)
-
-
-VERDICTS = ("noisy", "not_actionable", "actionable")  # `actionable` withdraws an earlier mark
-NOISE_VERDICTS = ("noisy", "not_actionable")
 
 
 def mark(store: Store, incident_id: int, by: str, verdict: str, now: float, reason: str | None = None) -> dict:
