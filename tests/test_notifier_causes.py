@@ -129,3 +129,16 @@ def test_a_drill_fails_naming_an_incident_its_fault_opened_that_did_not_join(tmp
         extra = post_alerts(server, payload(other, group_key='{}:{alertname="GpuTemperatureHigh"}'))
         with pytest.raises(DrillFailed, match=rf"1 more incident\(s\) besides #{cause}: #{extra} GpuTemperatureHigh"):
             drill._one_incident(cause, 0, time.monotonic())
+
+
+def test_a_symptom_joins_a_cause_group_of_several_gpus_through_the_alert_of_its_own_gpu(tmp_path):
+    """The cause's group holds two GPUs, so its common labels lack `gpu`: the symptom is matched against
+    each alert of the group's latest notification, and joins only through its own GPU's."""
+    both = payload(alert("lost-1-3", alertname=LOST, node="node-1", gpu="3"),
+                   alert("lost-1-4", alertname=LOST, node="node-1", gpu="4"),
+                   group_key=f'{{}}:{{alertname="{LOST}", node="node-1"}}')
+    with NotifierServer(make_settings(tmp_path, port=free_port())) as server:
+        cause = post_alerts(server, both)
+        assert "gpu" not in detail(server, cause)["labels"]
+        assert detail(server, post_alerts(server, job_xid(gpu="4", wait_s=0)))["part_of"] == cause
+        assert detail(server, post_alerts(server, job_xid(gpu="5", wait_s=0)))["part_of"] is None

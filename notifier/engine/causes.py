@@ -44,8 +44,11 @@ def symptom_of(payload: WebhookPayload) -> SymptomOf | None:
     return SymptomOf(causes, max(s.wait_s for s in found))
 
 
-def _labels_of(conn: sa.Connection, incident_id: int, common: dict) -> list[dict]:
-    """The label sets of the incident's alerts (its latest notification's), or its common labels."""
+def _labels_of(conn: sa.Connection, incident_id: int, common: dict, needed: set[str]) -> list[dict]:
+    """The label sets to compare of the incident's alerts: its common labels when they hold every label
+    `needed` (all its alerts share them), else each alert's of its latest notification."""
+    if needed <= common.keys():
+        return [common]
     payload = latest_payload(conn, incident_id)
     return [alert.labels for alert in payload.alerts] if payload is not None and payload.alerts else [common]
 
@@ -58,6 +61,7 @@ def _is_cause(symptom: SymptomOf, symptom_labels: list[dict], cause_labels: list
 def cause_incident(conn: sa.Connection, symptom: SymptomOf, payload: WebhookPayload, incident_id: int) -> int | None:
     """The firing incident (not joined to another, not `incident_id`) of one of `symptom`'s causes."""
     mine = [alert.labels for alert in payload.alerts if alert.status == "firing"]
+    needed = {label for cause in symptom.causes for label in cause.equal}
     for name in dict.fromkeys(cause.alertname for cause in symptom.causes):
         rows = conn.execute(
             sa.select(incidents.c.id, incidents.c.labels)
@@ -66,7 +70,7 @@ def cause_incident(conn: sa.Connection, symptom: SymptomOf, payload: WebhookPayl
             .order_by(incidents.c.id.desc()).limit(CANDIDATES)).all()
         for row in rows:
             common = json.loads(row.labels)
-            if common.get("alertname") == name and _is_cause(symptom, mine, _labels_of(conn, row.id, common)):
+            if common.get("alertname") == name and _is_cause(symptom, mine, _labels_of(conn, row.id, common, needed)):
                 return row.id
     return None
 
