@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import socket
 import subprocess
 from pathlib import Path
 
@@ -37,6 +38,16 @@ def test_generated_prometheus_config_and_rules_pass_promtool(tmp_path):
     gpu_job = next(j for j in config["scrape_configs"] if j["job_name"] == "vigil-gpu")
     assert [c["labels"]["node"] for c in gpu_job["static_configs"]] == ["node-1", "node-2", "node-3"]
     assert gpu_job["static_configs"][1]["targets"] == [f"127.0.0.1:{settings.ports.gpu_node(2)}"]
+
+
+def test_the_hosts_node_exporter_is_labelled_as_the_host_not_as_a_simulated_node(tmp_path):
+    """node_exporter reports this machine's filesystems: labelled `node-1`, a filling host disk would
+    page as a fault of the simulated GPU node (and be muted by its node-down drill)."""
+    _, layout = generate(tmp_path)
+    jobs = {j["job_name"]: j for j in yaml.safe_load(layout.prometheus_config.read_text())["scrape_configs"]}
+    labels = [c["labels"]["node"] for c in jobs["node-exporter"]["static_configs"]]
+    assert labels == [socket.gethostname()] and not set(labels) & set(NODES)
+    assert [c["labels"]["node"] for c in jobs["vigil-node-health"]["static_configs"]] == ["node-1"]  # simulated disks
 
 
 def test_a_stack_without_the_node_health_exporter_does_not_page_for_its_absence(tmp_path):
@@ -92,8 +103,9 @@ def golden_documents(settings) -> dict[str, dict]:
 
 
 @pytest.mark.parametrize("name", ["prometheus.yml", "alertmanager.yml"])
-def test_generated_configs_match_the_golden_files(name):
+def test_generated_configs_match_the_golden_files(name, monkeypatch):
     """Default settings, three nodes; refresh with VIGIL_UPDATE_GOLDEN=1 and review `git diff tests/golden/stack`."""
+    monkeypatch.setattr(socket, "gethostname", lambda: "demo-host")  # node_exporter's label: this machine's name
     settings = load_settings(None, {"sim_nodes": 3})
     check_golden(f"stack/{name}", dump_config(golden_documents(settings)[name]))
 

@@ -5,6 +5,7 @@ reaches the node health exporter's simulated SMART data and pages the disk rule;
 from __future__ import annotations
 
 import json
+import socket
 import time
 from collections import Counter
 
@@ -48,7 +49,7 @@ def inbox(stack: RunningStack) -> list[dict]:
 def first_pages(pages: list[dict]) -> list[dict]:
     """Firing pages of the first tier about the simulated fleet: one per incident unless something paged
     twice (escalation aside). The stack's node_exporter reads the real machine the tests run on (a full
-    disk there pages too, as node-1): its alerts are the host's, not the faults'. Tickets are left out:
+    disk there pages too, as this host): its alerts are the host's, not the faults'. Tickets are left out:
     whether theirs is sent yet depends on the hour."""
     return [p for p in pages if p["status"] == "firing" and not p.get("tier")
             and p["labels"].get("job") != "node-exporter" and p["labels"].get("notify") != "ticket"]
@@ -183,7 +184,7 @@ def test_a_down_node_mutes_its_disk_alert_through_the_inhibition(stack: RunningS
 
 
 
-def test_node_exporter_and_node_health_targets_carry_the_node_they_play(stack: RunningStack):
+def test_node_exporter_carries_the_host_and_node_health_the_node_it_simulates(stack: RunningStack):
     prom = stack.url("prometheus")
     query = 'up{job=~"node-exporter|vigil-node-health"}'
 
@@ -193,4 +194,4 @@ def test_node_exporter_and_node_health_targets_carry_the_node_they_play(stack: R
 
     # run on its own, the test may come before Prometheus' first scrape of either target
     wait_for(lambda: len(targets()) == 2, "both targets scraped")
-    assert targets() == [("node-exporter", "node-1"), ("vigil-node-health", "node-1")]
+    assert targets() == [("node-exporter", socket.gethostname()), ("vigil-node-health", "node-1")]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 from vigil.common.durations import format_duration
 from vigil.common.hostport import format_host_port
 
@@ -39,13 +41,15 @@ def prometheus_config(settings: StackSettings, layout: RunLayout, node_names: li
     def job(name: str, port: int, node: str | None = None) -> dict:
         return {"job_name": name, "static_configs": [node_target(settings.host, port, node)]}
 
-    # node_exporter and the node health exporter run on this host, which plays the first node: their
-    # targets carry its `node` label, so node-keyed rules join them and a node down mutes its alerts
+    # node_exporter reads this machine's own /proc and filesystems: its `node` label is this host's name
+    # (with real GPUs that is also the GPU node's), never a simulated node's, so the host's disks are not
+    # paged as node-1's. The node health exporter's SMART data is the first GPU node's (simulated with the
+    # fleet), so it carries that node's label and a node down mutes its alerts.
     host_node = node_names[0]
     scrape = [
         job("prometheus", ports.prometheus),
         job("alertmanager", ports.alertmanager),
-        job(NODE_EXPORTER_JOB, ports.node_exporter, node=host_node),
+        job(NODE_EXPORTER_JOB, ports.node_exporter, node=socket.gethostname()),
         job("vigil-notifier", ports.notifier),
         exporter_job(GPU_JOB, gpu_targets(settings, node_names)),
     ]

@@ -14,8 +14,9 @@ nodes leave free in this profile (settings.SHARDED_PORTS):
 
 Where each job is scraped (the shard label of every series says which shard holds it):
 - the GPU nodes: hashmod of the target address, each by exactly one shard (`sharding.shard_of`);
-- node_exporter and the node health exporter, which describe the host node (the first GPU node): by
-  the shard of that node's GPU target, so node-keyed rules find every series of the node on one shard;
+- node_exporter (this host, labelled with its name) and the node health exporter (the simulated disks of
+  the first GPU node): by the shard of that node's GPU target, so node-keyed rules find every series of
+  the node on one shard;
 - AIOps service i: by shard i only, beside the nodes it learned and scores (the baseline rules join
   its bands to the node series on the shard);
 - the stack's own services (every shard, Alertmanager, notifier, VictoriaMetrics): shard 0. vmalert is
