@@ -17,6 +17,8 @@ from test_notifier_support import AUTH, TOKEN, alert, make_settings, payload
 HOOK = "/api/v1/alerts/alertmanager"
 T0 = SIM_NOW
 ONCALL = """
+priorities:
+  P1: {ack_within: 5m}
 people:
   alice:
     contacts:
@@ -102,6 +104,16 @@ def test_ack_resolve_and_their_refusals(client, clock):
     timeline = client.get(f"/api/v1/incidents/{incident}", headers=AUTH).json()["timeline"]
     assert [(e["kind"], e["actor"]) for e in timeline if e["kind"] in ("acknowledged", "resolved")] == [
         ("acknowledged", "alice"), ("resolved", "alice")]
+
+
+def test_escalating_an_acknowledged_incident_through_the_api_restarts_its_ack_target(client, clock):
+    incident = open_incident(client)
+    due = client.get(f"/api/v1/incidents/{incident}", headers=AUTH).json()["ack_due_at"]
+    act(client, incident, "ack", by="alice")
+    clock.now = T0 + 3600
+    escalated = act(client, incident, "escalate", by="alice").json()
+    assert escalated["state"] == "triggered" and escalated["sla"]["ack"] == "pending"
+    assert due is not None and escalated["ack_due_at"] > due  # counted from the escalation, not the opening
 
 
 def test_escalate_now_is_on_the_timeline(client):

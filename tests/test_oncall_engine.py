@@ -114,6 +114,41 @@ def test_a_critical_alert_at_3am_saturday_phones_the_dri_then_escalates_until_ac
     assert scenario.store.escalations.pending_count() == 0
 
 
+def test_an_expired_acknowledgement_is_no_ack_breach_and_keeps_the_tier_spacing(scenario):
+    """Acknowledged in 8 s against a 10 m target: when the acknowledgement expires an hour later, the DRI
+    is paged again with a new target counting from then, not breached against the old one (which would
+    phone the senior line at once)."""
+    incident = scenario.post(payload(alert("a")))
+    actions.acknowledge(scenario.store, incident, "carol", SATURDAY_3AM + 8)
+    scenario.at(3608, SATURDAY_3AM)
+    scenario.at(3608.5, SATURDAY_3AM)
+    scenario.at(3638, SATURDAY_3AM)
+    assert scenario.paged(incident) == [("carol", "phone", 0), ("carol", "phone", 0)]
+    shown = scenario.store.notifications.incident(incident)
+    assert (shown["state"], shown["sla"]["ack"]) == ("triggered", "pending")
+    assert shown["ack_due_at"] == "2026-11-21T04:10:08.000Z"  # 10 m from the expiry
+    assert "sla_breach" not in scenario.kinds(incident)
+    scenario.at(3608 + 299, SATURDAY_3AM)
+    assert len(scenario.paged(incident)) == 2  # the DRI's tier waits its 5 m as on the first round
+    scenario.at(3608 + 300, SATURDAY_3AM)
+    assert scenario.paged(incident)[2:] == [("dave", "phone", 1)]
+
+
+def test_escalating_an_acknowledged_incident_restarts_its_ack_target(scenario):
+    """`vigil incidents escalate` after a timely ack, past the first target's due time: the next tier is
+    paged once, no breach is recorded and the tier after it is not paged half a second later."""
+    incident = scenario.post(payload(alert("a")))
+    actions.acknowledge(scenario.store, incident, "carol", SATURDAY_3AM + 8)
+    actions.escalate_now(scenario.store, incident, "carol", SATURDAY_3AM + 900, scenario.oncall)
+    scenario.at(900, SATURDAY_3AM)
+    scenario.at(900.5, SATURDAY_3AM)
+    scenario.at(901, SATURDAY_3AM)
+    assert scenario.paged(incident) == [("carol", "phone", 0), ("dave", "phone", 1)]
+    shown = scenario.store.notifications.incident(incident)
+    assert shown["sla"]["ack"] == "pending" and "sla_breach" not in scenario.kinds(incident)
+    assert sum(s.value for s in scenario.metrics.sla_breaches.collect()[0].samples if s.name.endswith("_total")) == 0
+
+
 def test_an_acknowledgement_stops_the_escalation(scenario):
     incident = scenario.post(payload(alert("a")))
     actions.acknowledge(scenario.store, incident, "carol", SATURDAY_3AM + 30)

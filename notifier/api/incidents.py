@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
@@ -32,6 +33,7 @@ Priority = Annotated[str, Query(pattern=r"^P[1-5]$")]
 Team = Annotated[str, Query(min_length=1, max_length=200)]
 ACTIONS = {"ack": actions.acknowledge, "resolve": actions.resolve, "escalate": actions.escalate_now,
            "reopen": actions.reopen}
+WITH_ONCALL = {actions.escalate_now}  # actions that read the on-call file (the acknowledge target's length)
 
 
 @router.get("/api/v1/incidents")
@@ -53,7 +55,8 @@ async def show_incident(store: StoreDep, incident_id: IncidentId):
 def _actor_route(verb: str, action) -> None:
     async def act(request: Request, store: StoreDep, clock: ClockDep, incident_id: IncidentId):
         body = await actor_body(request)
-        return await _run(action, store, incident_id, body.by, clock())
+        run = functools.partial(action, oncall=request.app.state.oncall) if action in WITH_ONCALL else action
+        return await _run(run, store, incident_id, body.by, clock())
 
     router.add_api_route(f"/api/v1/incidents/{{incident_id}}/{verb}", act, methods=["POST"], name=f"{verb}_incident",
                          openapi_extra=ACTOR_BODY, summary=f"{verb.capitalize()} the incident")

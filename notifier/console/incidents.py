@@ -17,6 +17,8 @@ clock, timeline, notes, pages and their deliveries) with its buttons.
 
 from __future__ import annotations
 
+import functools
+
 from datetime import date, datetime, timedelta, timezone
 
 from fastapi import APIRouter, Request
@@ -176,6 +178,8 @@ async def incident_page(request: Request, incident_id: IncidentId, _user: Consol
 
 async def _act(request: Request, incident_id: int, user: str, run, done: str):
     try:
+        if run is actions.escalate_now:  # the acknowledge target's length is the on-call file's
+            run = functools.partial(run, oncall=request.app.state.oncall)
         await run_in_threadpool(run, request.app.state.store, incident_id, user, request.app.state.clock())
     except actions.IncidentNotFound:
         return await _incident_page(request, incident_id)

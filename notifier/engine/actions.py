@@ -21,10 +21,12 @@ import sqlalchemy as sa
 
 from vigil.notifier.engine.paging import contact_pages
 from vigil.notifier.engine.pause import paused_by
+from vigil.notifier.engine.repage import lapse_acknowledgement
 from vigil.notifier.core.escalation_steps import next_tier
 from vigil.notifier.core.incidents import VERDICTS
 from vigil.notifier.store import Store, incident_state
 from vigil.notifier.core.escalation_steps import REPAGE
+from vigil.oncall.model import OncallConfig
 
 MAX_NOTE_CHARS = 10_000
 
@@ -91,13 +93,17 @@ def mark(store: Store, incident_id: int, by: str, verdict: str, now: float, reas
     return store.notifications.incident(incident_id)
 
 
-def escalate_now(store: Store, incident_id: int, by: str, now: float) -> dict:
+def escalate_now(store: Store, incident_id: int, by: str, now: float, oncall: OncallConfig | None = None) -> dict:
+    """The next tier paged now; an acknowledgement lapses, its acknowledge target restarting from now
+    (`oncall`'s priorities say how long it is; without it the old target stays)."""
     with store.engine.begin() as conn:
         incident = _firing(conn, incident_id, "escalate")
         if incident.policy is None and store.escalations.get(conn, incident_id) is None:
             raise TransitionRefused(f"incident {incident_id} has no escalation policy: there is nobody to escalate to")
-        if incident.acknowledged_at is not None:
-            incident_state.clear_acknowledgement(conn, incident_id)
+        if incident.acknowledged_at is not None and oncall is not None:
+            lapse_acknowledgement(conn, oncall, incident, now)
+        elif incident.acknowledged_at is not None:
+            incident_state.clear_acknowledgement(conn, incident_id, None)
         tier = move_to_next_tier(conn, store, incident, now)
         store.timeline.record(conn, incident_id, now, "escalated", by, to_tier=tier)
     store.escalations.changed()

@@ -86,7 +86,7 @@ def run_step(conn: sa.Connection, oncall: OncallConfig, escalation: Escalation, 
     if pause.before_step(conn, oncall, spec, incident, escalation, held, now):
         return 0
     if escalation.mode == REPAGE and incident.acknowledged_at is not None:
-        escalation = repage.expire_acknowledgement(conn, spec, incident, escalation, now)
+        escalation = repage.expire_acknowledgement(conn, oncall, spec, incident, escalation, now)
         if escalation is None:
             return 0
         why = (f"acknowledged by {incident.acknowledged_by} {format_duration(float(int(now - incident.acknowledged_at)))} "

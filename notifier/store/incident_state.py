@@ -62,8 +62,10 @@ def acknowledge(conn: sa.Connection, incident_id: int, by: str, at: float) -> No
     update(conn, incident_id, acknowledged_at=at, acknowledged_by=by)
 
 
-def clear_acknowledgement(conn: sa.Connection, incident_id: int) -> None:
-    update(conn, incident_id, acknowledged_at=None, acknowledged_by=None)
+def clear_acknowledgement(conn: sa.Connection, incident_id: int, ack_due_at: float | None) -> None:
+    """Unacknowledged again, with a new acknowledge target `ack_due_at` (None: the old one stays)."""
+    update(conn, incident_id, acknowledged_at=None, acknowledged_by=None,
+           **({"ack_due_at": ack_due_at} if ack_due_at is not None else {}))
 
 
 def resolve(conn: sa.Connection, incident_id: int, by: str, at: float) -> None:
