@@ -365,6 +365,55 @@ def test_past_the_storm_limit_the_waiting_pages_become_one_digest_and_none_is_lo
     assert len(digested_events) == 3 and {e["detail"]["digest"] for e in digested_events} == {digest_row}
 
 
+def test_a_storm_lasting_minutes_sends_one_digest_per_window_of_only_what_is_still_open(pipeline, endpoints):
+    """Five pages a minute, for three minutes, to a contact allowed two: one digest per minute window
+    (the later pages join the digest that waits), each listing only pages of incidents still open, and
+    counting what it stands for as the outbox does."""
+    phone, sms = endpoints
+    opened, digests_per_run = [], []
+
+    def run(at: float) -> None:
+        before = len(sms.received)
+        pipeline.run_at(at)
+        digests_per_run.append(sum(r["title"].startswith("[DIGEST") for r in sms.received[before:]))
+    for minute in range(3):
+        opened += [pipeline.page_alice(f"m{minute}-{n}", contact="sms", index=1) for n in range(5)]
+        for second in (0, 20, 40):
+            run(T0 + 60 * minute + second)
+        if minute == 0:  # one of the incidents the waiting digest stands for is resolved meanwhile
+            owned = [(incident, p) for incident in opened for p in pipeline.store.outbox.pages_of(incident)]
+            waiting = {p["id"] for _, p in owned if p["state"] == "pending"}
+            settled = next(incident for incident, p in owned if p["digest_of"] in waiting)
+            with pipeline.store.engine.begin() as conn:
+                incident_state.resolve(conn, settled, "alice", T0 + 45)
+    for at in (T0 + 180, T0 + 240, T0 + 300):
+        run(at)
+    digests = [r for r in sms.received if r["title"].startswith("[DIGEST")]
+    pages = [r for r in sms.received if not r["title"].startswith("[DIGEST")]
+    assert max(digests_per_run) == 1  # never two digests at once, never one per page
+    assert len(pages) + len(digests) <= 2 * 5  # two a minute over five minutes: the limit holds
+    assert digests_per_run[3] == 1  # the waiting digest goes out as its window opens: pages never starve it
+    rows = [p for incident in opened for p in pipeline.store.outbox.pages_of(incident)]
+    folded = [p for p in rows if p["state"] == "digested"]
+    assert len(folded) + len(pages) == 15 and len({p["digest_of"] for p in folded}) == len(digests)
+    listed = sum(int(d["title"].split(":")[1].split("]")[0]) for d in digests)
+    assert listed == len(folded) - 1 and f"#{settled} firing" not in "".join(d["message"] for d in digests)
+    assert any("1 more held back were acknowledged or resolved since" in d["message"] for d in digests)
+
+
+def test_a_digest_of_pages_whose_incidents_all_closed_is_not_sent(pipeline, endpoints):
+    phone, sms = endpoints
+    incidents = [pipeline.page_alice(f"g{n}", contact="sms", index=1) for n in range(4)]
+    assert pipeline.run_at(T0) == 2
+    with pipeline.store.engine.begin() as conn:
+        for incident in incidents:
+            incident_state.resolve(conn, incident, "alice", T0 + 30)
+    pipeline.run_at(T0 + 60)
+    assert [r for r in sms.received if r["title"].startswith("[DIGEST")] == []
+    digest_rows = {p["digest_of"] for i in incidents for p in pipeline.store.outbox.pages_of(i) if p["digest_of"]}
+    assert len(digest_rows) == 1
+
+
 def test_only_people_fall_back_first_version_targets_paged_every_channel_at_once(tmp_path):
     inbox = LocalInboxSender(None, lambda: T0)  # choosing the next contact sends nothing
     people = Channels(parse_oncall(PEOPLE.format(phone=9, sms=9)), inbox, 30)

@@ -25,6 +25,7 @@ from vigil.notifier.delivery.worker import LEASE_S
 from vigil.notifier.metrics import NotifierMetrics
 from vigil.notifier.settings import NotifierSettings
 from vigil.notifier.store import Store, incident_state
+from vigil.notifier.store.digests import Digests
 from vigil.notifier.store.engine import reading
 from vigil.notifier.store.maintenance import Maintenance
 from vigil.oncall.model import OncallConfig
@@ -35,12 +36,13 @@ def delivery_stages(store: Store, oncall: OncallConfig, settings: NotifierSettin
     """The stages a claimed delivery passes, in order."""
     channels = Channels(oncall, LocalInboxSender(store.inbox, clock), settings.max_pages_per_minute)
     outbox = store.outbox
+    digests = Digests(store.engine)
     return [
         MuteStage(partial(incident_for_mute, store), MaintenanceHold(Maintenance(store.engine), oncall),
                   outbox.firing_page_fate),
         DedupStage(outbox.newer_page_waiting),
-        StormStage(channels.storm_limit, lambda delivery, claimed_at, due_at, passed: outbox.fold_into_digest(
-            delivery, claimed_at, LEASE_S, due_at, digest_text, passed)),
+        StormStage(channels.storm_limit, lambda delivery, claimed_at, due_at, passed: digests.fold(
+            delivery, claimed_at, LEASE_S, due_at, digest_text, passed), partial(digests.refresh, compose=digest_text)),
         ThrottleStage(channels.per_minute),
         SendStage(channels.sender_for, clock),
         RetryStage(settings.retry_base_s, settings.retry_max_s, settings.max_attempts),

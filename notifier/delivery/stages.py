@@ -233,22 +233,25 @@ class ThrottleStage:
             return 0.0
 
 
-# --- storm ----------------------------------------------------------------------------------------
+# --- storm ---------------------------------------------------------------------------------------
 # Storm control: past N pages a minute to one person's contact, the waiting pages become one digest.
 #
 # When an alert storm would ring one phone forty times, the person gets the first N pages (the on-call
 # file's `storm.max_pages_per_minute`), then ONE digest page that lists the pages waiting for that
-# contact and says how many it stands for. Nothing is dropped: every folded page stays in the outbox as
-# `digested` (its `digest_of` is the digest row) with a `page_digested` event on its incident's timeline,
-# and the digest itself waits for the moment the minute window lets a page out. The window is counted
-# per notifier process (like the throttle).
+# contact and says how many it stands for. Pages over the limit while that digest waits join it (one
+# digest per contact per minute window, never one per page). Nothing is dropped: every folded page
+# stays in the outbox as `digested` (its `digest_of` is the digest row) with a `page_digested` event on
+# its incident's timeline. When its window lets it out, the digest lists only what is still open
+# (firing, unacknowledged) and counts what was settled meanwhile; if nothing is open it is not sent
+# (`muted`). The window is counted per notifier process (like the throttle).
 
 MAX_LISTED = 20  # the digest lists this many pages; the rest are counted
 FORGET_PASSED_S = 300.0  # a page let through is being sent (or recorded) well within this
 
 
-def digest_text(rows: Sequence) -> tuple[str, str]:
-    """The digest's title and body for the folded outbox `rows` (each has incident_id, page_status, title)."""
+def digest_text(rows: Sequence, settled: int = 0) -> tuple[str, str]:
+    """The digest's title and body for the outbox `rows` it lists (each has incident_id, page_status,
+    title) and the count of its pages `settled` (acknowledged or resolved) since they were folded."""
     incidents = sorted({row.incident_id for row in rows})
     title = shorten(f"[DIGEST:{len(rows)}] {len(rows)} pages for {len(incidents)} incident(s) held back by storm "
                     f"control", MAX_TITLE_CHARS)
@@ -256,6 +259,8 @@ def digest_text(rows: Sequence) -> tuple[str, str]:
     lines += [f"- #{row.incident_id} {row.page_status}: {row.title or row.body}" for row in rows[:MAX_LISTED]]
     if len(rows) > MAX_LISTED:
         lines.append(f"… and {len(rows) - MAX_LISTED} more")
+    if settled:
+        lines.append(f"({settled} more held back were acknowledged or resolved since: not listed)")
     return title, "\n".join(lines)
 
 
@@ -263,39 +268,65 @@ class StormStage:
     name = "storm"
 
     def __init__(self, per_minute: Callable[[Delivery], int | None],
-                 fold: Callable[[Delivery, float, float, frozenset[int]], int | None]):
+                 fold: Callable[[Delivery, float, float, frozenset[int]], frozenset[int]],
+                 refresh: Callable[[Delivery], tuple[str, str] | None] = lambda digest: (digest.title, digest.body)):
         """`per_minute(delivery)`: the storm limit of its person's contact (None: no limit);
         `fold(delivery, claimed_at, due_at, passed)`: fold the pages waiting for that contact, except those
-        in `passed` (let through, being sent), into one digest due at `due_at` (the outbox)."""
+        in `passed` (let through, being sent), into its digest due at `due_at` (the outbox), returning the
+        ids folded (pages of the same batch among them are closed as digested when they get here);
+        `refresh(digest)`: the digest's text as it would go out now, None when nothing it lists is open."""
         self._per_minute = per_minute
         self._fold = fold
+        self._refresh = refresh
         self._window = ThrottleStage(per_minute)  # its sliding minute window, counted per contact
         self._lock = threading.Lock()  # pages of one batch pass the stages in parallel
         # per contact: delivery id -> when it was let through (being sent: never folded)
         self._passed: dict[tuple[str, int], dict[int, float]] = {}
+        self._digest_waiting: set[tuple[str, int]] = set()  # contacts whose digest waits: pages join it
+        self._folded: dict[int, float] = {}  # delivery id -> when folded (a page of the batch not yet here)
 
     def __call__(self, page: Page) -> Page:
         if page.outcome is not None:
             return page
         delivery = page.delivery
+        key = (delivery.target, delivery.channel_index)
         limit = self._per_minute(delivery)
         if limit is None:
             return page
-        key = (delivery.target, delivery.channel_index)
-        with self._lock:
+        with self._lock:  # a page joins a digest either before its text is read here, or never
+            if delivery.is_digest:
+                text = self._refresh(delivery)
+                if text is None:  # everything it stood for was acknowledged or resolved meanwhile
+                    self._digest_waiting.discard(key)
+                    return page.decided(Outcome("muted", page.now))
+                delivery = replace(delivery, title=text[0], body=text[1])
+                page = replace(page, delivery=delivery)
+            if self._folded.pop(delivery.id, None) is not None:  # folded by another page meanwhile
+                return page.decided(Outcome("digested", page.now))
             passed = self._passed.setdefault(key, {})
             for old in [known for known, at in passed.items() if at < page.now - FORGET_PASSED_S]:
                 del passed[old]
+            for old in [known for known, at in self._folded.items() if at < page.now - FORGET_PASSED_S]:
+                del self._folded[old]
             if delivery.id in passed:  # a retry of a page let through: the same page, not a new one
                 return page
+            if key in self._digest_waiting and not delivery.is_digest:  # the digest goes first: join it
+                self._note_folded(self._fold(delivery, page.now, page.now, frozenset(passed)), delivery, page.now)
+                return page.decided(Outcome("digested", page.now))
             wait = self._window.wait_for(key, page.now, limit)
             if wait <= 0:
                 passed[delivery.id] = page.now
+                if delivery.is_digest:
+                    self._digest_waiting.discard(key)
                 return page
             if delivery.is_digest:  # a digest is never folded again: it waits for its turn
                 return page.decided(Outcome("postponed", page.now, due_at=page.now + wait))
-            self._fold(delivery, page.now, page.now + wait, frozenset(passed))
+            self._note_folded(self._fold(delivery, page.now, page.now + wait, frozenset(passed)), delivery, page.now)
+            self._digest_waiting.add(key)
         return page.decided(Outcome("digested", page.now))
+
+    def _note_folded(self, ids: frozenset[int], delivery: Delivery, now: float) -> None:
+        self._folded.update((other, now) for other in ids if other != delivery.id)
 
 
 # --- send -----------------------------------------------------------------------------------------

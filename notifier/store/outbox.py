@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from vigil.notifier.core.deliveries import DIGEST_KEY_PREFIX, Delivery, NewDelivery
+from vigil.notifier.core.deliveries import Delivery, NewDelivery
 from vigil.notifier.schema import deliveries, delivery_attempts
 from vigil.notifier.store.engine import reading
 from vigil.notifier.store.prepared import Prepared
@@ -219,38 +219,6 @@ class Outbox:
                               failed_kind=delivery.channel_type, attempts=delivery.attempts + 1,
                               contact=contact, kind=kind, new_delivery=new_id)
         return new_id
-
-    def fold_into_digest(self, delivery: Delivery, claimed_at: float, lease_s: float, due_at: float,
-                         compose, passed: frozenset[int] = frozenset()) -> int | None:
-        """Fold every page waiting for `delivery`'s person and contact (due, or claimed at `claimed_at`),
-        except those in `passed` (being sent), into one digest page due at `due_at`; `compose(rows)` gives
-        its (title, body). The folded rows end `digested` with `digest_of` set, each with a
-        `page_digested` event. None: nothing to fold (another thread folded this page already)."""
-        with self._engine.begin() as conn:
-            rows = conn.execute(sa.select(deliveries).where(
-                deliveries.c.id.not_in(passed) if passed else sa.true(),
-                deliveries.c.target == delivery.target, deliveries.c.channel_index == delivery.channel_index,
-                deliveries.c.state == "pending", deliveries.c.next_attempt_at <= claimed_at + lease_s,
-                sa.or_(deliveries.c.page_key.is_(None), ~deliveries.c.page_key.startswith(DIGEST_KEY_PREFIX)))
-                .order_by(deliveries.c.id).with_for_update()).all()  # PostgreSQL: a second folder waits
-            if delivery.id not in {row.id for row in rows}:
-                return None
-            title, body = compose(rows)
-            digest_id = conn.execute(deliveries.insert().values(
-                notification_id=None, incident_id=delivery.incident_id, target=delivery.target,
-                channel_index=delivery.channel_index, channel_type=delivery.channel_type,
-                page_status="firing" if any(r.page_status == "firing" for r in rows) else "resolved",
-                title=title, body=body, state="pending", attempts=0, next_attempt_at=due_at, created_at=claimed_at,
-                contact=delivery.contact, tier=None,
-                page_key=f"{DIGEST_KEY_PREFIX}{delivery.target}:{delivery.channel_index}:{rows[0].id}",
-            )).inserted_primary_key[0]
-            conn.execute(deliveries.update().where(deliveries.c.id.in_([r.id for r in rows]))
-                         .values(state="digested", digest_of=digest_id, next_attempt_at=claimed_at))
-            for row in rows:
-                self._timeline.record(conn, row.incident_id, claimed_at, "page_digested", delivery=row.id,
-                                      person=row.target, contact=row.contact, kind=row.channel_type,
-                                      digest=digest_id, pages=len(rows))
-            return digest_id
 
     def firing_page_fate(self, delivery: Delivery) -> tuple[str, float | None]:
         """What became of the firing pages of `delivery`'s incident to the same person and contact:
