@@ -61,7 +61,7 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
         gone = app.state.gone_alerts = (None if not settings.alertmanager_url else GoneAlertResolver(
             store, settings.alertmanager_url, settings.resolve_gone_after_s, clock, settings.resolve_gone_check_s,
             lambda: (metrics.resolved_gone.inc(), worker.wake())))
-        collectors = [StoreCollector(store), HeartbeatCollector(monitor), OncallHealthCollector(store, oncall, clock)]
+        collectors = [StoreCollector(store, clock), HeartbeatCollector(monitor), OncallHealthCollector(store, oncall, clock)]
         for collector in collectors:
             metrics.registry.register(collector)
         # the notifier's background loops, one list: started in this order, stopped in the reverse one

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import time
+from typing import Callable
+
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from vigil.notifier.store import Store
-from vigil.notifier.store.outbox import STATES
+from vigil.notifier.store.outbox import SCHEDULED, STATES
 
 REJECT_REASONS = ("unauthorized", "unsupported_media_type", "too_large", "invalid_json", "too_deep",
                   "invalid_text", "invalid_payload")
@@ -59,14 +62,15 @@ class StoreCollector:
     A growing `pending` or any `failed` means pages are not getting through: alert on it.
     """
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, clock: Callable[[], float] = time.time):
         self._store = store
+        self._clock = clock
 
     def collect(self):
-        states, firing = self._store.outbox.states(), self._store.notifications.firing_count()
-        outbox = GaugeMetricFamily("vigil_notifier_outbox_deliveries", "Page deliveries in the outbox, by state.",
-                                   labels=["state"])
-        for state in STATES:
+        states, firing = self._store.outbox.states(self._clock()), self._store.notifications.firing_count()
+        outbox = GaugeMetricFamily("vigil_notifier_outbox_deliveries", "Page deliveries in the outbox, by state "
+                                   "(scheduled: pending on purpose, due later).", labels=["state"])
+        for state in (*STATES, SCHEDULED):
             outbox.add_metric([state], states.get(state, 0))
         yield outbox
         yield GaugeMetricFamily("vigil_notifier_incidents_firing", "Incidents currently firing.", value=firing)

@@ -62,9 +62,9 @@ SUNDAY_3AM = datetime(2026, 11, 22, 3, 0, tzinfo=timezone.utc).timestamp()  # er
 
 
 class Scenario:
-    def __init__(self, db_url: str, now: float):
+    def __init__(self, db_url: str, now: float, oncall: str = ONCALL):
         self.store = Store(db_url)
-        self.oncall = parse_oncall(ONCALL)
+        self.oncall = parse_oncall(oncall)
         self.now = now
         self.metrics = NotifierMetrics()
         self.route = EngineIntake(self.oncall, None, self.metrics)
@@ -147,6 +147,48 @@ def test_escalating_an_acknowledged_incident_restarts_its_ack_target(scenario):
     shown = scenario.store.notifications.incident(incident)
     assert shown["sla"]["ack"] == "pending" and "sla_breach" not in scenario.kinds(incident)
     assert sum(s.value for s in scenario.metrics.sla_breaches.collect()[0].samples if s.name.endswith("_total")) == 0
+
+
+HELD_AT_NIGHT = """
+timezone: UTC
+working_hours: {days: [mon, tue, wed, thu, fri], start: "09:00", end: "18:00"}
+priorities:
+  P4: {ack_within: 4h}
+severities: {info: P4}
+people:
+  alice: {contacts: {email: {inbox: true, kind: email}}, notify: [{priorities: [P4], steps: [{contact: email, hold_until: working_hours}]}]}
+  bob: {contacts: {email: {inbox: true, kind: email}}, notify: [{priorities: [P4], steps: [{contact: email, hold_until: working_hours}]}]}
+  mgr: {contacts: {email: {inbox: true, kind: email}}}
+policies:
+  gpu:
+    tiers:
+      - {name: DRI, notify: [{person: alice}], escalate_after: 30m}
+      - {name: senior, notify: [{person: bob}], escalate_after: 30m}
+      - {name: manager, notify: [{person: mgr}], escalate_after: 30m}
+default_policy: gpu
+"""
+MONDAY_9AM = datetime(2026, 11, 23, 9, 0, tzinfo=timezone.utc).timestamp()
+
+
+def test_a_tier_whose_page_is_held_until_working_hours_holds_its_escalation(db_url):
+    """A P4 on Saturday night: the DRI's e-mail waits for Monday 09:00, and so do the senior line and
+    the manager; the acknowledge target counts from the moment the DRI can read the page."""
+    scenario = Scenario(db_url, SATURDAY_3AM, HELD_AT_NIGHT)
+    try:
+        incident = scenario.post(payload(alert("a", severity="info")))
+        for hours in (1, 5, 12, 30):
+            scenario.at(hours * 3600, SATURDAY_3AM)
+        assert scenario.paged(incident) == [("alice", "email", 0)]  # queued, held for Monday
+        assert scenario.store.outbox.states(now=scenario.now) == {"scheduled": 1}  # not a backlog
+        shown = scenario.store.notifications.incident(incident)
+        assert shown["sla"]["ack"] == "pending" and shown["ack_due_at"] == "2026-11-23T13:00:00.000Z"
+        assert "sla_breach" not in scenario.kinds(incident)
+        scenario.at(30 * 60 - 1, MONDAY_9AM)
+        assert len(scenario.paged(incident)) == 1
+        scenario.at(30 * 60, MONDAY_9AM)
+        assert scenario.paged(incident)[1:] == [("bob", "email", 1)]
+    finally:
+        scenario.store.close()
 
 
 def test_an_acknowledgement_stops_the_escalation(scenario):

@@ -111,8 +111,14 @@ def run_step(conn: sa.Connection, oncall: OncallConfig, escalation: Escalation, 
             why = "; ".join([*([why] if why else []), f"nobody on call in {', '.join(skipped)}"])
         pages = tier_pages(conn, oncall, incident, step, people, now, links, why=why)
         added = Outbox(conn.engine).enqueue_pages(conn, incident.id, "firing", pages, now)
+        # a tier whose every page is held (`hold_until: working_hours`) is reached when the first goes out:
+        # its wait, and the acknowledge target, count from then (nobody could answer before)
+        reached = min((now + page.delay_s for page in pages), default=now)
         timeline.record(conn, incident.id, now, "tier_paged", tier=tier, tier_name=spec.tiers[tier].name,
-                        people=people, repeat=repeat, round=round, pages=added)
+                        people=people, repeat=repeat, round=round, pages=added,
+                        **({"held_until": rfc3339(reached)} if reached > now else {}))
+        if reached > now:
+            pause.restart_ack_target(conn, oncall, incident, reached)
         if metrics is not None:
             counted.add(partial(_count_page, metrics, tier, max(0.0, now - escalation.due_at)))
         if pause.pause_after_paging(conn, oncall, incident, step, held, now):
@@ -123,7 +129,7 @@ def run_step(conn: sa.Connection, oncall: OncallConfig, escalation: Escalation, 
         elif following is None:
             _exhausted(conn, incident.id, now)
         else:
-            escalations.put(conn, incident.id, spec.name, now + spec.tiers[tier].escalate_after_s,
+            escalations.put(conn, incident.id, spec.name, reached + spec.tiers[tier].escalate_after_s,
                             tier=following[0], repeat=following[1], round=following[2])
         return added
     if position is None:

@@ -23,6 +23,7 @@ from vigil.common.times import rfc3339
 # (or handed to the person's next contact); muted / superseded / digested: not sent, on purpose (the
 # mute, dedup and storm stages say why; a digested row's `digest_of` is the digest that carried it)
 STATES = ("pending", "sent", "failed", "muted", "superseded", "digested")
+SCHEDULED = "scheduled"  # pending, never tried, due later (`states(now)`): waiting on purpose
 
 
 @dataclass(frozen=True)
@@ -186,10 +187,15 @@ class Outbox:
         """The row of `delivery_id` read on `conn` (None if there is none)."""
         return conn.execute(sa.select(deliveries).where(deliveries.c.id == delivery_id)).first()
 
-    def states(self) -> dict[str, int]:
-        """Deliveries by state."""
+    def states(self, now: float | None = None) -> dict[str, int]:
+        """Deliveries by state; with `now`, the pending ones never tried and not due yet (held until
+        working hours, the SMS a minute after the call) are `scheduled`: waiting on purpose, no backlog."""
+        state = deliveries.c.state
+        if now is not None:
+            state = sa.case((sa.and_(state == "pending", deliveries.c.attempts == 0,
+                                     deliveries.c.next_attempt_at > now), "scheduled"), else_=state)
         with reading(self._engine) as conn:
-            rows = conn.execute(sa.select(deliveries.c.state, sa.func.count()).group_by(deliveries.c.state)).all()
+            rows = conn.execute(sa.select(state.label("state"), sa.func.count()).group_by(state)).all()
         return {state: count for state, count in rows}
 
     def attempts_of(self, delivery_id: int) -> list[dict]:
