@@ -55,7 +55,7 @@ class TierSpec:
     index: int  # 0-based
     name: str
     escalate_after_s: float
-    repeat: int  # >= 1
+    pages: int  # >= 1: the first page and the tier's `repeat` more
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ def policy_spec(config: OncallConfig, policy: str) -> PolicySpec:
     """The tiers and rounds of `policy`; UnknownPolicy if the config has no such policy."""
     known = config.policies.get(policy)
     if known is not None:
-        tiers = tuple(TierSpec(index, tier.name or f"tier {index + 1}", tier.escalate_after, tier.repeat)
+        tiers = tuple(TierSpec(index, tier.name or f"tier {index + 1}", tier.escalate_after, tier.repeat + 1)
                       for index, tier in enumerate(known.tiers))
         return PolicySpec(policy, tiers, known.rounds, known.repage_acknowledged_after)
     target = legacy_policy_target(config, policy)

@@ -1,7 +1,8 @@
 """Escalation policies: ordered tiers, each paging schedules and people, waiting for an ack, repeating.
 
-A tier is paged `repeat` times, `escalate_after` apart, before the next tier; after the last tier the
-whole policy runs again `repeat` more times (or `until_acknowledged`). An acknowledged incident that
+`repeat` has one meaning everywhere, as in GoAlert and PagerDuty: how many MORE times. A tier is paged
+once and then `repeat` more times, `escalate_after` apart, before the next tier; after the last tier
+the whole policy runs again `repeat` more times (or `until_acknowledged`). An acknowledged incident that
 stays unresolved for `repage_acknowledged_after` has its acknowledgement expire and is paged again.
 """
 
@@ -45,7 +46,7 @@ class Tier(_Strict):
     name: str | None = None
     notify: tuple[TierEntry, ...] = Field(min_length=1)
     escalate_after: Duration = DEFAULT_ESCALATE_AFTER_S
-    repeat: int = Field(default=1, ge=1)
+    repeat: int = Field(default=0, ge=0)  # pages after the first on this tier before the next tier
 
 
 class Policy(_Strict):

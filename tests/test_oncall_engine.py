@@ -22,6 +22,7 @@ timezone: UTC
 priorities:
   P1: {ack_within: 10m, resolve_within: 4h}
   P2: {ack_within: 1m}
+  P3: {ack_within: 301s}
 people:
   alice: {contacts: {phone: {inbox: true, kind: phone}, sms: {inbox: true, kind: sms}}}
   bob:   {contacts: {phone: {inbox: true, kind: phone}}}
@@ -214,6 +215,22 @@ def test_an_sla_breach_escalates_at_once(scenario):
     assert scenario.paged(incident) == [("carol", "phone", 0), ("dave", "phone", 1)]
     shown = scenario.store.notifications.incident(incident)
     assert shown["sla"]["ack"] == "breached" and "sla_breach" in scenario.kinds(incident)
+
+
+def test_an_ack_breach_right_after_a_tier_was_paged_keeps_the_policys_spacing(scenario):
+    """The senior line is paged at 5 m by the DRI's wait, and the 301 s acknowledge target is missed a
+    second later: the manager is paged 301 s after the senior line (the shorter of the senior tier's 10 m
+    and the target), not at once, and not as late as the senior tier's own 10 m."""
+    incident = scenario.post(payload(alert("a", priority="P3")))
+    scenario.at(300, SATURDAY_3AM)
+    scenario.at(301, SATURDAY_3AM)
+    scenario.at(301.5, SATURDAY_3AM)
+    assert scenario.paged(incident) == [("carol", "phone", 0), ("dave", "phone", 1)]
+    assert "sla_breach" in scenario.kinds(incident)
+    scenario.at(600, SATURDAY_3AM)
+    assert len(scenario.paged(incident)) == 2
+    scenario.at(601, SATURDAY_3AM)
+    assert scenario.paged(incident)[2:] == [("mgr", "email", 2)]
 
 
 def test_a_tier_with_nobody_on_call_goes_to_the_next_tier(scenario):

@@ -125,7 +125,7 @@ def test_each_priority_has_its_response_targets_in_seconds(config):
 
 def test_a_policy_is_tiers_with_waits_and_repeats_and_a_number_of_rounds(config):
     assert policy_spec(config, "gpu-infra") == PolicySpec(
-        "gpu-infra", (TierSpec(0, "DRI", 300.0, 2), TierSpec(1, "tier 2", 600.0, 1)), None, 3600.0)
+        "gpu-infra", (TierSpec(0, "DRI", 300.0, 3), TierSpec(1, "tier 2", 600.0, 1)), None, 3600.0)
     assert policy_spec(config, "storage") == PolicySpec("storage", (TierSpec(0, "tier 1", 300.0, 1),), 3, None)
     with pytest.raises(UnknownPolicy):
         policy_spec(config, "gone")

@@ -2,7 +2,7 @@
 policy's shape and the escalation's position.
 
 A position is (tier, repeat, round): page tier `tier` for the `repeat`-th time (0-based) in round
-`round`. A tier is paged `repeat` times before the next; after the last tier a new round starts while
+`round`. A tier is paged `pages` times (its `repeat` + 1) before the next; after the last tier a new round starts while
 the policy's `rounds` allow (None: until acknowledged), else the policy is exhausted (None).
 """
 
@@ -51,7 +51,7 @@ def normalized(spec: PolicySpec, tier: int, repeat: int, round: int) -> Position
 def after_page(spec: PolicySpec, tier: int, repeat: int, round: int) -> Position | None:
     """The position after paging (tier, repeat, round): the same tier again while its repeats last,
     else the next tier (or round)."""
-    if repeat + 1 < spec.tiers[tier].repeat:
+    if repeat + 1 < spec.tiers[tier].pages:
         return tier, repeat + 1, round
     return normalized(spec, tier + 1, 0, round)
 

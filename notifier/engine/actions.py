@@ -126,16 +126,17 @@ def reopen(store: Store, incident_id: int, by: str, now: float) -> dict:
     return store.notifications.incident(incident_id)
 
 
-def move_to_next_tier(conn: sa.Connection, store: Store, incident, now: float) -> int | None:
-    """Set the incident's escalation to the tier after the one paged last, due now; returns that tier
-    (None: the incident has no policy). The engine pages it on its next pass."""
+def move_to_next_tier(conn: sa.Connection, store: Store, incident, now: float, due_at: float | None = None) -> int | None:
+    """Set the incident's escalation to the tier after the one paged last, due at `due_at` (default: now);
+    returns that tier (None: the incident has no policy). The engine pages it when due."""
     escalation = store.escalations.get(conn, incident.id)
     policy = escalation.policy if escalation is not None else incident.policy
     if policy is None:
         return None
     moved = next_tier(incident.id, escalation, store.escalations.last_paged_tier(conn, incident.id), policy, now,
                       paused=paused_by(conn, incident.id) is not None)
-    store.escalations.put(conn, incident.id, policy, now, tier=moved.tier, round=moved.round)
+    store.escalations.put(conn, incident.id, policy, now if due_at is None else due_at, tier=moved.tier,
+                          round=moved.round)
     return moved.tier
 
 

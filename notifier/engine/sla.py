@@ -3,7 +3,9 @@
 On each engine pass, a firing incident past its `ack_due_at` and still unacknowledged, or past its
 `resolve_due_at`, is marked breached (`ack_breached_at` / `resolve_breached_at`, once), gets an
 `sla_breach` event, counts in `vigil_notifier_sla_breaches_total{priority,target}`, and its escalation
-moves to the next tier, due now, instead of waiting out the tier's `escalate_after`. An acknowledged
+moves to the next tier, due now, instead of waiting out the tier's `escalate_after` — but never sooner
+after the tier paged last than the shorter of that tier's `escalate_after` and the acknowledge target,
+so a tier paged just before the breach is not followed half a second later by the next. An acknowledged
 incident that misses its resolve target is recorded and counted; its re-page timer stays in charge.
 A ticket (`notify: ticket`) is never escalated: its breach is recorded and counted, nothing moves.
 
@@ -25,7 +27,7 @@ from vigil.notifier.store import Store, incident_state
 from vigil.notifier.store.engine import reading
 from vigil.common.times import rfc3339
 from vigil.oncall.model import OncallConfig
-from vigil.oncall.plan import is_ticket
+from vigil.oncall.plan import UnknownPolicy, is_ticket, policy_spec, sla_for
 
 TARGETS = ("ack", "resolve")
 BATCH = 100
@@ -67,5 +69,24 @@ def _breach(conn, store: Store, incident_id: int, which: str, now: float, metric
         counted.add(metrics.sla_breaches.labels(incident.priority or "none", which).inc)
     if incident.acknowledged_at is None and not paused and not is_ticket(json.loads(incident.labels)):
         # (a maintenance window's pause holds it where it is; a ticket is never escalated)
-        move_to_next_tier(conn, store, incident, now)
+        move_to_next_tier(conn, store, incident, now, _spaced(conn, store, oncall, incident, now))
     return 1
+
+
+def _spaced(conn, store: Store, oncall: OncallConfig, incident, now: float) -> float:
+    """When a missed acknowledge target pages the next tier: now, but never sooner after the tier paged
+    last than the shorter of that tier's `escalate_after` and the acknowledge target (a tier paged half a
+    second before the breach gets its chance, as the policy spaces tiers)."""
+    last = store.escalations.last_paged(conn, incident.id)
+    escalation = store.escalations.get(conn, incident.id)
+    policy = escalation.policy if escalation is not None else incident.policy
+    if last is None or policy is None:
+        return now
+    try:
+        tiers = policy_spec(oncall, policy).tiers
+    except UnknownPolicy:
+        return now
+    tier, paged_at = last
+    spacing = tiers[tier].escalate_after_s if 0 <= tier < len(tiers) else 0.0
+    within = sla_for(oncall, incident.priority).ack_within_s if incident.priority else None
+    return max(now, paged_at + min(spacing, within if within is not None else spacing))

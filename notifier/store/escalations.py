@@ -112,6 +112,12 @@ class Escalations:
 
     def last_paged_tier(self, conn: sa.Connection, incident_id: int) -> int | None:
         """The tier of the incident's newest escalation page."""
-        return conn.execute(sa.select(deliveries.c.tier).where(
+        last = self.last_paged(conn, incident_id)
+        return None if last is None else last[0]
+
+    def last_paged(self, conn: sa.Connection, incident_id: int) -> tuple[int, float] | None:
+        """The tier of the incident's newest escalation page, and when it was queued."""
+        row = conn.execute(sa.select(deliveries.c.tier, deliveries.c.created_at).where(
             deliveries.c.incident_id == incident_id, deliveries.c.tier.is_not(None),
-            deliveries.c.page_status == "firing").order_by(deliveries.c.id.desc()).limit(1)).scalar()
+            deliveries.c.page_status == "firing").order_by(deliveries.c.id.desc()).limit(1)).first()
+        return None if row is None else (row.tier, row.created_at)
