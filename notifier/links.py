@@ -2,7 +2,8 @@
 
 A link carries its own proof, so whoever holds the page can act without logging in:
 
-    token = base64url(JSON {"i": incident, "a": "ack"|"resolve"|"open"|"noisy", "e": expires, "n": nonce})
+    token = base64url(JSON {"i": incident, "a": "ack"|"resolve"|"open"|"noisy", "e": expires, "n": nonce,
+                            "p": person the page went to (optional)})
             + "." + base64url(HMAC-SHA256(key, first part))
     key   = HMAC-SHA256(webhook token, "vigil one-click links v1")
 
@@ -10,9 +11,11 @@ A page sent by SMS or read out on a phone has 160 characters for everything, so 
 has a compact form of the same claims, in binary (no dot):
 
     token = base64url(incident (unsigned LEB128) | action (1 byte) | expires (4 bytes) | nonce (4 bytes)
+                      [| person's length (1 byte) | person (UTF-8)]
                       | the first 8 bytes of HMAC-SHA256(key, those bytes))
 
-about 26 characters. Forging one means guessing a 64-bit MAC; its 32-bit nonce only tells the uses of
+about 26 characters, and the person's name. A link names the person its page was sent to, so acting
+on it is recorded as theirs (links made before carry nobody: "one-click link"). Forging one means guessing a 64-bit MAC; its 32-bit nonce only tells the uses of
 one incident's links apart.
 
 The key is derived from the webhook token, so rotating the token revokes every link; the token itself
@@ -40,6 +43,7 @@ _KEY_LABEL = b"vigil one-click links v1"
 _NONCE_BYTES = 12
 _SHORT_NONCE_BYTES = 4
 _SHORT_MAC_BYTES = 8
+_MAX_SHORT_PERSON = 64
 _BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
 
 
@@ -59,6 +63,7 @@ class Link:
     action: str  # ack | resolve | open
     expires_at: float  # UNIX seconds
     nonce: str
+    person: str | None = None  # whom the page carrying it was sent to
 
 
 def link_key(webhook_token: str) -> bytes:
@@ -66,21 +71,26 @@ def link_key(webhook_token: str) -> bytes:
     return hmac.new(webhook_token.encode(), _KEY_LABEL, hashlib.sha256).digest()
 
 
-def sign(key: bytes, incident_id: int, action: str, expires_at: float, nonce: str | None = None) -> str:
-    """A token for `action` on `incident_id`, valid until `expires_at`."""
+def sign(key: bytes, incident_id: int, action: str, expires_at: float, nonce: str | None = None,
+         person: str | None = None) -> str:
+    """A token for `action` on `incident_id`, valid until `expires_at`, in a page sent to `person`."""
     if action not in ACTIONS:
         raise ValueError(f"unknown link action {action!r} (one of {', '.join(ACTIONS)})")
-    claims = {"i": incident_id, "a": action, "e": int(expires_at), "n": nonce or _new_nonce()}
+    claims = {"i": incident_id, "a": action, "e": int(expires_at), "n": nonce or _new_nonce(),
+              **({"p": person} if person else {})}
     payload = _encode(json.dumps(claims, separators=(",", ":"), sort_keys=True).encode())
     return f"{payload}.{_encode(_mac(key, payload))}"
 
 
-def sign_short(key: bytes, incident_id: int, action: str, expires_at: float) -> str:
-    """The compact token (for SMS and phone pages) for `action` on `incident_id`, valid until `expires_at`."""
+def sign_short(key: bytes, incident_id: int, action: str, expires_at: float, person: str | None = None) -> str:
+    """The compact token (for SMS and phone pages) for `action` on `incident_id`, valid until `expires_at`,
+    in a page sent to `person` (a name over 64 bytes is left out: the link stays short)."""
     if action not in ACTIONS:
         raise ValueError(f"unknown link action {action!r} (one of {', '.join(ACTIONS)})")
+    name = (person or "").encode()
     claims = (_leb128(incident_id) + bytes([ACTIONS.index(action)]) + int(expires_at).to_bytes(4, "big")
-              + secrets.token_bytes(_SHORT_NONCE_BYTES))
+              + secrets.token_bytes(_SHORT_NONCE_BYTES)
+              + (bytes([len(name)]) + name if 0 < len(name) <= _MAX_SHORT_PERSON else b""))
     return _encode(claims + _short_mac(key, claims))
 
 
@@ -95,13 +105,15 @@ def verify(key: bytes, token: str, now: float) -> Link:
     return link
 
 
-def page_links(settings, incident_id: int, now: float, ttl_s: float = DEFAULT_LINK_TTL_S) -> list[str]:
-    """The acknowledge, resolve, open and mark-noisy URLs for a page of `incident_id`, under the notifier's public
-    URL (`settings.own_url`), signed with the key of `settings.token`, valid for `ttl_s`; then the compact
-    acknowledge URL that SMS and phone pages carry (`sign_short`)."""
+def page_links(settings, incident_id: int, now: float, ttl_s: float = DEFAULT_LINK_TTL_S,
+               person: str | None = None) -> list[str]:
+    """The acknowledge, resolve, open and mark-noisy URLs for a page of `incident_id` sent to `person`, under
+    the notifier's public URL (`settings.own_url`), signed with the key of `settings.token`, valid for
+    `ttl_s`; then the compact acknowledge URL that SMS and phone pages carry (`sign_short`)."""
     key = link_key(settings.token)
-    return [*(f"{settings.own_url}{LINK_PATH}{sign(key, incident_id, action, now + ttl_s)}" for action in ACTIONS),
-            f"{settings.own_url}{LINK_PATH}{sign_short(key, incident_id, 'ack', now + ttl_s)}"]
+    return [*(f"{settings.own_url}{LINK_PATH}{sign(key, incident_id, action, now + ttl_s, person=person)}"
+              for action in ACTIONS),
+            f"{settings.own_url}{LINK_PATH}{sign_short(key, incident_id, 'ack', now + ttl_s, person)}"]
 
 
 _FORGED = ("This link is not valid: its signature does not match (it was altered, or made with another "
@@ -127,11 +139,25 @@ def _verified_short(key: bytes, token: str) -> Link:
     if not hmac.compare_digest(given, _short_mac(key, claims)):
         raise LinkRefused(403, _FORGED)
     incident_id, rest = _read_leb128(claims)
-    if incident_id is None or len(rest) != 1 + 4 + _SHORT_NONCE_BYTES or rest[0] >= len(ACTIONS) or incident_id < 1:
+    fixed = 1 + 4 + _SHORT_NONCE_BYTES
+    person = _short_person(rest[fixed:])
+    if incident_id is None or len(rest) < fixed or person is None or rest[0] >= len(ACTIONS) or incident_id < 1:
         raise LinkRefused(403, "This link is not valid: its content cannot be read.")
     # the nonce as `link_uses` keys it: the incident's id in it, so two incidents' short nonces never meet
-    nonce = f"s{incident_id}:{_encode(rest[5:])}"
-    return Link(incident_id, ACTIONS[rest[0]], float(int.from_bytes(rest[1:5], "big")), nonce)
+    nonce = f"s{incident_id}:{_encode(rest[5:fixed])}"
+    return Link(incident_id, ACTIONS[rest[0]], float(int.from_bytes(rest[1:5], "big")), nonce, person or None)
+
+
+def _short_person(raw: bytes) -> str | None:
+    """The person after a compact token's nonce: "" when none is there, None when unreadable."""
+    if not raw:
+        return ""
+    if raw[0] != len(raw) - 1 or not 0 < raw[0] <= _MAX_SHORT_PERSON:
+        return None
+    try:
+        return raw[1:].decode()
+    except UnicodeDecodeError:
+        return None
 
 
 def _short_mac(key: bytes, claims: bytes) -> bytes:
@@ -185,8 +211,9 @@ def _claims(raw: bytes | None) -> Link | None:
         return None
     if not isinstance(claims, dict):
         return None
-    incident, action, expires, nonce = (claims.get(k) for k in ("i", "a", "e", "n"))
+    incident, action, expires, nonce, person = (claims.get(k) for k in ("i", "a", "e", "n", "p"))
     if (type(incident) is not int or incident < 1 or action not in ACTIONS or type(expires) is not int
-            or not isinstance(nonce, str) or not 0 < len(nonce) <= 64):
+            or not isinstance(nonce, str) or not 0 < len(nonce) <= 64
+            or not (person is None or isinstance(person, str) and 0 < len(person) <= 200)):
         return None
-    return Link(incident, action, float(expires), nonce)
+    return Link(incident, action, float(expires), nonce, person)

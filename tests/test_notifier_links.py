@@ -93,3 +93,17 @@ def test_a_short_token_altered_forged_or_expired_is_refused():
     assert refusal(link_key("another notifier's token"), token).status == 403
     assert refusal(KEY, "AAAA").status == 403  # too short to hold a MAC
     assert refusal(KEY, token, now=T0 + 60).status == 410
+
+
+@pytest.mark.parametrize("form", [sign, sign_short])
+def test_a_link_names_the_person_its_page_went_to_and_older_links_name_nobody(form):
+    token = form(KEY, 7, "ack", T0 + 60, person="ana")
+    assert verify(KEY, token, T0).person == "ana"
+    assert verify(KEY, form(KEY, 7, "ack", T0 + 60), T0).person is None  # a link made before names nobody
+    if form is sign_short:  # the name costs its bytes only: still fit for a 160-character page
+        assert len(token) <= 40
+    raw = bytearray(base64.urlsafe_b64decode(token.split(".")[0] + "=" * (-len(token.split(".")[0]) % 4)))
+    raw[-10 if form is sign_short else raw.index(b"ana")] ^= 1  # another name, same signature
+    forged = base64.urlsafe_b64encode(bytes(raw)).decode().rstrip("=")
+    assert refusal(KEY, forged if form is sign_short else f"{forged}.{token.split('.')[1]}").status == 403
+

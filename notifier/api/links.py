@@ -29,7 +29,7 @@ from vigil.notifier.store.link_uses import LinkUses
 from vigil.common.times import rfc3339
 
 router = APIRouter()
-LINK_ACTOR = "one-click link"
+LINK_ACTOR = "one-click link"  # who acted through a link that names nobody (made before links named people)
 _DO = {"ack": actions.acknowledge, "resolve": actions.resolve}
 
 
@@ -79,11 +79,12 @@ def _act_once(store, link: Link, now: float, verdict: str | None = None) -> HTML
     uses = LinkUses(store.engine)
     if not uses.claim(link.nonce, link.incident_id, link.action, now):
         return refusal_page(409, _used_sentence(uses.used_at(link.nonce)), store.notifications.incident(link.incident_id))
+    actor = link.person or LINK_ACTOR  # the person the page carrying the link was sent to
     try:
         if link.action == "noisy":
-            incident = actions.mark(store, link.incident_id, LINK_ACTOR, verdict or "noisy", now)
+            incident = actions.mark(store, link.incident_id, actor, verdict or "noisy", now)
         else:
-            incident = _DO[link.action](store, link.incident_id, LINK_ACTOR, now)
+            incident = _DO[link.action](store, link.incident_id, actor, now)
     except actions.IncidentNotFound:
         uses.release(link.nonce)
         return refusal_page(404, f"Incident #{link.incident_id} does not exist (any more) on this notifier.")

@@ -25,8 +25,8 @@ from vigil.notifier.store.notifications import latest_payload
 from vigil.oncall.model import OncallConfig
 from vigil.oncall.plan import contact_plan, is_ticket
 
-# (incident id, now) -> the acknowledge, resolve and open URLs of a page (none: pages without links)
-LinkMaker = Callable[[int, float], list[str]]
+# (incident id, now, person) -> the one-click URLs of a page to that person (none: pages without links)
+LinkMaker = Callable[..., list[str]]
 
 
 @dataclass(frozen=True)
@@ -38,8 +38,8 @@ class PageLinks:
     ttl_s: float
     grafana_url: str | None = None
 
-    def __call__(self, incident_id: int, now: float) -> list[str]:
-        return page_links(self.settings, incident_id, now, self.ttl_s)
+    def __call__(self, incident_id: int, now: float, person: str | None = None) -> list[str]:
+        return page_links(self.settings, incident_id, now, self.ttl_s, person)
 
 
 def page_links_for(settings, oncall: OncallConfig) -> PageLinks:
@@ -48,18 +48,21 @@ def page_links_for(settings, oncall: OncallConfig) -> PageLinks:
     return PageLinks(settings, float(oncall.incidents.link_ttl), settings.grafana_url)
 
 
-def page_text(conn: sa.Connection, incident, page_status: str, now: float, links: LinkMaker | None = None,
-              note: str | None = None, why: str | None = None) -> PageText:
-    """What a page of `incident` (its row) says now; `why`: why it was escalated to the people paged."""
-    urls = links(incident.id, now) if links is not None and page_status == "firing" else []
+def page_texts(conn: sa.Connection, incident, page_status: str, now: float, people: list[str | None],
+               links: LinkMaker | None = None, note: str | None = None, why: str | None = None) -> dict:
+    """What a page of `incident` (its row) says now to each of `people`: one reading of the incident, each
+    person's own links (acting on one is recorded as theirs); `why`: why it was escalated to them."""
     grafana = links.grafana_url if isinstance(links, PageLinks) else None
     payload = latest_payload(conn, incident.id)
     context = NO_CONTEXT
     if page_status == "firing":
         came_back = recurrence(conn, incident.id, payload, incident.opened_at)
         context = PageContext(came_back.text() if came_back is not None else None, joined_symptoms(conn, incident.id))
-    return compose_incident_page(payload, page_status, incident.id, incident.title, urls, note, incident.priority,
-                                 why, grafana, context)
+    linked = links is not None and page_status == "firing"
+    return {person: compose_incident_page(payload, page_status, incident.id, incident.title,
+                                          links(incident.id, now, person) if linked else [], note, incident.priority,
+                                          why, grafana, context)
+            for person in dict.fromkeys(people)}
 
 
 def tier_pages(conn: sa.Connection, oncall: OncallConfig, incident, escalation: Escalation, people: list[str],
@@ -67,13 +70,13 @@ def tier_pages(conn: sa.Connection, oncall: OncallConfig, incident, escalation: 
                why: str | None = None) -> list[NewDelivery]:
     """Tier `escalation.tier`'s pages to `people`, each by their contact plan (SMS and phone get the short
     form); `why`: why the escalation reached this tier."""
-    text = page_text(conn, incident, page_status, now, links, why=why)
+    texts = page_texts(conn, incident, page_status, now, people, links, why=why)
     labels = json.loads(incident.labels)
     severity, ticket = labels.get("severity"), is_ticket(labels)
     step = f"{incident.id}:{escalation.round}:{escalation.tier}:{escalation.repeat}:{escalation.due_at!r}"
     if page_status != "firing":
         step += f":{page_status}"
-    return [NewDelivery(person, plan.contact_index, plan.kind, *text.for_kind(plan.kind),
+    return [NewDelivery(person, plan.contact_index, plan.kind, *texts[person].for_kind(plan.kind),
                         delay_s=max(0.0, plan.due_at - now), tier=escalation.tier, contact=plan.contact,
                         page_key=f"{step}:{person}:{plan.contact_index}")
             for person in people
@@ -87,7 +90,8 @@ def contact_pages(conn: sa.Connection, incident, contacts: list[PagedContact], p
     page keys (`resolved:alertmanager:N`, `update:N` …)."""
     if not contacts:
         return []
-    text = page_text(conn, incident, page_status, now, links, note)
-    return [NewDelivery(c.person, c.contact_index, c.kind, *text.for_kind(c.kind), tier=c.tier, contact=c.contact,
+    texts = page_texts(conn, incident, page_status, now, [c.person for c in contacts], links, note)
+    return [NewDelivery(c.person, c.contact_index, c.kind, *texts[c.person].for_kind(c.kind), tier=c.tier,
+                        contact=c.contact,
                         page_key=f"{incident.id}:{step}:{c.person}:{c.contact_index}") for c in contacts]
 
