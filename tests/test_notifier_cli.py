@@ -132,3 +132,32 @@ def test_check_oncall_summarizes_a_file_of_people_and_policies():
     assert result.exit_code == 0, result.output
     assert result.output.strip().endswith(
         "ok: 9 person(s), 12 contact(s), 2 team(s), 2 schedule(s), 2 policies, 2 route(s), default policy gpu-infra")
+
+
+def test_incidents_commands_work_against_a_notifier_no_stack_runs(run_dir, tmp_path, monkeypatch):
+    """`vigil notifier serve` on its own, as a fleet runs it: `vigil incidents …` reaches it with
+    --notifier-url and --token-file (or their environment variables), from a directory with no stack."""
+    port = free_port()
+    token_file = run_dir / "secrets" / "webhook-token"
+    with Served(serve_args(run_dir, port), port) as served:
+        served.page_into_the_inbox()
+        monkeypatch.chdir(tmp_path)  # no .vigil here
+        alone = CliRunner().invoke(main, ["incidents", "list"])
+        assert alone.exit_code != 0 and "Traceback" not in alone.output
+        remote = ["--notifier-url", served.url, "--token-file", str(token_file)]
+        listed = CliRunner().invoke(main, ["incidents", "list", *remote])
+        assert listed.exit_code == 0 and "#1" in listed.output, listed.output
+        acked = CliRunner().invoke(main, ["incidents", "ack", "1", "--by", "ana", *remote])
+        assert acked.exit_code == 0, acked.output
+        monkeypatch.setenv("VIGIL_NOTIFIER_URL", served.url)
+        monkeypatch.setenv("VIGIL_TOKEN_FILE", str(token_file))
+        shown = CliRunner().invoke(main, ["incidents", "show", "1", "--json"])
+        assert shown.exit_code == 0 and '"acknowledged_by": "ana"' in shown.output, shown.output
+        no_token = CliRunner().invoke(main, ["incidents", "list", "--notifier-url", served.url],
+                                      env={"VIGIL_TOKEN_FILE": ""})
+        assert no_token.exit_code != 0 and "--token-file" in no_token.output
+        wrong = tmp_path / "wrong-token"
+        wrong.write_text("not-the-token-of-this-notifier\n")
+        refused = CliRunner().invoke(main, ["incidents", "ack", "1", "--by", "ana", "--notifier-url", served.url,
+                                            "--token-file", str(wrong)])
+        assert refused.exit_code != 0 and "Traceback" not in refused.output

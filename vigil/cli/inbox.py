@@ -13,7 +13,7 @@ import click
 from vigil.common.click_types import Duration, RowNumber
 from vigil.common.times import people_time as when, rfc3339
 
-from vigil.cli.options import call_notifier, run_dir_option
+from vigil.cli.options import call_notifier, notifier_options
 
 
 DEFAULT_PAGES = 500  # what `vigil inbox` lists without --limit (the notifier's default page of rows)
@@ -21,7 +21,7 @@ MAX_PAGES = 5000  # the most the notifier lists at once
 
 
 @click.command()
-@run_dir_option
+@notifier_options
 @click.option("--to", "to", metavar="PERSON", multiple=True,
               help="Only pages sent to this person (the on-call file's key, as listed after `to`); repeat for several.")
 @click.option("--incident", "incidents", metavar="ID", type=RowNumber("incident"), multiple=True,

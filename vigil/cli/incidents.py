@@ -18,7 +18,7 @@ from vigil.notifier.incident_text import event_text as what, window_text
 from vigil.notifier.postmortem.facts import escalation_texts
 from vigil.notifier.postmortem.page_fate import page_results, unsent_fates
 
-from vigil.cli.options import by_option, call_notifier, json_option, printed_plainly, run_dir_option
+from vigil.cli.options import by_option, call_notifier, json_option, notifier_options, printed_plainly
 
 STATES = ("triggered", "acknowledged", "resolved")
 PRIORITIES = ("P1", "P2", "P3", "P4", "P5")
@@ -32,7 +32,7 @@ def incidents():
 
 
 @incidents.command("list")
-@run_dir_option
+@notifier_options
 @click.option("--state", type=click.Choice(STATES), help="Only incidents in this state.")
 @click.option("--priority", type=click.Choice(PRIORITIES), help="Only incidents of this priority.")
 @click.option("--team", help="Only incidents of this team.")
@@ -52,7 +52,7 @@ def list_incidents(run_dir, state, priority, team, limit, as_json):
 
 
 @incidents.command()
-@run_dir_option
+@notifier_options
 @click.argument("incident_id", type=RowNumber("incident"))
 @json_option
 def show(run_dir, incident_id, as_json):
@@ -98,7 +98,7 @@ def describe_incident(incident: dict) -> list[str]:
 
 def _action(verb: str, action: str, done: str, help_text: str):
     @incidents.command(verb)
-    @run_dir_option
+    @notifier_options
     @click.argument("incident_id", type=RowNumber("incident"))
     @by_option
     def command(run_dir, incident_id, by):
@@ -118,7 +118,7 @@ reopen = _action("reopen", "reopen", "reopened",
 
 
 @incidents.command()
-@run_dir_option
+@notifier_options
 @click.argument("incident_id", type=RowNumber("incident"))
 @click.option("--noisy", "verdict", flag_value="noisy", default=True,
               help="It should not have paged (the default).")
@@ -136,7 +136,7 @@ def mark(run_dir, incident_id, verdict, reason, by):
 
 
 @incidents.command()
-@run_dir_option
+@notifier_options
 @click.argument("incident_id", type=RowNumber("incident"))
 @click.argument("text")
 @by_option

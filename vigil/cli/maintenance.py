@@ -14,7 +14,7 @@ from vigil.notifier.api.bodies import window_body
 from vigil.common.times import people_time as when, utc_text
 from vigil.oncall.schedules import moment_at
 
-from vigil.cli.options import by_option, call_notifier, json_option, printed_plainly, run_dir_option
+from vigil.cli.options import by_option, call_notifier, json_option, notifier_options, printed_plainly
 
 
 TIME_HELP = "now, UNIX seconds, or a time like 2026-11-24T22:00Z (without an offset: UTC)"
@@ -28,7 +28,7 @@ def maintenance():
 
 
 @maintenance.command("list")
-@run_dir_option
+@notifier_options
 @click.option("--all", "include_past", is_flag=True, help="Also the windows that are over.")
 @json_option
 def list_windows(run_dir, include_past, as_json):
@@ -54,7 +54,7 @@ def _time(ctx, param, value: str | None) -> float | None:
 
 
 @maintenance.command()
-@run_dir_option
+@notifier_options
 @click.option("--match", "matchers", multiple=True, required=True, callback=label_pairs, metavar="LABEL=VALUE",
               help="Alerts whose labels equal every --match (repeat it: --match node=node-7 --match gpu=3).")
 @click.option("--for", "duration", type=Duration(positive=True), help="How long, from the start: 2h, 90m, 1d …")
@@ -73,7 +73,7 @@ def add(run_dir, matchers, duration, until, start, reason, by):
 
 
 @maintenance.command()
-@run_dir_option
+@notifier_options
 @click.argument("window_id", type=RowNumber("maintenance window"))
 def end(run_dir, window_id):
     """End a maintenance window now (one not begun is cancelled): the escalations it paused resume."""

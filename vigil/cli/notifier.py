@@ -13,7 +13,7 @@ from vigil.common.durations import format_duration
 from vigil.notifier.settings import DEFAULT_MAX_BODY_BYTES, DEFAULT_RESOLVE_GONE_AFTER_S
 from vigil.common.times import people_time as when
 
-from vigil.cli.options import call_notifier, json_option, printed_plainly, run_dir_option
+from vigil.cli.options import call_notifier, json_option, notifier_options, printed_plainly
 
 
 
@@ -159,7 +159,7 @@ def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmana
 
 
 @notifier.command()
-@run_dir_option
+@notifier_options
 @json_option
 def heartbeats(run_dir, as_json):
     """The heartbeats the running stack's notifier watches: state, last beat, timeout, open incident."""

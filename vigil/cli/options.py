@@ -12,6 +12,7 @@ from typing import Callable, TypeVar
 import click
 import requests
 
+from vigil.common.click_types import HttpUrl
 from vigil.rules import RuleSet, SpecError, default_spec_paths, load_specs
 
 from vigil.stack.runstate import NoStack
@@ -22,6 +23,42 @@ T = TypeVar("T")
 
 run_dir_option = click.option("--run-dir", type=click.Path(path_type=Path), default=Path(".vigil"), show_default=True,
                               help="Run directory of the stack (state, configs, data, logs).")
+_NOTIFIER_URL, _TOKEN_FILE = "vigil.notifier_url", "vigil.token_file"
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value):
+    ctx.meta[f"vigil.{param.name}"] = value
+    return value
+
+
+def notifier_options(command: Callable) -> Callable:
+    """`--run-dir`, and `--notifier-url` with `--token-file` to talk to a notifier that no `vigil up` runs
+    (`vigil notifier serve` on its own, as a fleet runs it), as amtool takes `--alertmanager.url`."""
+    command = click.option("--token-file", envvar="VIGIL_TOKEN_FILE", type=click.Path(path_type=Path, dir_okay=False),
+                           expose_value=False, callback=_remember, is_eager=True,
+                           help="File holding the notifier's API token (env VIGIL_TOKEN_FILE); with --notifier-url.")(command)
+    command = click.option("--notifier-url", envvar="VIGIL_NOTIFIER_URL", type=HttpUrl(), expose_value=False,
+                           callback=_remember, is_eager=True,
+                           help="The notifier's URL, instead of the stack in --run-dir (env VIGIL_NOTIFIER_URL).")(command)
+    return run_dir_option(command)
+
+
+def _remote_client() -> StackClient | None:
+    """The client of `--notifier-url` (with the token of `--token-file`), None when not given."""
+    meta = click.get_current_context().meta
+    url, token_file = meta.get(_NOTIFIER_URL), meta.get(_TOKEN_FILE)
+    if not url:
+        return None
+    if token_file is None:
+        raise click.UsageError("--notifier-url needs --token-file (or VIGIL_TOKEN_FILE): the file holding the "
+                               "notifier's API token")
+    try:
+        token = token_file.read_text().strip()
+    except OSError as exc:
+        raise click.ClickException(f"cannot read the token file {token_file}: {exc.strerror}") from None
+    if not token:
+        raise click.ClickException(f"the token file {token_file} is empty")
+    return StackClient(prometheus="", notifier=url.rstrip("/"), gpu_control=None, token=token)
 
 specs_argument = click.argument("specs", nargs=-1, type=click.Path(path_type=Path, dir_okay=False))
 
@@ -42,7 +79,7 @@ def call_notifier(run_dir: Path, call: Callable[[StackClient], T], *, stopped_ok
     With `stopped_ok`, a stopped stack's `what` (incidents, pages, …) are read from its run directory instead
     (`call` gets a `StoppedStack`, said once on stderr); `refused` names what a stopped stack cannot do."""
     try:
-        client = StackClient.from_run_dir(run_dir)
+        client = _remote_client() or StackClient.from_run_dir(run_dir)
     except NoStack as exc:
         if stopped_ok:
             return call_stopped(run_dir, exc, call, what)
@@ -54,8 +91,11 @@ def call_notifier(run_dir: Path, call: Callable[[StackClient], T], *, stopped_ok
         return call(client)
     except StackRequestError as exc:
         raise click.ClickException(str(exc)) from None
+    except requests.HTTPError as exc:
+        status = exc.response.status_code if exc.response is not None else "an error"
+        raise click.ClickException(f"the notifier at {client.notifier} answered {status}") from None
     except requests.RequestException as exc:
-        raise click.ClickException(f"cannot reach the notifier: {exc}") from None
+        raise click.ClickException(f"cannot reach the notifier at {client.notifier}: {exc}") from None
 
 
 def call_stopped(run_dir: Path, why: NoStack, call: Callable[[StoppedStack], T], what: str = "incidents") -> T:

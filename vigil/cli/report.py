@@ -17,7 +17,7 @@ from vigil.common.durations import format_duration
 from vigil.oncall.schedules import moment_at
 from vigil.common.times import people_time as when
 
-from vigil.cli.options import call_notifier, json_option, run_dir_option
+from vigil.cli.options import call_notifier, json_option, notifier_options
 
 
 TIME_HELP = "now, UNIX seconds, or a time like 2026-11-24T22:00Z (without an offset: the on-call file's zone)"
@@ -41,7 +41,7 @@ def report():
 
 
 @report.command()
-@run_dir_option
+@notifier_options
 @click.option("--from", "start", callback=_checked_time, metavar="TIME",
               help=f"Start (default: 7 days before --to): {TIME_HELP}.")
 @click.option("--to", "end", callback=_checked_time, metavar="TIME", help="End, excluded (default: now); same forms.")
