@@ -107,7 +107,7 @@ def test_a_token_file_others_can_read_is_served_with_a_loud_warning(run_dir):
 def test_check_oncall_validates_a_file_for_rule_authors(run_dir):
     good = CliRunner().invoke(main, ["notifier", "check-oncall", str(run_dir / "oncall.yaml")])
     assert good.exit_code == 0
-    assert good.output.endswith("ok: 1 target(s), 1 channel(s), 1 route(s), default demo-dri\n")
+    assert "ok: 1 target(s), 1 channel(s), 1 route(s), default demo-dri; no mistakes, no coverage gaps" in good.output
     (run_dir / "bad.yaml").write_text("targets:\n  a:\n    channels: [{type: inbox}]\ndefault: b\n")
     bad = CliRunner().invoke(main, ["notifier", "check-oncall", str(run_dir / "bad.yaml")])
     assert bad.exit_code == 1
@@ -130,8 +130,32 @@ def test_check_oncall_summarizes_a_file_of_people_and_policies():
     example = Path(__file__).parent.parent / "oncall" / "examples" / "contacts.yaml"
     result = CliRunner().invoke(main, ["notifier", "check-oncall", str(example)])
     assert result.exit_code == 0, result.output
-    assert result.output.strip().endswith(
-        "ok: 9 person(s), 12 contact(s), 2 team(s), 2 schedule(s), 2 policies, 2 route(s), default policy gpu-infra")
+    assert ("ok: 9 person(s), 12 contact(s), 2 team(s), 2 schedule(s), 2 policies, 2 route(s), default policy "
+            "gpu-infra; no mistakes, no coverage gaps in 4 week(s)") in result.output
+
+
+def test_check_oncall_finds_the_coverage_gaps_that_oncall_check_finds(tmp_path):
+    """A tier covered only in office hours has nobody on call every night, whatever day the check runs:
+    both commands name the gap at the tier's line and fail."""
+    path = tmp_path / "oncall.yaml"
+    path.write_text("""people:
+  alice: {contacts: {phone: {inbox: true, kind: phone}}}
+schedules:
+  office:
+    layers:
+      - {name: office, rotation: daily, handoff: "2026-11-02T09:00", people: [alice],
+         restrict: {days: [mon, tue, wed, thu, fri], start: "09:00", end: "18:00"}}
+policies:
+  main:
+    tiers:
+      - {name: DRI, notify: [{schedule: office}], escalate_after: 5m}
+default_policy: main
+""")
+    for command in (["notifier", "check-oncall"], ["oncall", "check"]):
+        result = CliRunner().invoke(main, [*command, str(path)])
+        assert result.exit_code == 1, (command, result.output)
+        assert f"{path}:11: policy main tier 1 (DRI) has nobody on call from" in result.output
+        assert "Traceback" not in result.output
 
 
 def test_incidents_commands_work_against_a_notifier_no_stack_runs(run_dir, tmp_path, monkeypatch):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 import click
@@ -176,15 +177,18 @@ def heartbeats(run_dir, as_json):
 
 @notifier.command("check-oncall")
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
-def check_oncall(path):
-    """Validate an on-call file; print every problem as FILE:LINE: message, or a summary."""
-    from vigil.oncall.loader import OncallConfigError, load_oncall
+@click.option("--weeks", type=click.IntRange(min=1), default=4, show_default=True,
+              help="How far ahead to look for coverage gaps.")
+def check_oncall(path, weeks):
+    """Validate an on-call file as `vigil oncall check` does: every mistake and every coverage gap over the
+    next --weeks as FILE:LINE: message (exit 1), else what it defines."""
+    from vigil.oncall.check import check_file
 
-    try:
-        config = load_oncall(path)
-    except OncallConfigError as exc:
-        raise click.ClickException(f"invalid on-call config:\n{exc}")
-    click.echo(f"{path}: ok: " + ", ".join(_oncall_summary(config)))
+    checked = check_file(path, "now", time.time(), weeks)
+    if not checked.ok:
+        raise click.ClickException("invalid on-call config:\n" + "\n".join(checked.problems + checked.gaps)
+                                   + f"\n{checked.summary(weeks)}")
+    click.echo(f"{path}: ok: " + ", ".join(_oncall_summary(checked.config)) + f"; {checked.summary(weeks)}")
 
 
 def _oncall_summary(config) -> list[str]:

@@ -12,15 +12,14 @@ import json
 import sys
 import time
 from dataclasses import asdict
-from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import click
 
 from vigil.cli.options import run_dir_option
-from vigil.common.yaml_source import line_at, plain, read_yaml
-from vigil.oncall.coverage import gaps, salvage, team_schedules, team_zone, who
+from vigil.oncall.check import WEEK_S, check_file, format_time, tier_label
+from vigil.oncall.coverage import team_schedules, team_zone, who
 from vigil.oncall.ical import person_calendar, person_name, schedule_calendar
 from vigil.oncall.loader import OncallConfigError, load_oncall
 from vigil.oncall.schedule_model import zone_named
@@ -29,7 +28,6 @@ from vigil.oncall.schedules import UnknownSchedule, moment_at, schedule_of, sche
 from vigil.stack.runstate import NoStack, read_state
 from vigil.stack.config import RunLayout
 
-WEEK_S = 7 * 86400
 TIME_HELP = "now, UNIX seconds, local time like 2026-11-28T03:00, or with an offset (…+08:00, …Z)"
 
 config_option = click.option(
@@ -68,10 +66,10 @@ def who_command(team, at_text, as_json, config_file, run_dir):
     for cover, at, zone in found:
         title = f"team {cover.team}" if cover.team else f"policy {cover.policy}"
         policy = f", policy {cover.policy}" if cover.team and cover.policy else ", no policy" if cover.team else ""
-        click.echo(f"{title}{policy}, at {_format(at, zone)}:")
+        click.echo(f"{title}{policy}, at {format_time(at, zone)}:")
         for tier in cover.tiers:
             people = ", ".join(_person(config, p) for p in tier.people) or "NOBODY on call"
-            click.echo(f"  tier {tier.index + 1}{_named(tier.name, tier.index)}: {people}")
+            click.echo(f"  {tier_label(tier.name, tier.index)}: {people}")
 
 
 @oncall.command("shifts")
@@ -100,7 +98,7 @@ def shifts_command(team, from_text, to_text, as_json, config_file, run_dir):
         click.echo("no shifts in that range")
         return
     table = [("SCHEDULE", "PERSON", "FROM", "TO", "SOURCE")] + [
-        (name, _person(config, s.person), _format(s.start, zone), _format(s.end, zone), s.source) for name, s in rows]
+        (name, _person(config, s.person), format_time(s.start, zone), format_time(s.end, zone), s.source) for name, s in rows]
     widths = [max(len(row[i]) for row in table) for i in range(4)]
     for row in table:
         click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[4])
@@ -113,29 +111,16 @@ def shifts_command(team, from_text, to_text, as_json, config_file, run_dir):
 def check_command(file, weeks, from_text):
     """Report every mistake of FILE and every coverage gap (a time when a tier has nobody on call)
     over the next --weeks, each as FILE:LINE: message. Exits 1 if there is any."""
-    problems: list[str] = []
     try:
-        config = load_oncall(file)
-    except OncallConfigError as exc:
-        problems += exc.problems
-        config = None
-    document = read_yaml(file, "on-call config")
-    source = config if config is not None else salvage(plain(document.root) if document.root else None)
-    zone = zone_named(getattr(source, "timezone", None) or "UTC")
-    start = _moment(from_text, zone, time.time(), "--from")
-    for problem in problems:
-        click.echo(problem)
-    found = gaps(source, start, start + weeks * WEEK_S)
-    for gap in found:
-        line = line_at(document.root, ("policies", gap.policy, "tiers", gap.tier_index)) if document.root else 1
-        click.echo(f"{file}:{line}: policy {gap.policy} tier {gap.tier_index + 1}{_named(gap.tier_name, gap.tier_index)}"
-                   " has nobody on call "
-                   f"from {_format(gap.start, zone)} to {_format(gap.end, zone)}")
-    if problems or found:
-        click.echo(f"{len(problems)} mistake(s), {len(found)} coverage gap(s) in {weeks} week(s) "
-                   f"from {_format(start, zone)}", err=True)
+        checked = check_file(file, from_text, time.time(), weeks)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--from") from None
+    for line in checked.problems + checked.gaps:
+        click.echo(line)
+    if not checked.ok:
+        click.echo(checked.summary(weeks), err=True)
         sys.exit(1)
-    click.echo(f"{file}: no mistakes, no coverage gaps in {weeks} week(s) from {_format(start, zone)}")
+    click.echo(f"{file}: {checked.summary(weeks)}")
 
 
 @oncall.command("export")
@@ -201,15 +186,6 @@ def _moment(text: str, zone: ZoneInfo, now: float, option: str) -> float:
         return moment_at(text, zone, now)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint=option) from None
-
-
-def _format(at: float, zone: ZoneInfo) -> str:
-    return datetime.fromtimestamp(at, zone).strftime("%Y-%m-%d %H:%M %Z")
-
-
-def _named(name: str, index: int) -> str:
-    """` (NAME)` after `tier N`, unless the tier has no name of its own."""
-    return "" if name == f"tier {index + 1}" else f" ({name})"
 
 
 def _person(config, key: str) -> str:
