@@ -71,13 +71,15 @@ class RunningStack:
 
 
 def start_stack(tmp: Path, *, nodes: int = 3, gpus: int = 4, aiops: bool = False, node_health: bool = True,
-                backfill_days: float = 0, cwd: Path | None = None, jobs: int = 0, args: tuple[str, ...] = ()) -> RunningStack:
+                backfill_days: float = 0, cwd: Path | None = None, jobs: int = 0, args: tuple[str, ...] = (),
+                settings: dict | None = None) -> RunningStack:
     """`jobs`: simulated training jobs, off unless a test asks: a job that hangs or ends during a test
     would page (JobHung) or move the AIOps baselines of its GPUs under a test that checks something else.
-    `args`: more options of `vigil up`."""
+    `args`: more options of `vigil up`; `settings`: more `stack:` settings (an `oncall_config` …)."""
     config = tmp / "vigil.yaml"
     config.write_text(FAST_STACK.format(nodes=nodes, gpus=gpus, jobs=jobs, aiops=str(aiops).lower(),
-                                        node_health=str(node_health).lower(), backfill_days=backfill_days))
+                                        node_health=str(node_health).lower(), backfill_days=backfill_days)
+                      + "".join(f"  {key}: {json.dumps(str(value))}\n" for key, value in (settings or {}).items()))
     base = free_port_base()
     run_dir = tmp / "run"
     result = vigil("up", "--detach", "--config", str(config), "--run-dir", str(run_dir), "--port-base", str(base),

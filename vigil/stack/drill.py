@@ -27,9 +27,9 @@ import requests
 import vigil.rules as rulegen
 from vigil.common.prometheus_api import PrometheusUnavailable
 from vigil.exporters.sim.faults import FAULTS, per_gpu, per_job
-from vigil.common.times import utc_text
+from vigil.common.times import parse_time, utc_text
 
-from vigil.stack.client import RECENT_ROWS, StackClient, StackRequestError
+from vigil.stack.client import StackClient, StackRequestError
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,7 @@ class Drill:
         alert_q = f'ALERTS{{alertname="{self.expect.alertname}",alertstate="firing"}}'
         where = f'node="{self.node}"' + (f', gpu="{self.gpu}"' if self.expect.per_gpu else "")
         seen_notifications = {n["id"] for n in self.apis.notifications()}
-        seen_pages = {p["id"] for p in self.apis.pages(RECENT_ROWS)}
+        started_at = time.time()  # pages queued since: the drill's (an incident reopened keeps its old ones)
         last_incident = max((i["id"] for i in self.apis.incidents(1)), default=0)
 
         def new_notification(status: str) -> dict | None:
@@ -159,12 +159,15 @@ class Drill:
             held = f", held until {utc_text(page['due_at'])}" if page.get("due_at") else ", sent"
             return f"ticket: incident #{page['incident_id']} to {page['recipient']} via {page['channel']}{held}"
 
-        def new_page(status: str, tier_from: int = 0, incident: int | None = None) -> dict | None:
-            """The first new page of `status` about the drilled alert (of tier index `tier_from` or later)."""
-            return next((p for p in self.apis.pages(RECENT_ROWS)
-                         if p["id"] not in seen_pages and p.get("status") == status
-                         and self._labels_match(p.get("labels", {})) and (p.get("tier") or 0) >= tier_from
-                         and (incident is None or p.get("incident_id") == incident)), None)
+        def new_page(status: str, incident: int, tier_from: int = 0) -> dict | None:
+            """The first page of `status` of `incident` (of tier index `tier_from` or later) queued since the
+            drill began and delivered, by whichever channel: the local inbox or a real contact (the outbox
+            says `sent`; `digested`: it reached the person inside a storm digest)."""
+            return next(({**p, "incident_id": incident, "recipient": p["person"], "channel": p["kind"]}
+                         for p in self.apis.incident(incident)["pages"]
+                         if p["status"] == status and p["state"] in ("sent", "digested")
+                         and (p.get("tier") or 0) >= tier_from and parse_time(p["created_at"]) >= started_at - 1),
+                        None)
 
         def describe_page(page: dict) -> str:
             tier = f" (tier {page['tier'] + 1})" if isinstance(page.get("tier"), int) else ""
@@ -203,12 +206,13 @@ class Drill:
                 page = self._wait("ticket filed", t0, lambda: filed(received),
                                   "the incident's first-tier page (a ticket waits for working hours)", describe_ticket)
             else:
-                page = self._wait("page delivered", t0, lambda: new_page("firing"), "notifier → inbox delivery",
+                page = self._wait("page delivered", t0, lambda: new_page("firing", received["incident_id"]),
+                                  "notifier → the contact's channel (`vigil incidents show` lists each attempt)",
                                   describe_page)
             if not self.acknowledge and not self.expect.ticket:  # a ticket is never escalated
                 after = (page.get("tier") or 0) + 1  # the next tier's index; people count tiers from 1
                 page = self._wait(f"nobody acknowledged: tier {after + 1} paged", t0,
-                                  lambda: new_page("firing", after, page["incident_id"]),
+                                  lambda: new_page("firing", page["incident_id"], after),
                                   f"the escalation to tier {after + 1} (the policy's wait after tier {after})",
                                   describe_page)
             self._acknowledge(page, t0)
@@ -223,8 +227,8 @@ class Drill:
                 self._wait("ticket resolved", t1, lambda: self.apis.incident(incident)["state"] == "resolved",
                            "the notifier's incident", lambda _found: f"incident #{incident}")
             else:
-                self._wait("resolved page delivered", t1, lambda: new_page("resolved", incident=incident),
-                           "notifier → inbox delivery", describe_page)
+                self._wait("resolved page delivered", t1, lambda: new_page("resolved", incident),
+                           "notifier → the contact's channel", describe_page)
             self._one_incident(incident, last_incident, t0)
         finally:
             if not cleared:
