@@ -18,7 +18,10 @@ def event_text(event: dict) -> str:
         wait = d.get("due_in_s") or 0
         return f"{d.get('status', 'firing')} page to {to} ({tier})" + (f", due in {wait:.0f} s" if wait else "")
     if kind == "tier_paged":
-        return f"{tier} ({d.get('tier_name')}): {', '.join(d.get('people') or [])}"
+        why = f" — {d['why']}" if d.get("why") else ""
+        held = f", held until {d['held_until']}" if d.get("held_until") else ""
+        named = f" ({d['tier_name']})" if d.get("tier_name") and d.get("tier_name") != tier else ""
+        return f"{tier}{named}: {', '.join(d.get('people') or [])}{why}{held}"
     if kind == "page_attempt":
         result = "sent" if d.get("ok") else f"FAILED: {d.get('error')}"
         return f"{d.get('status', 'page')} page to {to}, attempt {d.get('attempt')}: {result}"

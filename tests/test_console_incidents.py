@@ -54,24 +54,24 @@ def test_the_list_filters_by_state_priority_team_node_and_time(user, clock):
         answer = client.get("/console/incidents", params=query)
         assert answer.status_code == 200
         return listed_ids(answer.text)
-    assert shown() == [crit, warn, old]  # newest first
-    assert shown(state="acknowledged") == [crit] and shown(state="triggered") == [warn, old]
-    assert shown(state="open") == [crit, warn, old] and shown(state="resolved") == []
-    assert shown(priority="P1") == [crit, old]
-    assert shown(team="gpu") == [crit, warn, old] and shown(team="nobody") == []
-    assert shown(node="node-0") == [warn, old] and shown(node="GPU-NODE-12") == [crit]
-    assert shown(since="1h") == [crit, warn] and shown(since="3h") == [crit, warn, old]
+    assert shown() == [old, crit, warn]  # most urgent first: the P1s, the unacknowledged one first, then the P3
+    assert shown(state="acknowledged") == [crit] and shown(state="triggered") == [old, warn]
+    assert shown(state="open") == [old, crit, warn] and shown(state="resolved") == []
+    assert shown(priority="P1") == [old, crit]
+    assert shown(team="gpu") == [old, crit, warn] and shown(team="nobody") == []
+    assert shown(node="node-0") == [old, warn] and shown(node="GPU-NODE-12") == [crit]
+    assert shown(since="1h") == [crit, warn] and shown(since="3h") == [old, crit, warn]
     assert shown(node="node-0", since="1h", priority=priorities[warn]) == [warn]
     # days are UTC days: the first incident's and the last two's (the same day unless the now is late)
     first, last = utc_day(SIM_NOW), utc_day(SIM_NOW + 5400)
-    assert shown(**{"from": first.isoformat(), "to": last.isoformat()}) == [crit, warn, old]
+    assert shown(**{"from": first.isoformat(), "to": last.isoformat()}) == [old, crit, warn]
     assert shown(to=(first - timedelta(days=1)).isoformat()) == []
     assert shown(**{"from": (last + timedelta(days=1)).isoformat()}) == []
-    assert shown(**{"from": last.isoformat()}) == ([crit, warn] if last != first else [crit, warn, old])
+    assert shown(**{"from": last.isoformat()}) == ([crit, warn] if last != first else [old, crit, warn])
     bad = client.get("/console/incidents", params={"state": "sleeping", "since": "soon", "to": "tomorrow"})
     assert bad.status_code == 200 and "unknown state" in bad.text and "is not a duration" in bad.text
     assert "to: &#39;tomorrow&#39; is not a day" in bad.text
-    assert listed_ids(bad.text) == [crit, warn, old]
+    assert listed_ids(bad.text) == [old, crit, warn]
 
 
 def test_the_live_refresh_fragment_has_the_same_rows_and_sees_a_new_incident(user):
@@ -81,7 +81,8 @@ def test_the_live_refresh_fragment_has_the_same_rows_and_sees_a_new_incident(use
     assert 'data-source="/console/incidents/rows?state=open"' in page.text and "/console/static/live.js" in page.text
     second = fire(client, "b")
     rows = client.get("/console/incidents/rows", params={"state": "open"})
-    assert rows.status_code == 200 and "<html" not in rows.text and listed_ids(rows.text) == [second, first]
+    # two P1s, neither acknowledged: the one whose acknowledge target runs out first comes first
+    assert rows.status_code == 200 and "<html" not in rows.text and listed_ids(rows.text) == [first, second]
     assert client.get("/console/static/live.js").status_code == 200
 
 
@@ -108,7 +109,10 @@ def test_acknowledge_note_escalate_and_resolve_each_show_in_the_timeline_by_the_
     incident = fire(client, "a")
     token = csrf_of(client.get(f"/console/incidents/{incident}").text)
     steps = [("ack", {}, "acknowledged"), ("note", {"text": "drained <node> & rebooting"}, "noted"),
-             ("escalate", {}, "escalated"), ("resolve", {}, "resolved")]
+             ("escalate", {"confirm": "yes"}, "escalated"), ("resolve", {}, "resolved")]
+    asked = client.post(f"/console/incidents/{incident}/escalate", data={"csrf_token": token})
+    assert asked.status_code == 200 and "Page the next tier now" in asked.text and 'name="confirm" value="yes"' in asked.text
+    assert "escalated" not in {e["kind"] for e in client.get(f"/api/v1/incidents/{incident}", headers=AUTH).json()["timeline"]}
     for n, (verb, form, done) in enumerate(steps, start=1):
         clock.now = SIM_NOW + 60 * n
         answer = client.post(f"/console/incidents/{incident}/{verb}", data={"csrf_token": token, **form})
@@ -229,3 +233,16 @@ def test_a_page_is_marked_noisy_or_not_actionable_from_the_incident_page_as_the_
     assert bogus.status_code == 409 and "a verdict is one of" in bogus.text
     no_token = client.post(f"/console/incidents/{incident}/mark", data={"verdict": "noisy"})
     assert no_token.status_code == 403
+
+
+def test_incident_times_show_in_the_viewers_zone_and_say_which(user):
+    """No zone picked: the viewer's own from the on-call file (UTC here); picked on the on-call pages
+    (the cookie): that zone, on every page, its name said on the page and beside each time."""
+    client = user
+    incident = fire(client, "a")
+    page = client.get(f"/console/incidents/{incident}").text
+    assert "Times in UTC" in page and re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", page)
+    client.cookies.set("vigil_console_tz", "Asia/Kolkata", path="/console")
+    page = client.get(f"/console/incidents/{incident}").text
+    assert "Times in Asia/Kolkata" in page and re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d IST", page)
+    assert " UTC" not in page.replace("Times in UTC", "")

@@ -121,7 +121,7 @@ def test_show_reads_each_page_attempt(stack):
                          requests.get(f"{stack.url}/api/v1/incidents/{incident}", headers=AUTH, timeout=5).json()["timeline"]))
     shown = vigil(stack, "incidents", "show", str(incident)).output
     assert "firing page to alice via phone, attempt 1: sent" in shown
-    assert "firing page to alice via phone (tier 1)" in shown and "tier 1 (tier 1): alice" in shown
+    assert "firing page to alice via phone (tier 1)" in shown and "tier 1: alice" in shown
     [page] = requests.get(f"{stack.url}/api/v1/inbox", headers=AUTH, timeout=5).json()["pages"]
     assert page["recipient"] == "alice" and page["channel"] == "phone"  # an inbox contact shows as its kind
 

@@ -5,6 +5,8 @@ SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -17,8 +19,6 @@ from test_notifier_support import AUTH, TOKEN, alert, make_settings, payload
 HOOK = "/api/v1/alerts/alertmanager"
 T0 = SIM_NOW
 ONCALL = """
-priorities:
-  P1: {ack_within: 5m}
 people:
   alice:
     contacts:
@@ -106,7 +106,15 @@ def test_ack_resolve_and_their_refusals(client, clock):
         ("acknowledged", "alice"), ("resolved", "alice")]
 
 
-def test_escalating_an_acknowledged_incident_through_the_api_restarts_its_ack_target(client, clock):
+def test_escalating_an_acknowledged_incident_through_the_api_restarts_its_ack_target(tmp_path, clock, db_url):
+    settings = make_settings(tmp_path, db_url=db_url)
+    app = create_app(settings, parse_oncall("priorities: {P1: {ack_within: 5m}}\n" + ONCALL), run_worker=False,
+                     clock=clock)
+    with TestClient(app) as client:
+        _escalate_after_ack(client, clock)
+
+
+def _escalate_after_ack(client, clock):
     incident = open_incident(client)
     due = client.get(f"/api/v1/incidents/{incident}", headers=AUTH).json()["ack_due_at"]
     act(client, incident, "ack", by="alice")
@@ -154,8 +162,8 @@ def link_path(url: str) -> str:
     return url.removeprefix("https://vigil.example.com")
 
 
-def links_of(client, incident_id, now=T0, ttl_s=3600) -> dict[str, str]:
-    urls = page_links(client.app.state.settings, incident_id, now, ttl_s)
+def links_of(client, incident_id, now=T0, ttl_s=3600, person=None) -> dict[str, str]:
+    urls = page_links(client.app.state.settings, incident_id, now, ttl_s, person)
     return dict(zip(("ack", "resolve", "open", "noisy"), map(link_path, urls)))
 
 
@@ -203,9 +211,15 @@ def test_forged_expired_and_open_links_are_refused_with_a_sentence(client, clock
 
 def test_an_open_link_shows_the_incident_read_only(client):
     incident = open_incident(client)
-    shown = client.get(links_of(client, incident)["open"])
+    shown = client.get(links_of(client, incident, person="alice")["open"])
     assert shown.status_code == 200 and "<form" not in shown.text
     assert "GpuLost" in shown.text and "node=node-1" in shown.text and "opened" in shown.text
+    # the console's look and words: its stylesheet, badges, events as people say them, times with their zone
+    assert '<link rel="stylesheet" href="/console/static/console.css">' in shown.text
+    assert 'class="badge prio prio-' in shown.text and ">page_queued" not in shown.text
+    assert "page queued" in shown.text and "firing page to alice via phone (tier 1)" in shown.text
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", shown.text) and "T20:" not in shown.text
+    assert client.get("/console/static/console.css").status_code == 200  # served without a login
 
 
 def test_a_link_of_a_resolved_incident_says_there_is_nothing_to_do(client):

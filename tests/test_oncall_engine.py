@@ -10,6 +10,7 @@ import pytest
 from vigil.notifier.ingest.group_commit import ingest_alone
 from vigil.notifier.engine.escalation import EngineIntake
 from vigil.notifier.engine import actions
+from vigil.notifier.incident_text import event_text
 from vigil.notifier.engine.escalation_loop import EscalationEngine
 from vigil.notifier.metrics import NotifierMetrics
 from vigil.notifier.core.models import WebhookPayload
@@ -100,6 +101,8 @@ def test_a_critical_alert_at_3am_saturday_phones_the_dri_then_escalates_until_ac
     assert len(scenario.paged(incident)) == 1  # the wait is not over
     scenario.at(300, SATURDAY_3AM)
     assert scenario.paged(incident)[1:] == [("dave", "phone", 1)]
+    senior = [e for e in scenario.store.timeline.of(incident) if e["kind"] == "tier_paged"][-1]
+    assert event_text(senior) == "tier 2 (senior): dave — not acknowledged within 5m by carol (DRI)"  # why, in words
     shown = actions.acknowledge(scenario.store, incident, "dave", scenario.now + 60)
     assert (shown["state"], shown["acknowledged_by"], shown["sla"]["ack"]) == ("acknowledged", "dave", "met")
     scenario.at(3600, SATURDAY_3AM + 360)  # an hour later: no tier 3, but the ack expired: paged again

@@ -136,7 +136,7 @@ def test_escalations_name_the_tier_paged_and_when_the_policy_starts_again(stack)
                      "escalated to tier 1 (the policy repeated from the first tier: round 2)"]
     assert [row.rstrip(" |").split(" | ")[3] for row in rows] == timeline_says
     shown = vigil(stack, "incidents", "show", str(incident)).splitlines()  # the CLI's timeline says the same
-    assert [line.split("tester", 1)[1].strip() for line in shown if " escalated " in line] == timeline_says
+    assert [line.split("tester", 1)[1].strip() for line in shown if line.split()[2:3] == ["escalated"]] == timeline_says
 
 
 CALL_THEN_SMS = """

@@ -19,7 +19,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
 from vigil.notifier.api.deps import ClockDep, SettingsDep, StoreDep
-from vigil.notifier.api.link_pages import action_page, console_incident_path, done_page, incident_page, refusal_page
+from vigil.notifier.api.link_pages import (UTC, action_page, console_incident_path, done_page, incident_page,
+                                           refusal_page)
 from vigil.notifier.api.openapi import LINK_RESPONSES
 from vigil.notifier.console_session import session_user
 from vigil.notifier.core.incidents import NOISE_VERDICTS  # what a `noisy` link's POST may say (`?verdict=`)
@@ -27,6 +28,8 @@ from vigil.notifier.engine import actions
 from vigil.notifier.links import LINK_PATH, Link, LinkRefused, link_key, verify
 from vigil.notifier.store.link_uses import LinkUses
 from vigil.common.times import rfc3339
+from vigil.oncall.plan import person_zone
+from vigil.oncall.schedule_model import zone_named
 
 router = APIRouter()
 LINK_ACTOR = "one-click link"  # who acted through a link that names nobody (made before links named people)
@@ -42,15 +45,25 @@ async def show_link(request: Request, token: str, store: StoreDep, settings: Set
     incident = await run_in_threadpool(store.notifications.incident, link.incident_id)
     if incident is None:
         return refusal_page(404, f"Incident #{link.incident_id} does not exist (any more) on this notifier.")
+    zone = _zone_of(request, link)
     if link.action == "open":
         if await session_user(request) is not None:
             return RedirectResponse(console_incident_path(link.incident_id), status_code=303)
         timeline = await run_in_threadpool(store.timeline.of, link.incident_id)
-        return incident_page(incident, timeline)
+        return incident_page(incident, timeline, zone)
     used_at = await run_in_threadpool(LinkUses(store.engine).used_at, link.nonce)
     if used_at is not None:
-        return refusal_page(409, _used_sentence(used_at), incident)
-    return action_page(incident, link.action)
+        return refusal_page(409, _used_sentence(used_at), incident, zone)
+    return action_page(incident, link.action, zone)
+
+
+def _zone_of(request: Request, link: Link):
+    """The time zone of the person the link's page went to (the on-call file's), else the file's."""
+    oncall = request.app.state.oncall
+    try:
+        return person_zone(oncall, link.person) if link.person in oncall.people else zone_named(oncall.timezone)
+    except ValueError:
+        return UTC
 
 
 @router.post(LINK_PATH + "{token}", response_class=HTMLResponse, responses=LINK_RESPONSES)
@@ -64,7 +77,7 @@ async def use_link(request: Request, token: str, store: StoreDep, settings: Sett
     verdict = request.query_params.get("verdict", "noisy") if link.action == "noisy" else None
     if verdict is not None and verdict not in NOISE_VERDICTS:
         return refusal_page(400, f"A page is marked {' or '.join(NOISE_VERDICTS)}, not {verdict[:40]!r}.")
-    return await run_in_threadpool(_act_once, store, link, now, verdict)
+    return await run_in_threadpool(_act_once, store, link, now, verdict, _zone_of(request, link))
 
 
 def _verified(webhook_token: str, token: str, now: float) -> Link | HTMLResponse:
@@ -75,7 +88,7 @@ def _verified(webhook_token: str, token: str, now: float) -> Link | HTMLResponse
         return refusal_page(refused.status, str(refused))
 
 
-def _act_once(store, link: Link, now: float, verdict: str | None = None) -> HTMLResponse:
+def _act_once(store, link: Link, now: float, verdict: str | None = None, zone=UTC) -> HTMLResponse:
     uses = LinkUses(store.engine)
     if not uses.claim(link.nonce, link.incident_id, link.action, now):
         return refusal_page(409, _used_sentence(uses.used_at(link.nonce)), store.notifications.incident(link.incident_id))
@@ -94,7 +107,7 @@ def _act_once(store, link: Link, now: float, verdict: str | None = None) -> HTML
     except BaseException:
         uses.release(link.nonce)
         raise
-    return done_page(incident, link.action, verdict)
+    return done_page(incident, link.action, verdict, zone)
 
 
 def _used_sentence(used_at: float | None) -> str:

@@ -42,6 +42,7 @@ MAX_ROWS = 500
 REFRESH_S = 5
 ACTIONS = {"ack": (actions.acknowledge, "acknowledged"), "resolve": (actions.resolve, "resolved"),
            "escalate": (actions.escalate_now, "escalated")}
+CONFIRMED = {"escalate"}  # pages somebody else at once: the console asks "sure?" first
 
 
 def node_of(labels: dict) -> str:
@@ -81,7 +82,7 @@ def _day_start(text: str) -> float | None:
 
 
 def matching_incidents(store, chosen: dict, now: float) -> list[dict]:
-    """The incidents the filters select, newest first (at most MAX_ROWS)."""
+    """The incidents the filters select (at most MAX_ROWS), most urgent first (`by_urgency`)."""
     state = chosen["state"] if chosen["state"] in ("triggered", "acknowledged", "resolved") else None
     found = store.notifications.list_incidents(MAX_ROWS, state, chosen["priority"] or None, chosen["team"] or None)
     if chosen["state"] == "open":
@@ -99,7 +100,22 @@ def matching_incidents(store, chosen: dict, now: float) -> list[dict]:
         found = [i for i in found if seconds_of(i["opened_at"]) < end]
     for incident in found:
         incident["node"] = node_of(incident["labels"])
-    return found[::-1]
+    return sorted(found, key=by_urgency)
+
+
+_STATE_ORDER = {"triggered": 0, "acknowledged": 1, "resolved": 2}
+
+
+def by_urgency(incident: dict) -> tuple:
+    """Open incidents before resolved ones; open ones by priority (P1 first), unacknowledged before
+    acknowledged, then by the time left on their SLA (the acknowledge target, once acknowledged the
+    resolve target), then the newest; resolved ones newest first. A P1 never hides among P3s."""
+    state = _STATE_ORDER.get(incident["state"], 2)
+    opened = -(seconds_of(incident["opened_at"]) or 0.0)
+    if state == 2:
+        return (1, "", 0, 0.0, opened)
+    due = incident.get("ack_due_at") if state == 0 else incident.get("resolve_due_at")
+    return (0, incident.get("priority") or "P9", state, seconds_of(due) if due else float("inf"), opened)
 
 
 async def _rows(request: Request) -> tuple[dict, list[str], list[dict]]:
@@ -157,7 +173,8 @@ async def incident_version(request: Request, incident_id: IncidentId, _user: Con
     return PlainTextResponse(version_of(incident, timeline), headers={"Cache-Control": "no-store"})
 
 
-async def _incident_page(request: Request, incident_id: int, status: int = 200, notice: str | None = None):
+async def _incident_page(request: Request, incident_id: int, status: int = 200, notice: str | None = None,
+                         confirm: str | None = None):
     store = request.app.state.store
     found = await run_in_threadpool(incident_detail, store, incident_id)
     if found is None:
@@ -165,7 +182,7 @@ async def _incident_page(request: Request, incident_id: int, status: int = 200, 
                       message=f"Incident #{incident_id} does not exist on this notifier.")
     now = request.app.state.clock()
     return render(request, "incident.html", status=status, incident=found, node=node_of(found["labels"]),
-                  sla=sla_clock(found, now), notice=notice, done=request.query_params.get("done"),
+                  sla=sla_clock(found, now), notice=notice, done=request.query_params.get("done"), confirm=confirm,
                   version=version_of(found, found["timeline"]), refresh_s=REFRESH_S,
                   notes=[e for e in found["timeline"] if e["kind"] == "note"],
                   fates=page_results(found["pages"], found["timeline"], found["state"] == "resolved", seconds_of))
@@ -209,7 +226,9 @@ async def mark(request: Request, incident_id: IncidentId, user: ConsoleUser, for
 def _action_route(verb: str) -> None:
     run, done = ACTIONS[verb]
 
-    async def act(request: Request, incident_id: IncidentId, user: ConsoleUser, _form: CheckedForm):
+    async def act(request: Request, incident_id: IncidentId, user: ConsoleUser, form: CheckedForm):
+        if verb in CONFIRMED and form.get("confirm") != "yes":  # a thumb slipped? ask first, without JavaScript
+            return await _incident_page(request, incident_id, confirm=verb)
         return await _act(request, incident_id, user, run, done)
     router.add_api_route(f"/incidents/{{incident_id}}/{verb}", act, methods=["POST"], name=f"console_{verb}")
 

@@ -18,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from vigil.notifier.console.auth import ConsoleUser
 from vigil.notifier.console.oncall_data import now_on_call, schedule_view
-from vigil.notifier.console.render import render
+from vigil.notifier.console.render import MINE, ZONE_COOKIE, render
 from vigil.oncall.coverage import team_schedules
 from vigil.oncall.plan import person_zone
 from vigil.oncall.schedule_model import zone_named
@@ -26,8 +26,6 @@ from vigil.oncall.schedules import moment_at
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 
-ZONE_COOKIE = "vigil_console_tz"
-MINE = "mine"
 DEFAULT_WEEKS, MAX_WEEKS = 2, 8
 Text = Annotated[str | None, Query(max_length=64)]
 

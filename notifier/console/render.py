@@ -3,23 +3,27 @@
 Autoescaped HTML; templates are looked up first in the folder given to `console_environment` (a team's
 overrides: a file there replaces the packaged one of the same name) and then in `console/templates/`.
 Every template sees `request`, `user` (the logged-in user or None), `csrf_field()`, `now` (the
-notifier's clock) and the filters `when` (a short UTC time), `ago` (relative to now), `left` (time left
-to a due time, or how long ago it passed) and `event_text` (a timeline event in the words of `vigil
-incidents show`).
+notifier's clock), `zone` (the viewer's time zone: the one they picked on the on-call pages, else their
+own from the on-call file, else the file's) and the filters `when` (a time in the viewer's zone, the
+zone said), `ago` (relative to now), `left` (time left to a due time, or how long ago it passed) and
+`event_text` (a timeline event in the words of `vigil incidents show`).
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
-from jinja2 import ChoiceLoader, Environment, FileSystemLoader, select_autoescape
+from jinja2 import ChoiceLoader, Environment, FileSystemLoader, pass_context, select_autoescape
 from markupsafe import Markup
 
 from vigil.common.times import parse_time
 from vigil.notifier.incident_text import event_text
+from vigil.oncall.plan import person_zone
+from vigil.oncall.schedule_model import zone_named
 
 TEMPLATES = Path(__file__).parent / "templates"
 # console pages: never cached, never framed; scripts and styles only from this notifier
@@ -43,10 +47,30 @@ def render(request: Request, template_name: str, status: int = 200, **context) -
     env = getattr(app_state, "console_templates", None)
     if env is None:
         env = app_state.console_templates = console_environment()
+    user = getattr(request.state, "console_user", None)
     page = env.get_template(template_name).render(
-        request=request, user=getattr(request.state, "console_user", None), now=app_state.clock(),
-        csrf_field=lambda: csrf_field(request), **context)
+        request=request, user=user, now=app_state.clock(), csrf_field=lambda: csrf_field(request),
+        **{"zone": page_zone(request, user), **context})
     return HTMLResponse(page, status_code=status, headers=HEADERS)
+
+
+ZONE_COOKIE = "vigil_console_tz"  # the zone a viewer picked on the on-call pages, kept for every page
+MINE = "mine"  # the picker's "my own zone"
+
+
+def page_zone(request: Request, user: str | None) -> ZoneInfo:
+    """The zone the console shows times in for this viewer: the one they picked (a cookie), else their own
+    (the on-call file's person, team, file zone), else the file's; UTC without an on-call file."""
+    config = getattr(request.app.state, "oncall", None)
+    choice = request.cookies.get(ZONE_COOKIE, "").strip()
+    try:
+        if choice and choice != MINE:
+            return zone_named(choice)
+        if config is not None and user in config.people:
+            return person_zone(config, user)
+        return zone_named(config.timezone) if config is not None else ZoneInfo("UTC")
+    except ValueError:  # a zone no longer known: the file's
+        return ZoneInfo("UTC")
 
 
 def csrf_field(request: Request) -> Markup:
@@ -62,12 +86,14 @@ def seconds_of(moment) -> float | None:
     return None if moment is None else parse_time(str(moment))
 
 
-def when(moment) -> str:
-    """`2026-11-23 21:50:03` (UTC), or an empty string for no time."""
+@pass_context
+def when(context, moment) -> str:
+    """`2026-11-23 21:50:03 IST` in the page's `zone` (UTC without one), or an empty string for no time."""
     seconds = seconds_of(moment)
     if seconds is None:
         return ""
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    zone = context.get("zone") or timezone.utc
+    return datetime.fromtimestamp(seconds, tz=zone).strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
 def duration(seconds: float | None) -> str:

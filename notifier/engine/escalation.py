@@ -116,6 +116,7 @@ def run_step(conn: sa.Connection, oncall: OncallConfig, escalation: Escalation, 
         reached = min((now + page.delay_s for page in pages), default=now)
         timeline.record(conn, incident.id, now, "tier_paged", tier=tier, tier_name=spec.tiers[tier].name,
                         people=people, repeat=repeat, round=round, pages=added,
+                        **({"why": why} if why else {}),  # why this tier: "not acknowledged within 5m by ana (DRI)"
                         **({"held_until": rfc3339(reached)} if reached > now else {}))
         if reached > now:
             pause.restart_ack_target(conn, oncall, incident, reached)
