@@ -246,3 +246,31 @@ def test_incident_times_show_in_the_viewers_zone_and_say_which(user):
     page = client.get(f"/console/incidents/{incident}").text
     assert "Times in Asia/Kolkata" in page and re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d IST", page)
     assert " UTC" not in page.replace("Times in UTC", "")
+
+
+@pytest.mark.parametrize("opened_at, starts", [
+    (-62135596800.0, "0001-01-01T00:00:00Z"),  # Alertmanager's zero time as a start, which 0.1 stored
+    (253402300799.999, "9999-12-31T23:59:59.999999999Z"),  # the last nanosecond of year 9999
+])
+def test_every_reader_survives_a_row_an_older_version_stored(user, opened_at, starts):
+    """Times the webhook refuses now (422) but an older version stored: the list, the incident, its
+    postmortem and the API still answer, none with a 500, for everyone."""
+    import sqlalchemy as sa
+    from vigil.notifier.schema import incidents, notifications
+
+    client = user
+    incident = fire(client, "a")
+    engine = client.app.state.store.engine
+    with engine.begin() as conn:
+        conn.execute(incidents.update().where(incidents.c.id == incident).values(opened_at=opened_at))
+        stored = conn.execute(sa.select(notifications.c.id, notifications.c.payload)).all()
+        began = rfc3339(client.app.state.clock())
+        assert stored and all(began in row.payload for row in stored)
+        for row in stored:
+            conn.execute(notifications.update().where(notifications.c.id == row.id).values(
+                payload=row.payload.replace(began, starts)))
+    for path in ("/console/incidents", f"/console/incidents/{incident}", f"/console/incidents/{incident}/postmortem",
+                 f"/console/incidents/{incident}/postmortem?format=md"):
+        assert client.get(path).status_code == 200, path
+    assert client.get(f"/api/v1/incidents/{incident}", headers=AUTH).status_code == 200
+    assert client.get("/api/v1/incidents", headers=AUTH).status_code == 200

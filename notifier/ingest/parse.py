@@ -9,10 +9,13 @@ would retry a 5xx forever); `reason` is the label counted in `vigil_notifier_web
 
 from __future__ import annotations
 
+import re
+
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
 
 from vigil.common.json_body import BodyRejected, decode_json_body, plain_json_text
+from vigil.common.times import ZERO_TIME, parse_time
 from vigil.notifier.core.models import WebhookPayload, naive_time
 from vigil.notifier.core.rejected import Rejected
 
@@ -44,14 +47,36 @@ def webhook_of(raw: bytes) -> WebhookPayload:
     return _as_received(model_of(WebhookPayload, _decoded(raw)))
 
 
+# RFC 3339 as Alertmanager writes it: a four-digit year, seconds, any fraction, Z or an offset (not a bare
+# number of seconds, which the model's datetime would otherwise take as Unix time)
+RFC3339 = re.compile(r"\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)?")
+# the times vigil accepts from a sender: from the Unix epoch to the last moment Prometheus and Alertmanager
+# can hold (int64 nanoseconds), so every reader can do arithmetic on them; an end may also be the zero time
+EARLIEST, LATEST = 0.0, 9223372036.854775
+
+
+def _time_problem(field: str, value: str) -> str | None:
+    if field == "endsAt" and value == ZERO_TIME:
+        return None
+    if not RFC3339.fullmatch(value):
+        return "not an RFC 3339 time like 2026-11-25T09:00:00Z"
+    if naive_time(value):
+        return "time has no UTC offset (RFC 3339 ends with Z or ±hh:mm)"
+    seconds = parse_time(value)  # None: Alertmanager's zero time, which only an end may be
+    if seconds is None or not EARLIEST <= seconds <= LATEST:
+        return "time is outside 1970-01-01 to 2262-04-11 (what Prometheus and Alertmanager can hold)"
+    return None
+
+
 def _as_received(payload: WebhookPayload) -> WebhookPayload:
-    """`payload`, refused (422) for what Alertmanager never sends and the model lets pass: a time without a
-    UTC offset (firing_key would read it as the host's local time, parse_time as UTC) or an empty label
-    name. Checked here, on arrival, not in the model, which also re-reads payloads stored before."""
+    """`payload`, refused (422) for what Alertmanager never sends and the model lets pass: a time that is
+    not RFC 3339 (a bare number), has no UTC offset (firing_key would read it as the host's local time,
+    parse_time as UTC) or lies outside the range every reader can compute with, or an empty label name.
+    Checked here, on arrival, not in the model, which also re-reads payloads stored before."""
     problems = []
     for index, alert in enumerate(payload.alerts):
-        problems += [f"alerts.{index}.{field}: time has no UTC offset (RFC 3339 ends with Z or ±hh:mm)"
-                     for field in ("startsAt", "endsAt") if naive_time(getattr(alert, field))]
+        problems += [f"alerts.{index}.{field}: {problem}" for field in ("startsAt", "endsAt")
+                     if (problem := _time_problem(field, getattr(alert, field)))]
         if "" in alert.labels:
             problems.append(f"alerts.{index}.labels: a label name is empty")
     if problems:

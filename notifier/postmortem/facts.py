@@ -140,6 +140,8 @@ def incident_facts(incident: dict, others: list[dict], now: float, jobs_seen: li
     look through for related ones; `jobs_seen` and `first_sign_at` come from the metrics, when known."""
     alerts = incident.get("alerts") or []
     opened_at = parse_time(incident["opened_at"])
+    if opened_at is None:  # an older version stored an alert starting at Alertmanager's zero time: its first event
+        opened_at = next((parse_time(e["at"]) for e in incident.get("timeline") or [] if e.get("at")), now)
     firsts = sorted(((parse_time(a.get("startsAt")) or opened_at, a) for a in alerts), key=lambda item: item[0])
     first_at, first = firsts[0] if firsts else (opened_at, {"labels": incident.get("labels") or {}})
     labels = [a.get("labels") or {} for a in alerts] or [incident.get("labels") or {}]

@@ -20,6 +20,7 @@ import jinja2
 
 from vigil.common.durations import format_duration
 from vigil.common.prometheus_api import PrometheusClient
+from vigil.common.times import people_time, rfc3339
 
 from . import charts, evidence
 from .facts import Facts, incident_facts
@@ -42,7 +43,10 @@ class Postmortem:
 def when(seconds: float | None) -> str:
     if seconds is None:
         return "unknown"
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    try:
+        return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, ValueError, OSError):  # a time an older version stored past year 9999
+        return people_time(rfc3339(seconds)) + " UTC"
 
 
 def clock(seconds: float | None) -> str:

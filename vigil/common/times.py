@@ -32,7 +32,8 @@ def rfc3339(seconds: float | None) -> str | None:
     if seconds is None:
         return None
     moment = datetime.fromtimestamp(seconds, tz=timezone.utc) if seconds < LAST.timestamp() else LAST
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    # the year always four digits (strftime's %Y writes year 1 as "1", which no reader takes back)
+    return f"{moment.year:04d}" + moment.strftime("-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 def people_time(rfc3339_time: str | None) -> str:
