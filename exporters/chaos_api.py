@@ -9,7 +9,10 @@
                          {"fault": "job-hang", "node": "node-3", "gpu": 0}  -> its "fault" names the "job_id"
     POST /chaos/clear    {"node": "node-2"} or {}                         -> {"ok": true, "cleared": n}
 
-Bad requests get 400 `{"error": "<reason>"}` and change nothing. Disk faults (`disk-failing`) are kept by
+Bad requests get 400 `{"error": "<reason>"}` and change nothing: unknown names, a field of the wrong JSON
+type (a list for `node`), a body nested too deep or with an integer of thousands of digits, a
+`Content-Length` that is not a number of bytes (`-1` would leave the handler reading until the client
+hangs up). Disk faults (`disk-failing`) are kept by
 the fleet and listed with the others: the node health exporter reads them from GET /chaos.
 """
 
@@ -20,6 +23,7 @@ import threading
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
 
+from vigil.common.json_body import BodyRejected, decode_json_body
 from vigil.common.hostport import http_url
 from vigil.common.http_server import http_server
 from vigil.exporters.sim.faults import FaultError
@@ -70,14 +74,17 @@ def _control_handler(server: ChaosApi) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
         def _body(self) -> Any:
-            length = int(self.headers.get("Content-Length") or 0)
+            given = (self.headers.get("Content-Length") or "0").strip()
+            if not (given.isascii() and given.isdigit()):  # `-1` would read until the client hangs up
+                raise FaultError("Content-Length must be a number of bytes")
+            length = int(given)
             if length > MAX_BODY:
                 raise FaultError(f"body larger than {MAX_BODY} bytes")
-            raw = self.rfile.read(length) if length else b"{}"
+            raw = self.rfile.read(length) if length else b""
             try:
-                return json.loads(raw or b"{}")
-            except (UnicodeDecodeError, json.JSONDecodeError) as error:
-                raise FaultError(f"body is not valid JSON: {error}") from None
+                return decode_json_body(raw or b"{}")  # too deep, huge numbers, NaN, NUL: said, not crashed on
+            except BodyRejected as error:
+                raise FaultError(str(error)) from None
 
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
@@ -103,5 +110,7 @@ def _control_handler(server: ChaosApi) -> type[BaseHTTPRequestHandler]:
                     self._reply(404, {"error": f"no such endpoint {path}; use /chaos/inject or /chaos/clear"})
             except (FaultError, ValueError) as error:
                 self._reply(400, {"error": str(error)})
+            except (TypeError, KeyError, AttributeError) as error:  # a field of the wrong JSON type
+                self._reply(400, {"error": f"a field has the wrong type: {error}"})
 
     return ControlHandler

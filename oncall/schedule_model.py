@@ -28,11 +28,18 @@ class _Strict(BaseModel):
 
 
 def zone_named(name: str) -> ZoneInfo:
-    """The IANA zone `name`; ValueError with a readable reason when there is none."""
+    """The IANA zone `name`; ValueError with a readable reason when there is none (a name longer than any
+    zone's, which the zone database would look up as a file name too long, included)."""
     try:
+        if len(name) > MAX_ZONE_NAME:
+            raise ValueError(name)
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, TypeError):
-        raise ValueError(f"unknown time zone {name!r} (expected an IANA name like UTC or Europe/Berlin)") from None
+    except (ZoneInfoNotFoundError, ValueError, TypeError, OSError):
+        shown = name if len(str(name)) <= 60 else f"{str(name)[:57]}..."
+        raise ValueError(f"unknown time zone {shown!r} (expected an IANA name like UTC or Europe/Berlin)") from None
+
+
+MAX_ZONE_NAME = 64  # the longest IANA name is 32 characters (America/Argentina/ComodRivadavia)
 
 
 def _clock_time(value: object) -> str:

@@ -274,3 +274,19 @@ def test_every_reader_survives_a_row_an_older_version_stored(user, opened_at, st
         assert client.get(path).status_code == 200, path
     assert client.get(f"/api/v1/incidents/{incident}", headers=AUTH).status_code == 200
     assert client.get("/api/v1/incidents", headers=AUTH).status_code == 200
+
+
+def test_a_console_form_is_validated_as_the_api_validates_its_body(user):
+    """A note longer than the API takes is refused whole, not cut; a NUL (which PostgreSQL cannot store)
+    is refused with the reason: nothing is saved either way."""
+    client = user
+    incident = fire(client, "a")
+    token = csrf_of(client.get(f"/console/incidents/{incident}").text)
+    long = client.post(f"/console/incidents/{incident}/note", data={"csrf_token": token, "text": "x" * 10_001})
+    assert long.status_code == 409 and "at most 10,000 characters; this one has 10,001" in long.text
+    nul = client.post(f"/console/incidents/{incident}/note", data={"csrf_token": token, "text": "a\x00b"})
+    assert nul.status_code == 422 and "NUL" in nul.text and "Nothing was saved" in nul.text
+    api = client.post(f"/api/v1/incidents/{incident}/notes", json={"by": "a", "text": "x" * 10_001}, headers=AUTH)
+    assert api.status_code == 422
+    kinds = [e["kind"] for e in client.get(f"/api/v1/incidents/{incident}", headers=AUTH).json()["timeline"]]
+    assert "note" not in kinds

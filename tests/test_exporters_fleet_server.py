@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,11 @@ def test_node_down_refuses_connections_until_cleared(fleet_server) -> None:
     ("/chaos/inject", "not json at all", "not valid JSON"),
     ("/chaos/inject", [1, 2], "JSON object"),
     ("/chaos/clear", {"node": "node-9"}, "unknown node"),
+    ("/chaos/inject", {"fault": "xid79", "node": ["node-1"]}, "unknown node"),  # a list where a name goes
+    ("/chaos/inject", {"fault": {"x": 1}, "node": "node-1"}, "unknown fault"),
+    ("/chaos/clear", {"node": {"a": 1}}, "unknown node"),
+    ("/chaos/inject", {"fault": "xid79", "node": "node-1", "deep": json.loads("[" * 100 + "]" * 100)}, "nested"),
+    ("/chaos/inject", '{"fault": "xid79", "node": "node-1", "count": ' + "9" * 5000 + "}", "digits"),
 ])
 def test_chaos_api_rejects_bad_requests(fleet_server, path: str, body, reason: str) -> None:
     server, _ = fleet_server
@@ -110,6 +116,16 @@ def test_chaos_api_rejects_bad_requests(fleet_server, path: str, body, reason: s
     assert reply.status_code == 400
     assert reason in reply.json()["error"]
     assert requests.get(f"{server.control_url}/chaos", timeout=5).json()["faults"] == []
+
+
+def test_a_negative_content_length_is_refused_not_waited_on(fleet_server) -> None:
+    server, _ = fleet_server
+    host, port = server.control_url.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as conn:
+        conn.sendall(b"POST /chaos/inject HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n")
+        conn.settimeout(5)
+        answer = conn.recv(4096)  # an answer at once, not a handler thread blocked reading to EOF
+    assert answer.startswith(b"HTTP/1.") and b" 400 " in answer.split(b"\r\n", 1)[0] + b" "
 
 
 def test_single_port_mode_serves_every_node_by_query() -> None:

@@ -78,11 +78,11 @@ def parse_fault(body: Any, nodes: dict[str, int], now: float | None = None) -> F
     if not isinstance(body, dict):
         raise FaultError("body must be a JSON object like {\"fault\": \"xid79\", \"node\": \"node-1\", \"gpu\": 0}")
     name = body.get("fault")
-    if name not in FAULTS:
-        raise FaultError(f"unknown fault {name!r}; known: {', '.join(FAULTS)}")
+    if not isinstance(name, str) or name not in FAULTS:
+        raise FaultError(f"unknown fault {str(name)[:60]!r}; known: {', '.join(FAULTS)}")
     node = body.get("node")
-    if node not in nodes:
-        raise FaultError(f"unknown node {node!r}; the fleet has node-1 .. node-{len(nodes)}")
+    if not isinstance(node, str) or node not in nodes:
+        raise FaultError(f"unknown node {str(node)[:60]!r}; the fleet has node-1 .. node-{len(nodes)}")
     gpu = body.get("gpu", 0)
     if not per_gpu(name):
         gpu = None

@@ -82,8 +82,8 @@ class SimulatedFleet:
 
     def clear(self, node: str | None = None) -> int:
         """Reset every GPU of `node` (or of the whole fleet) and bring the node(s) back; count cleared faults."""
-        if node is not None and node not in self.nvml:
-            raise FaultError(f"unknown node {node!r}; the fleet has node-1 .. node-{len(self.nvml)}")
+        if node is not None and (not isinstance(node, str) or node not in self.nvml):
+            raise FaultError(f"unknown node {str(node)[:60]!r}; the fleet has node-1 .. node-{len(self.nvml)}")
         names = [node] if node is not None else list(self.nvml)
         cleared = 0
         for name in names:

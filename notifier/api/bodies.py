@@ -14,7 +14,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstrai
 from vigil.common.click_types import MAX_ROW_ID
 from vigil.common.durations import parse_duration
 from vigil.common.times import LAST, rfc3339
-from vigil.notifier.core.incidents import VERDICTS
+from vigil.notifier.core.incidents import MAX_NOTE_CHARS, VERDICTS
 from vigil.notifier.core.rejected import Rejected
 from vigil.notifier.delivery.channels import PAGE_HEADER
 from vigil.notifier.ingest.parse import json_body_of, model_of
@@ -64,7 +64,7 @@ class NoteBody(_Body):
     """`POST /api/v1/incidents/{id}/notes`."""
 
     by: Name
-    text: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=10_000)]
+    text: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_NOTE_CHARS)]
 
 
 class MarkBody(_Body):

@@ -32,6 +32,7 @@ def install(app: FastAPI, templates: Path | None = None) -> None:
     app.state.login_throttle = auth.LoginThrottle()
     app.add_exception_handler(auth.LoginRequired, auth.login_redirect)
     app.add_exception_handler(auth.CsrfRefused, auth.csrf_refusal)
+    app.add_exception_handler(auth.FormRefused, auth.form_refusal)
     app.mount("/console/static", StaticFiles(directory=STATIC), name="console-static")
     for module in VIEWS:
         app.include_router(module.router)

@@ -28,6 +28,7 @@ from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 
+from vigil.common.json_body import BodyRejected, check_plain_json
 from vigil.notifier.console.passwords import verify_password
 from vigil.notifier.console_session import SESSION_COOKIE, session_user
 from vigil.notifier.console.render import render
@@ -44,6 +45,14 @@ router = APIRouter(prefix="/console", include_in_schema=False)
 
 class LoginRequired(Exception):
     """No live session: a GET goes to the login page, anything else gets 401."""
+
+
+class FormRefused(Exception):
+    """A console form holding what no reader can store (a NUL, a lone surrogate): 422, as the API says."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
 
 
 class CsrfRefused(Exception):
@@ -68,6 +77,10 @@ async def _checked_form(request: Request, user: ConsoleUser) -> FormData:
     form = await request.form()
     if not _same(form.get("csrf_token"), request.state.csrf):
         raise CsrfRefused()
+    try:  # the same check every JSON body of the API gets: what the console stores, a reader can read back
+        check_plain_json({key: value for key, value in form.multi_items() if isinstance(value, str)})
+    except BodyRejected as exc:
+        raise FormRefused(str(exc)) from None
     return form
 
 
@@ -80,6 +93,11 @@ def login_redirect(request: Request, _exc: LoginRequired) -> Response:
         return RedirectResponse(f"/console/login?next={quote(target, safe='')}", status_code=303)
     return render(request, "error.html", status=401, title="Logged out",
                   message="Your console session has ended (logged out or expired): log in again.")
+
+
+def form_refusal(request: Request, exc: FormRefused) -> Response:
+    return render(request, "error.html", status=422, title="Nothing was saved",
+                  message=f"The form holds what cannot be stored: {exc.reason}. Go back and remove it.")
 
 
 def csrf_refusal(request: Request, _exc: CsrfRefused) -> Response:

@@ -40,6 +40,7 @@ from vigil.notifier.core.models import WebhookPayload
 Action = Literal["open", "update", "resolve", "attach", "record", "reopen", "steady"]
 # a person's verdict on an incident's page (`engine/actions.mark`); the newest counts, `actionable`
 # withdraws an earlier mark, the others count in the rule's noise score (`analytics/health.py`)
+MAX_NOTE_CHARS = 10_000  # a note on an incident: the API and the console refuse a longer one, never cut it
 VERDICTS = ("noisy", "not_actionable", "actionable")
 NOISE_VERDICTS = ("noisy", "not_actionable")
 # How far apart two Prometheus replicas may start the same alert: their evaluation offsets (below one

@@ -23,12 +23,11 @@ from vigil.notifier.engine.paging import contact_pages
 from vigil.notifier.engine.pause import paused_by
 from vigil.notifier.engine.repage import lapse_acknowledgement
 from vigil.notifier.core.escalation_steps import next_tier
-from vigil.notifier.core.incidents import VERDICTS
+from vigil.notifier.core.incidents import MAX_NOTE_CHARS, VERDICTS
 from vigil.notifier.store import Store, incident_state
 from vigil.notifier.core.escalation_steps import REPAGE
 from vigil.oncall.model import OncallConfig
 
-MAX_NOTE_CHARS = 10_000
 
 
 class IncidentNotFound(LookupError):
@@ -73,11 +72,16 @@ def resolve(store: Store, incident_id: int, by: str, now: float, reason: str | N
 
 
 def add_note(store: Store, incident_id: int, by: str, text: str, now: float) -> dict:
-    if not text.strip():
+    """A note on the timeline, kept whole: one with no text, or longer than MAX_NOTE_CHARS, is refused (the
+    API's body model says the same), never cut."""
+    text = text.strip()
+    if not text:
         raise TransitionRefused("a note needs some text")
+    if len(text) > MAX_NOTE_CHARS:
+        raise TransitionRefused(f"a note is at most {MAX_NOTE_CHARS:,} characters; this one has {len(text):,}")
     with store.engine.begin() as conn:
         _existing(conn, incident_id)
-        store.timeline.record(conn, incident_id, now, "note", by, text=text[:MAX_NOTE_CHARS])
+        store.timeline.record(conn, incident_id, now, "note", by, text=text)
     return store.notifications.incident(incident_id)
 
 

@@ -1,7 +1,8 @@
 """Decode an untrusted JSON request body into plain data, or say exactly why it cannot be.
 
 `json.loads` alone lets through what breaks a server later, as a 500 instead of a 400: documents nested
-so deep that parsing or serialising them overflows the stack, lone UTF-16 surrogates (`"\\ud800"`)
+so deep that parsing or serialising them overflows the stack, integers of more digits than Python
+converts (4,300), lone UTF-16 surrogates (`"\\ud800"`)
 that no UTF-8 encoder (SQLite, PostgreSQL, a log file) accepts, NUL characters that PostgreSQL refuses
 in text, and the non-standard `NaN`/`Infinity`. Each is refused here with a reason a sender can act on.
 """
@@ -39,6 +40,9 @@ def decode_json_body(raw: bytes, max_depth: int = MAX_DEPTH) -> Any:
         raise BodyRejected("invalid_json", f"body is not valid JSON: {exc}") from None
     except RecursionError:
         raise BodyRejected("too_deep", f"JSON nested deeper than {max_depth} levels") from None
+    except ValueError:  # Python's cap on the digits of an integer it converts (4,300): no field needs one
+        raise BodyRejected("invalid_json", "body is not acceptable JSON: a number has more digits than any "
+                                           "field takes") from None
     if _SUSPECT_ESCAPE.search(text) is not None or not _shallow(text, value, max_depth):
         check_plain_json(value, max_depth)  # names what is wrong, and where
     return value
