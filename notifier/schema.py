@@ -3,7 +3,8 @@
 Constraints added after revision 0001 carry explicit names: SQLite's batch mode can only create (and
 later drop) named ones. Revision 0002 adds the on-call engine's tables and columns (design §3); 0003 the
 indexes the webhook's reads need; 0004 the heartbeats table; 0005 the console's sessions;
-0006 an incident's cause, the hold of a symptom's first page and a resolution's wait.
+0006 an incident's cause, the hold of a symptom's first page and a resolution's wait; 0007 makes every
+row id and reference to one 64-bit on PostgreSQL (SQLite's already are), as the API accepts ids to 2^63-1.
 """
 
 from __future__ import annotations
@@ -11,10 +12,13 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 metadata = sa.MetaData()
+# a row id, or a reference to one: BIGINT (PostgreSQL's INTEGER stops at 2^31-1 and answers larger ids with
+# an error); SQLite's INTEGER is 64-bit already and must stay INTEGER for its rowid primary keys
+RowId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 incidents = sa.Table(
     "incidents", metadata,
-    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("id", RowId, primary_key=True),
     sa.Column("group_key", sa.Text, nullable=False),
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("opened_at", sa.Float, nullable=False),
@@ -36,7 +40,7 @@ incidents = sa.Table(
     sa.Column("reopened", sa.Integer, nullable=False, server_default="0"),
     # causes and symptoms (revision 0006): the incident of the cause this one joined (no page of its
     # own), and until when a symptom's first page waits for its cause (engine/causes.py)
-    sa.Column("cause_id", sa.Integer),
+    sa.Column("cause_id", RowId),
     sa.Column("held_until", sa.Float),
     # a resolution waiting out `incidents.resolve_after` (flap damping, revision 0006; core/incidents.py)
     sa.Column("resolving_at", sa.Float),
@@ -52,19 +56,19 @@ incidents = sa.Table(
 
 incident_alerts = sa.Table(
     "incident_alerts", metadata,
-    sa.Column("incident_id", sa.Integer, sa.ForeignKey("incidents.id"), primary_key=True),
+    sa.Column("incident_id", RowId, sa.ForeignKey("incidents.id"), primary_key=True),
     sa.Column("alert_key", sa.Text, primary_key=True),  # fingerprint@startsAt: one firing of one alert
 )
 
 notifications = sa.Table(
     "notifications", metadata,
-    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("id", RowId, primary_key=True),
     sa.Column("dedup_key", sa.String(64), nullable=False, unique=True),
     sa.Column("received_at", sa.Float, nullable=False),
     sa.Column("group_key", sa.Text, nullable=False),
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("receiver", sa.Text, nullable=False),
-    sa.Column("incident_id", sa.Integer, sa.ForeignKey("incidents.id"), nullable=False),
+    sa.Column("incident_id", RowId, sa.ForeignKey("incidents.id"), nullable=False),
     sa.Column("payload", sa.Text, nullable=False),
     # an incident's newest notification (what its pages say; revision 0003)
     sa.Index("notifications_of_incident", "incident_id", "id"),
@@ -72,10 +76,10 @@ notifications = sa.Table(
 
 deliveries = sa.Table(
     "deliveries", metadata,
-    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("id", RowId, primary_key=True),
     # null for escalation pages (the engine sends them, not a notification)
-    sa.Column("notification_id", sa.Integer, sa.ForeignKey("notifications.id"), nullable=True),
-    sa.Column("incident_id", sa.Integer, sa.ForeignKey("incidents.id"), nullable=False),
+    sa.Column("notification_id", RowId, sa.ForeignKey("notifications.id"), nullable=True),
+    sa.Column("incident_id", RowId, sa.ForeignKey("incidents.id"), nullable=False),
     sa.Column("target", sa.Text, nullable=False),  # the person key
     sa.Column("channel_index", sa.Integer, nullable=False),
     sa.Column("channel_type", sa.String(32), nullable=False),
@@ -92,7 +96,7 @@ deliveries = sa.Table(
     # one row per (incident, round, tier, repeat, person, contact): two notifiers never enqueue one page twice
     sa.Column("page_key", sa.Text),
     sa.Column("contact", sa.Text),  # the contact's name in the person's `contacts`
-    sa.Column("digest_of", sa.Integer),  # this row was folded into digest delivery N
+    sa.Column("digest_of", RowId),  # this row was folded into digest delivery N
     sa.UniqueConstraint("notification_id", "target", "channel_index"),
     sa.Index("deliveries_due", "state", "next_attempt_at"),
     sa.Index("deliveries_page_key", "page_key", unique=True),
@@ -101,8 +105,8 @@ deliveries = sa.Table(
 
 delivery_attempts = sa.Table(
     "delivery_attempts", metadata,
-    sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("delivery_id", sa.Integer, sa.ForeignKey("deliveries.id"), nullable=False),
+    sa.Column("id", RowId, primary_key=True),
+    sa.Column("delivery_id", RowId, sa.ForeignKey("deliveries.id"), nullable=False),
     sa.Column("at", sa.Float, nullable=False),
     sa.Column("ok", sa.Boolean, nullable=False),
     sa.Column("error", sa.Text),
@@ -111,14 +115,14 @@ delivery_attempts = sa.Table(
 
 inbox_pages = sa.Table(
     "inbox_pages", metadata,
-    sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("delivery_id", sa.Integer, sa.ForeignKey("deliveries.id"), unique=True),
+    sa.Column("id", RowId, primary_key=True),
+    sa.Column("delivery_id", RowId, sa.ForeignKey("deliveries.id"), unique=True),
     sa.Column("time", sa.Float, nullable=False),
     sa.Column("recipient", sa.Text, nullable=False),
     sa.Column("channel", sa.String(32), nullable=False),
     sa.Column("title", sa.Text, nullable=False),
     sa.Column("body", sa.Text, nullable=False),
-    sa.Column("incident_id", sa.Integer, sa.ForeignKey("incidents.id")),
+    sa.Column("incident_id", RowId, sa.ForeignKey("incidents.id")),
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("labels", sa.Text, nullable=False),
     sa.Column("tier", sa.Integer),
@@ -126,7 +130,7 @@ inbox_pages = sa.Table(
 
 escalations = sa.Table(
     "escalations", metadata,
-    sa.Column("incident_id", sa.Integer, sa.ForeignKey("incidents.id", name="fk_escalations_incident"),
+    sa.Column("incident_id", RowId, sa.ForeignKey("incidents.id", name="fk_escalations_incident"),
               primary_key=True),
     sa.Column("policy", sa.Text, nullable=False),
     sa.Column("tier", sa.Integer, nullable=False),
@@ -139,8 +143,8 @@ escalations = sa.Table(
 
 incident_events = sa.Table(
     "incident_events", metadata,
-    sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("incident_id", sa.Integer, sa.ForeignKey("incidents.id", name="fk_incident_events_incident"),
+    sa.Column("id", RowId, primary_key=True),
+    sa.Column("incident_id", RowId, sa.ForeignKey("incidents.id", name="fk_incident_events_incident"),
               nullable=False),
     sa.Column("at", sa.Float, nullable=False),
     sa.Column("kind", sa.String(32), nullable=False),
@@ -151,7 +155,7 @@ incident_events = sa.Table(
 
 maintenance_windows = sa.Table(
     "maintenance_windows", metadata,
-    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("id", RowId, primary_key=True),
     sa.Column("matchers", sa.Text, nullable=False),  # JSON object label -> value
     sa.Column("starts_at", sa.Float, nullable=False),
     sa.Column("ends_at", sa.Float, nullable=False),
@@ -165,7 +169,7 @@ link_uses = sa.Table(
     "link_uses", metadata,
     sa.Column("nonce", sa.String(64), primary_key=True),
     sa.Column("used_at", sa.Float, nullable=False),
-    sa.Column("incident_id", sa.Integer, nullable=False),
+    sa.Column("incident_id", RowId, nullable=False),
     sa.Column("action", sa.String(16), nullable=False),
 )
 
@@ -177,7 +181,7 @@ heartbeats = sa.Table(
     sa.Column("last_seen_at", sa.Float),
     sa.Column("beats", sa.Integer, nullable=False, server_default="0"),
     sa.Column("missing_since", sa.Float),  # the deadline that passed unheard (the incident's start); null: alive
-    sa.Column("incident_id", sa.Integer, sa.ForeignKey("incidents.id", name="fk_heartbeats_incident")),
+    sa.Column("incident_id", RowId, sa.ForeignKey("incidents.id", name="fk_heartbeats_incident")),
 )
 
 # the web console's logins (revision 0005; `store/console_sessions.py`): the cookie holds a random token,

@@ -1,4 +1,5 @@
-"""A bounded schemathesis run against the notifier's own OpenAPI document (real uvicorn, SQLite):
+"""A bounded schemathesis run against the notifier's own OpenAPI document (real uvicorn, on SQLite and on
+PostgreSQL, whose 32-bit integers and NUL-less text found 500s SQLite never showed):
 valid and invalid bodies, headers and query strings for every route; none may get a 5xx, no `/api/`
 route answers without the bearer token, and no generated one-click link is ever accepted."""
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 import pytest
 import requests
 import schemathesis
+import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
@@ -23,10 +25,19 @@ ROUTES = {"/api/v1/alerts/alertmanager", "/api/v1/inbox", "/api/v1/incidents", "
           "/api/v1/maintenance", "/api/v1/maintenance/{window_id}/end", LINK_PATH + "{token}"}
 
 
-@pytest.fixture(scope="module")
-def notifier(tmp_path_factory):
-    settings = make_settings(tmp_path_factory.mktemp("fuzz"), port=free_port())
-    with NotifierServer(settings) as server:
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def notifier(request, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("fuzz")
+    db_url = f"sqlite:///{folder / 'notifier.db'}"
+    if request.param == "postgresql":
+        server = request.getfixturevalue("postgres_server")
+        admin = sa.create_engine(server.replace("postgresql://", "postgresql+psycopg://") + "/postgres",
+                                 isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'CREATE DATABASE "fuzz_{folder.name.lower().replace("-", "_")}"')
+        admin.dispose()
+        db_url = f"{server}/fuzz_{folder.name.lower().replace('-', '_')}"
+    with NotifierServer(make_settings(folder, port=free_port(), db_url=db_url)) as server:
         yield server
 
 

@@ -261,3 +261,16 @@ def test_a_mark_noisy_link_offers_two_verdicts_and_acts_once(client, clock):
     assert [(e["actor"], e["detail"]["verdict"]) for e in timeline if e["kind"] == "marked"] == [
         ("one-click link", "not_actionable")]
     assert state_of(client, incident) == "triggered"  # a verdict changes nothing else
+
+
+@pytest.mark.parametrize("incident_id", [2**31, 2**40, 2**63 - 1])
+def test_ids_past_32_bits_are_a_404_on_both_stores_never_a_500(client, incident_id):
+    """PostgreSQL's INTEGER stops at 2^31-1: the ids (revision 0007) are BIGINT, as the API takes ids to
+    2^63-1, so a large id is simply not found, on every route and link that takes one."""
+    assert client.get(f"/api/v1/incidents/{incident_id}", headers=AUTH).status_code == 404
+    for verb in ("ack", "resolve", "escalate", "reopen"):
+        assert act(client, incident_id, verb, by="alice").status_code == 404
+    assert client.post(f"/api/v1/incidents/{incident_id}/notes", json={"by": "a", "text": "x"},
+                       headers=AUTH).status_code == 404
+    assert client.get(links_of(client, incident_id)["ack"]).status_code == 404
+    assert client.get("/api/v1/inbox", params={"incident": incident_id}, headers=AUTH).status_code == 200

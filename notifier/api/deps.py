@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, Query, Request
+from pydantic import StringConstraints
 
 from vigil.notifier.core.clock import Clock
 from vigil.notifier.ingest.group_commit import IncidentPlanner
@@ -32,3 +33,5 @@ RouteDep = Annotated[IncidentPlanner, Depends(_from_state("route"))]
 WorkerDep = Annotated[DeliveryWorker, Depends(_from_state("worker"))]
 # `?limit=N` of the list routes: the newest N (default 500)
 ListLimit = Annotated[int, Query(ge=1, le=MAX_LIST)]
+# a name in a query string (`?team=`, `?to=`): no NUL, which PostgreSQL cannot compare text with (a 500)
+QueryName = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]

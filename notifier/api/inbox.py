@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import AwareDatetime, Field
 from starlette.concurrency import run_in_threadpool
 
-from vigil.notifier.api.deps import ClockDep, ListLimit, StoreDep
+from vigil.notifier.api.deps import ClockDep, ListLimit, QueryName, StoreDep
 from vigil.notifier.api.openapi import INBOX_BODY
 from vigil.common.click_types import MAX_ROW_ID
 from vigil.notifier.api.bodies import page_arrival
@@ -30,7 +30,7 @@ async def inbox_arrival(request: Request, store: StoreDep, clock: ClockDep):
 
 
 @router.get(INBOX_PATH)
-async def inbox(store: StoreDep, limit: ListLimit = 500, to: Annotated[list[str] | None, Query()] = None,
+async def inbox(store: StoreDep, limit: ListLimit = 500, to: Annotated[list[QueryName] | None, Query()] = None,
                 incident: Annotated[list[IncidentNumber] | None, Query()] = None,
                 status: AlertStatus | None = None, since: AwareDatetime | None = None):
     """The newest `limit` pages, oldest first; `to` (a person, repeatable), `incident` (an id, repeatable),

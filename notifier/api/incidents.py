@@ -19,7 +19,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
-from vigil.notifier.api.deps import ClockDep, ListLimit, StoreDep
+from vigil.notifier.api.deps import ClockDep, ListLimit, QueryName, StoreDep
 from vigil.notifier.api.openapi import ACTOR_BODY, ACTOR_REFUSALS, MARK_BODY, NOTE_BODY
 from vigil.notifier.api.bodies import actor_body, mark_body, note_body
 from vigil.notifier.core.rejected import Rejected
@@ -30,7 +30,7 @@ from vigil.notifier.store import Store
 router = APIRouter()
 State = Literal["triggered", "acknowledged", "resolved"]
 Priority = Annotated[str, Query(pattern=r"^P[1-5]$")]
-Team = Annotated[str, Query(min_length=1, max_length=200)]
+Team = Annotated[QueryName, Query()]
 ACTIONS = {"ack": actions.acknowledge, "resolve": actions.resolve, "escalate": actions.escalate_now,
            "reopen": actions.reopen}
 WITH_ONCALL = {actions.escalate_now}  # actions that read the on-call file (the acknowledge target's length)

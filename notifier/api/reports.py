@@ -12,7 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
-from vigil.notifier.api.deps import ClockDep, StoreDep
+from vigil.notifier.api.deps import ClockDep, QueryName, StoreDep
 from vigil.notifier.read_models import oncall_health, period
 
 router = APIRouter()
@@ -24,7 +24,7 @@ TimeText = Annotated[str | None, Query(max_length=64, description="now, UNIX sec
                                                  422: {"description": "A time or range that cannot be read."}})
 async def oncall_report(request: Request, store: StoreDep, clock: ClockDep,
                         from_: Annotated[TimeText, Query(alias="from")] = None, to: TimeText = None,
-                        team: Annotated[str | None, Query(max_length=200)] = None):
+                        team: Annotated[QueryName | None, Query()] = None):
     """MTTA, MTTR, pages (per person, outside working hours), SLA compliance, escalation rate, noisiest
     alerts and the acknowledged / acted-on share of the incidents opened in [from, to)."""
     oncall = request.app.state.oncall

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from vigil.notifier.api.deps import ClockDep
+from vigil.notifier.api.deps import ClockDep, QueryName
 from vigil.notifier.core.rejected import Rejected
 from vigil.oncall.coverage import team_zone, who
 from vigil.oncall.ical import person_calendar, schedule_calendar
@@ -36,7 +36,7 @@ TimeText = Annotated[str | None, Query(max_length=64, description="UNIX seconds 
 
 
 @router.get("/api/v1/oncall", responses={404: {"description": "No such team."}, 422: {"description": "Bad `at`."}})
-async def oncall_now(request: Request, clock: ClockDep, team: Annotated[str | None, Query(max_length=200)] = None,
+async def oncall_now(request: Request, clock: ClockDep, team: Annotated[QueryName | None, Query()] = None,
                      at: TimeText = None):
     """Who each tier of each team's policy pages at `at` (default now); `team` limits it to one."""
     config = request.app.state.oncall
