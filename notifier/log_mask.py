@@ -51,6 +51,42 @@ def url_password(url: str | None) -> str | None:
     return urlsplit(url).password if url else None
 
 
+SECRET_PART = 8  # a path segment or query value this long in a channel URL may be a token: masked
+
+
+def url_secrets(url: str | None) -> list[str]:
+    """The parts of a channel URL that may carry a secret (apprise keeps tokens in them: `slack://TokenA/
+    TokenB/TokenC`, `tgram://bottoken/chat`, `json://user:pass@host/path?key=…`): all of it after the
+    scheme, its password, and every path segment, user name and query value of SECRET_PART characters or
+    more — whatever form the library logs it in (its own URL, or the provider's endpoint built from it)."""
+    if not url or "://" not in url:
+        return []
+    rest = url.split("://", 1)[1]
+    parts = urlsplit(url)
+    try:
+        password, user = parts.password, parts.username
+    except ValueError:  # a port that is not a number: the rest is still masked whole
+        password, user = None, None
+    pieces = [segment for segment in parts.path.split("/") if len(segment) >= SECRET_PART]
+    pieces += [value for pair in parts.query.split("&") for value in pair.split("=", 1)[1:] if len(value) >= SECRET_PART]
+    if user and len(user) >= SECRET_PART:
+        pieces.append(user)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    if len(host) >= SECRET_PART and "." not in host and ":" not in host:
+        pieces.append(host)  # `slack://T000/B000/XXX` parses its first token as the host
+    return [rest, *([password] if password else []), *pieces]
+
+
+def notifier_secrets(settings, oncall) -> list[str]:
+    """Every secret the notifier holds: its API token, the Alertmanager and database passwords, and the
+    secret parts of every channel URL of the on-call file (people's contacts and first-version targets)."""
+    urls = [contact.url for person in oncall.people.values() for contact in person.contacts.values()]
+    urls += [channel.url for target in oncall.targets.values() for channel in target.channels
+             if getattr(channel, "url", None)]
+    return [settings.token, url_password(settings.alertmanager_url), url_password(settings.db_url),
+            *(secret for url in urls for secret in url_secrets(url))]
+
+
 def mask_secrets_in_logs(secrets: Iterable[str | None], logger: logging.Logger | None = None) -> SecretMask:
     """Mask `secrets` in everything the handlers of `logger` (default: the root logger) write."""
     mask = SecretMask(secrets)

@@ -38,14 +38,15 @@ def freeze_startup_heap() -> None:
 def app_from_env() -> FastAPI:
     """The notifier app of one worker process (uvicorn's factory)."""
     from vigil.notifier.app import create_app
-    from vigil.notifier.log_mask import mask_secrets_in_logs, url_password
+    from vigil.notifier.log_mask import mask_secrets_in_logs, notifier_secrets
     from vigil.notifier.settings import NotifierSettings, read_token_file
     from vigil.oncall.loader import load_oncall
 
     args = json.loads(os.environ[ENV])
     settings = NotifierSettings(token=read_token_file(Path(args["token_file"])), **args["settings"])
     logging.basicConfig(level=args["log_level"].upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    mask_secrets_in_logs([settings.token, url_password(settings.alertmanager_url), url_password(settings.db_url)])
-    app = create_app(settings, load_oncall(settings.oncall_config))
+    oncall = load_oncall(settings.oncall_config)
+    mask_secrets_in_logs(notifier_secrets(settings, oncall))
+    app = create_app(settings, oncall)
     freeze_startup_heap()
     return app

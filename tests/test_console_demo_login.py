@@ -35,6 +35,9 @@ def test_the_banner_gives_the_console_url_and_the_demo_login(tmp_path):
     password = layout.demo_password_file.read_text().strip()
     assert "web console: http://127.0.0.1:9005/console/" in hint
     assert f"log in as {DEMO_CONSOLE_USER}, password {password}" in hint
+    logged = console_hint(settings, layout, state, reveal=False)  # what the supervisor's log gets
+    assert password not in logged and f"with the password in {layout.demo_password_file} (owner-only)" in logged
+    assert layout.oncall_config.stat().st_mode & 0o077 == 0  # it holds the password's Argon2id hash
 
 
 def test_with_a_teams_own_oncall_file_the_banner_says_how_to_get_a_login(tmp_path):

@@ -24,6 +24,7 @@ def test_a_fault_through_prometheus_and_alertmanager_is_worked_in_the_console(tm
         password = (stack.run_dir / "secrets" / "console-demo-password").read_text().strip()
         said = stack.started.stdout
         assert f"web console: {notifier}/console/" in said and f"log in as ana, password {password}" in said
+        assert password not in (stack.run_dir / "logs" / "supervisor.log").read_text()  # the terminal only
         auth = {"Authorization": f"Bearer {stack.token()}"}
         assert stack.cli("chaos", "inject", "xid79", "--node", "node-2", "--gpu", "1").returncode == 0
 

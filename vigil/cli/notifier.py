@@ -119,9 +119,9 @@ def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmana
 
     # logging (with the secret mask) first, so the schema upgrade that opening the store runs is logged
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from vigil.notifier.log_mask import mask_secrets_in_logs, url_password
+    from vigil.notifier.log_mask import mask_secrets_in_logs, notifier_secrets
 
-    mask_secrets_in_logs([settings.token, url_password(settings.alertmanager_url), url_password(settings.db_url)])
+    mask_secrets_in_logs(notifier_secrets(settings, oncall))
 
     from vigil.notifier.store import Store
 

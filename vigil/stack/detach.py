@@ -16,7 +16,7 @@ from typing import Callable
 
 from vigil.stack.components import vigil_argv
 from vigil.stack.runstate import NoStack, read_state, supervisor_holds_lock
-from vigil.stack.run import StackError, already_running
+from vigil.stack.run import StackError, already_running, demo_login
 from vigil.stack.config import RunLayout
 
 DETACHED_CHILD_FLAG = "--detached-child"  # hidden option of `vigil up`: "you are the background child"
@@ -58,9 +58,12 @@ def start_detached(argv: list[str], run_path: Path, timeout_s: float, say: Calla
         child = subprocess.Popen(vigil_argv(*[a for a in argv if a != "--detach"], DETACHED_CHILD_FLAG),
                                  stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = clock() + timeout_s + 60  # the backfill and the health waits happen inside the child
+    demo_hint = f"with the password in {layout.demo_password_file}"
+    demo = False  # the child said the demo login is in its file: the parent says it on the terminal
     while clock() < deadline:
         for line in follower.new_lines():
             say(line)
+            demo = demo or demo_hint in line
         if child.poll() is not None:
             for line in follower.new_lines(final=True):
                 say(line)
@@ -68,6 +71,9 @@ def start_detached(argv: list[str], run_path: Path, timeout_s: float, say: Calla
         if _is_up(run_path, child.pid):
             for line in follower.new_lines(final=True):  # the child said its URL table before it wrote "ready"
                 say(line)
+                demo = demo or demo_hint in line
+            if demo:
+                say(f"  {demo_login(layout)}")  # on the terminal only: the child's log never holds it
             return
         sleep(POLL_S)
     raise StackError(f"the stack was not healthy within {timeout_s:.0f}s; see {log_path}")

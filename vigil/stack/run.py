@@ -65,18 +65,26 @@ def url_table(state: StackState) -> str:
     return "\n".join(lines)
 
 
-def console_hint(settings: StackSettings, layout: RunLayout, state: StackState) -> str:
-    """Where the web console is and how to log in (the demo's login, or how to get one)."""
+def console_hint(settings: StackSettings, layout: RunLayout, state: StackState, reveal: bool = True) -> str:
+    """Where the web console is and how to log in (the demo's login, or how to get one). Without `reveal`
+    (a line that goes to a log file) the demo password is not said, only the owner-only file holding it."""
     notifier = state.components.get("notifier")
     if notifier is None:
         return ""
-    if settings.oncall_config is None:
-        login = (f"log in as {DEMO_CONSOLE_USER}, password {ensure_demo_password(layout)} "
-                 f"(kept in {layout.demo_password_file})")
+    if settings.oncall_config is None and not reveal:
+        login = f"log in as {DEMO_CONSOLE_USER} with the password in {layout.demo_password_file} (owner-only)"
+    elif settings.oncall_config is None:
+        login = demo_login(layout)
     else:
         login = ("log in as a person of your on-call file who has a password_hash (vigil oncall hash-password), "
                  f"or with the API token in {layout.token_file}")
     return f"\n\nweb console: {notifier.url}/console/\n  {login}"
+
+
+def demo_login(layout: RunLayout) -> str:
+    """The demo's console login as the terminal shows it (never a log file: the password is in it)."""
+    return (f"log in as {DEMO_CONSOLE_USER}, password {ensure_demo_password(layout)} "
+            f"(kept in {layout.demo_password_file})")
 
 
 def run_stack(settings: StackSettings, gpu_backend: str, say: Callable[[str], None], health_timeout_s: float = 90.0,
@@ -145,7 +153,7 @@ def run_stack(settings: StackSettings, gpu_backend: str, say: Callable[[str], No
             say(f"not healthy after {health_timeout_s:.0f}s: {', '.join(unhealthy)} (see {layout.logs_dir}/<name>.log)")
             return 1
         stop_hint = "" if detached else "Ctrl-C or: "
-        say("\nvigil stack is up:\n" + url_table(state) + console_hint(settings, layout, state) + f"\n\nrun dir: {layout.root}    stop with {stop_hint}vigil down --run-dir {layout.root}")
+        say("\nvigil stack is up:\n" + url_table(state) + console_hint(settings, layout, state, reveal=not detached) + f"\n\nrun dir: {layout.root}    stop with {stop_hint}vigil down --run-dir {layout.root}")
         if on_up is not None:
             on_up(state, say)
         state.ready = True  # after the table was said: `vigil up --detach` shows the log up to here

@@ -32,7 +32,7 @@ from vigil.stack.config.ha_prometheus import ha_prometheus_config
 from vigil.stack.config import postgres
 from vigil.stack.config.layout import RunLayout
 from vigil.stack.config.prometheus import GPU_JOB, NODE_HEALTH_JOB, prometheus_config
-from vigil.stack.config.secret_files import ensure_demo_password, ensure_private_database, ensure_token
+from vigil.stack.config.secret_files import OWNER_ONLY_FILE, ensure_demo_password, ensure_private_database, ensure_token
 from vigil.stack.config.sharded import ShardedLayout, link_disk_model, shard_prometheus_config
 
 __all__ = ["GPU_JOB", "RunLayout", "alertmanager_config", "demo_oncall_config", "dump_config", "ensure_demo_password",
@@ -98,5 +98,6 @@ def write_stack_files(settings: StackSettings, layout: RunLayout, node_names: li
     if settings.oncall_config is None:
         _write(layout.oncall_config, demo_oncall_config(hash_password(ensure_demo_password(layout)),
                                                         settings.resolve_after))
+        layout.oncall_config.chmod(OWNER_ONLY_FILE)  # it holds the demo login's Argon2id hash
     for path in (layout.prometheus_data, layout.alertmanager_data, layout.logs_dir, layout.aiops_dir):
         path.mkdir(parents=True, exist_ok=True)
