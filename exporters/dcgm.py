@@ -136,8 +136,9 @@ class DcgmCollector:
     def _read(self) -> Page:
         pages: list[Page] = []
         try:
-            # `requests`' timeout bounds each socket read, so a page that trickles in could hold the read
-            # for ever: the guard stops waiting after `timeout` (and starts no second read while it hangs)
+            # `requests`' timeout bounds each socket read; `read_page` bounds the whole read (a page that
+            # trickles in is given up on); the guard stops waiting after `timeout` and starts no second
+            # read until that one has ended
             if not self._guard.run(0, lambda: pages.append(read_page(self._session, self.url, self.timeout))):
                 raise PageError("timeout", f"no complete page within {self.timeout:g} s")
         except PageError as error:

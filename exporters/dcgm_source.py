@@ -10,6 +10,7 @@ DCGM's blank sentinels and MIG-instance series, and converts every value to vigi
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import requests
@@ -29,6 +30,8 @@ from vigil.exporters.dcgm_fields import (
 # why a read failed: no complete answer in time; refused, reset or cut mid-page; a non-2xx status;
 # not an exposition page; a well-formed page that lists no GPU (DCGM sees none, or is still starting)
 REASONS = ("timeout", "connection", "http_status", "unparsable", "no_gpus")
+TOTAL_READS = 3  # the whole page must arrive within this many socket timeouts
+CHUNK = 64 * 1024
 
 
 class PageError(Exception):
@@ -57,18 +60,29 @@ class Page:
 
 
 def read_page(session: requests.Session, url: str, timeout: float) -> Page:
-    """Read and parse the page at `url`; raises `PageError`. `timeout` bounds each socket operation,
-    not the whole read: the caller bounds that (`DcgmCollector` reads through a `StallGuard`)."""
+    """Read and parse the page at `url`; raises `PageError`. `timeout` bounds each socket operation and,
+    times TOTAL_READS, the whole read: a server that trickles its page a byte at a time (each socket read
+    well within `timeout`) is given up on, so the next read can start (the caller's `StallGuard` only
+    reports a read that overran; it cannot end one)."""
+    deadline = time.monotonic() + timeout * TOTAL_READS
     try:
-        response = session.get(url, timeout=timeout)
+        with session.get(url, timeout=timeout, stream=True) as response:
+            if response.status_code >= 300:
+                raise PageError("http_status", f"HTTP {response.status_code} from {url}")
+            chunks = []
+            # read1: whatever has arrived (iter_content waits for a whole chunk, which a trickle never fills)
+            while chunk := response.raw.read1(CHUNK, decode_content=True):
+                chunks.append(chunk)
+                if time.monotonic() > deadline:
+                    raise PageError("timeout", f"the page did not arrive within {timeout * TOTAL_READS:g} s "
+                                               "(the server sends it too slowly)")
+            body = b"".join(chunks)
     except requests.Timeout:
         raise PageError("timeout", f"no answer within {timeout:g} s") from None
     except requests.RequestException as error:
         raise PageError("connection", str(error)) from None
-    if response.status_code >= 300:
-        raise PageError("http_status", f"HTTP {response.status_code} from {url}")
     try:
-        page = parse_page(response.content.decode("utf-8", errors="replace"))
+        page = parse_page(body.decode("utf-8", errors="replace"))
     except Exception as error:  # noqa: BLE001 - whatever the parser trips on, the page is unusable
         raise PageError("unparsable", f"not a metrics page: {error}") from None
     if not page.gpus:

@@ -295,8 +295,18 @@ def test_a_page_that_trickles_in_is_cut_off_at_the_timeout():
     listener = socket.create_server(("127.0.0.1", 0))
     stop = threading.Event()
 
+    reads = []
+
     def trickle():
-        conn, _ = listener.accept()
+        while not stop.is_set():  # every read gets the same slow page: each must end, and the next start
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            reads.append(conn)
+            threading.Thread(target=serve_slowly, args=(conn,), daemon=True).start()
+
+    def serve_slowly(conn):
         with conn:
             conn.recv(65536)
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1000000\r\n\r\n")
@@ -316,6 +326,8 @@ def test_a_page_that_trickles_in_is_cut_off_at_the_timeout():
         wait_until(lambda: value(scrape(collector), "vigil_exporter_dcgm_errors_total", node="n1",
                                  reason="timeout") == 1, timeout=3)
         assert value(text, "dcgm_up", node="n1") == 0
+        # the slow read is given up on (a total deadline), so the next read starts: a new connection
+        wait_until(lambda: scrape(collector) and len(reads) >= 2, timeout=10)
     finally:
         stop.set()
         listener.close()
