@@ -4,7 +4,8 @@ Constraints added after revision 0001 carry explicit names: SQLite's batch mode 
 later drop) named ones. Revision 0002 adds the on-call engine's tables and columns (design §3); 0003 the
 indexes the webhook's reads need; 0004 the heartbeats table; 0005 the console's sessions;
 0006 an incident's cause, the hold of a symptom's first page and a resolution's wait; 0007 makes every
-row id and reference to one 64-bit on PostgreSQL (SQLite's already are), as the API accepts ids to 2^63-1.
+row id and reference to one 64-bit on PostgreSQL (SQLite's already are), as the API accepts ids to 2^63-1;
+0008 the failed console logins.
 """
 
 from __future__ import annotations
@@ -195,4 +196,15 @@ console_sessions = sa.Table(
     sa.Column("last_seen_at", sa.Float, nullable=False),
     sa.Column("expires_at", sa.Float, nullable=False),
     sa.Index("console_sessions_expiry", "expires_at"),
+)
+
+# failed console logins (revision 0008; `store/login_failures.py`), one row each under an account's key
+# (`user:NAME`) and the client's (`client:ADDRESS`), shared by every notifier on the database
+login_failures = sa.Table(
+    "login_failures", metadata,
+    sa.Column("id", RowId, primary_key=True),
+    sa.Column("key", sa.String(300), nullable=False),
+    sa.Column("at", sa.Float, nullable=False),
+    sa.Index("login_failures_by_key", "key", "at"),
+    sa.Index("login_failures_by_time", "at"),
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from vigil.notifier.console.auth import MAX_FAILURES, SESSION_COOKIE
+from vigil.notifier.console.auth import MAX_CLIENT_FAILURES, MAX_FAILURES, SESSION_COOKIE
 from console_support import AUTH, console_client, csrf_of, log_in, open_incident
 from sim_clock import SIM_NOW
 
@@ -141,16 +141,28 @@ def test_a_console_session_does_not_open_the_api(client):
     assert client.get("/api/v1/incidents", headers=AUTH).status_code == 200
 
 
-def test_a_flood_of_made_up_names_neither_grows_the_throttle_nor_unlocks_a_name():
-    from vigil.notifier.console.auth import MAX_TRACKED, LoginThrottle
-    throttle = LoginThrottle()
-    for n in range(MAX_FAILURES):
-        throttle.failed("alice", SIM_NOW + n)
-    for n in range(MAX_TRACKED + 50):  # a flood of made-up names
-        throttle.failed(f"made-up-{n}", SIM_NOW + 10)
-    assert len(throttle._failures) <= MAX_TRACKED
-    assert throttle.wait_s("alice", SIM_NOW + 10) > 0  # still locked out
-    assert throttle.wait_s(f"made-up-{MAX_TRACKED + 49}", SIM_NOW + 10) == 0  # one failure: may try again
+def test_the_lockout_is_shared_by_every_notifier_on_the_database_and_survives_a_restart(tmp_path, clock):
+    """Two notifiers on one database (the HA profile) count the same failures: five wrong guesses spread
+    over both lock the account on both, and on a notifier started afterwards."""
+    def notifier():
+        return console_client(tmp_path, clock)
+    with notifier() as first, notifier() as second:
+        for n in range(MAX_FAILURES):
+            assert log_in(first if n % 2 else second, "alice", "guess").status_code == 401
+        assert log_in(first, "alice").status_code == 429 and log_in(second, "alice").status_code == 429
+    with notifier() as restarted:
+        assert log_in(restarted, "alice").status_code == 429
+        assert log_in(restarted, "ALICE").status_code == 429  # one key per account, however it is typed
+
+
+def test_one_client_guessing_many_names_runs_out_of_tries(client, clock):
+    """Each guess costs an Argon2 hash: a client that tries name after name is stopped by its own budget."""
+    for n in range(MAX_CLIENT_FAILURES):
+        assert log_in(client, f"made-up-{n}", "guess").status_code == 401
+    stopped = log_in(client, "bob")
+    assert stopped.status_code == 429 and "from this address" in stopped.text
+    clock.now += 301
+    assert log_in(client, "bob").status_code == 303
 
 
 def test_a_huge_password_is_just_wrong(client):

@@ -29,7 +29,7 @@ VIEWS += [postmortem_views]
 def install(app: FastAPI, templates: Path | None = None) -> None:
     """Add the console to the notifier's app; `templates`: a folder whose files override the packaged ones."""
     app.state.console_templates = console_environment(templates)
-    app.state.login_throttle = auth.LoginThrottle()
+    app.state.login_throttle = auth.LoginThrottle(lambda: app.state.store.login_failures)
     app.add_exception_handler(auth.LoginRequired, auth.login_redirect)
     app.add_exception_handler(auth.CsrfRefused, auth.csrf_refusal)
     app.add_exception_handler(auth.FormRefused, auth.form_refusal)

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
-from collections import defaultdict, deque
-from typing import Annotated
+from typing import Annotated, Callable
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Request
@@ -30,6 +29,7 @@ from starlette.datastructures import FormData
 
 from vigil.common.json_body import BodyRejected, check_plain_json
 from vigil.notifier.console.passwords import verify_password
+from vigil.notifier.store.login_failures import LoginFailures
 from vigil.notifier.console_session import SESSION_COOKIE, session_user
 from vigil.notifier.console.render import render
 
@@ -37,7 +37,7 @@ LOGIN_COOKIE = "vigil_console_login"
 TOKEN_USER = "token"
 HOME = "/console/incidents"
 MAX_FAILURES, FAILURE_WINDOW_S = 5, 300.0
-MAX_TRACKED = 10_000  # user names with recent failures kept (a flood of made-up names neither grows it nor unlocks one)
+MAX_CLIENT_FAILURES = 30  # per client address and window, whatever names it tries
 MAX_FIELD = 1024  # longer user names or passwords are wrong without being hashed
 
 router = APIRouter(prefix="/console", include_in_schema=False)
@@ -107,32 +107,44 @@ def csrf_refusal(request: Request, _exc: CsrfRefused) -> Response:
 
 
 class LoginThrottle:
-    """Failed logins per user name: at most MAX_FAILURES in FAILURE_WINDOW_S."""
+    """Failed logins, kept in the database (every notifier on it counts the same, a restart forgets
+    nothing): at most MAX_FAILURES in FAILURE_WINDOW_S per account — one key however the account was
+    named, the API token's login included — and at most MAX_CLIENT_FAILURES per client address, so one
+    client guessing many names pays for it too (each guess costs an Argon2 hash)."""
 
-    def __init__(self):
-        self._failures: dict[str, deque[float]] = defaultdict(deque)
+    def __init__(self, failures: Callable[[], LoginFailures]):
+        self._store = failures  # the store opens with the app: looked up when a login comes
 
-    def wait_s(self, username: str, now: float) -> float:
-        """Seconds until `username` may try again (0: now)."""
-        failures = self._failures.get(username.lower())
-        while failures and failures[0] <= now - FAILURE_WINDOW_S:
-            failures.popleft()
-        if not failures or len(failures) < MAX_FAILURES:
-            return 0.0
-        return failures[0] + FAILURE_WINDOW_S - now
+    @property
+    def _failures(self) -> LoginFailures:
+        return self._store()
 
-    def failed(self, username: str, now: float) -> None:
-        if len(self._failures) >= MAX_TRACKED:
-            for name in [n for n, times in self._failures.items() if not times or times[-1] <= now - FAILURE_WINDOW_S]:
-                del self._failures[name]
-            excess = len(self._failures) - MAX_TRACKED + 1
-            if excess > 0:  # the names with the fewest failures go: a locked-out name stays locked
-                for name in sorted(self._failures, key=lambda n: len(self._failures[n]))[:excess]:
-                    del self._failures[name]
-        self._failures[username.lower()].append(now)
+    def wait_s(self, username: str, client: str, now: float) -> float:
+        """Seconds until `username` may try again from `client` (0: now)."""
+        since = now - FAILURE_WINDOW_S
+        waits = [0.0]
+        for key, most in ((account_key(username), MAX_FAILURES), (client_key(client), MAX_CLIENT_FAILURES)):
+            count, oldest = self._failures.recent(key, since)
+            if count >= most and oldest is not None:
+                waits.append(oldest + FAILURE_WINDOW_S - now)
+        return max(waits)
+
+    def failed(self, username: str, client: str, now: float) -> None:
+        self._failures.add([account_key(username), client_key(client)], now, now - FAILURE_WINDOW_S)
 
     def succeeded(self, username: str) -> None:
-        self._failures.pop(username.lower(), None)
+        self._failures.clear(account_key(username))
+
+
+def account_key(username: str) -> str:
+    """One key per account: the name as the on-call file has it, any case; the API token's login (an
+    empty name or TOKEN_USER) is one account."""
+    name = username.strip().lower()
+    return f"user:{TOKEN_USER if name in ('', TOKEN_USER.lower()) else name[:MAX_FIELD]}"
+
+
+def client_key(client: str) -> str:
+    return f"client:{client[:100]}"
 
 
 def _secure(request: Request) -> bool:
@@ -176,16 +188,18 @@ async def login(request: Request):
     state = request.app.state
     now = state.clock()
     request.state.csrf = form.get("csrf_token")
-    wait = state.login_throttle.wait_s(username, now)
+    client = request.client.host if request.client else "unknown"
+    wait = await run_in_threadpool(state.login_throttle.wait_s, username, client, now)
     if wait > 0:
         return render(request, "login.html", status=429, next=target, username=username,
-                      error=f"Too many failed logins for this user: try again in {int(wait) + 1} s.")
+                      error=f"Too many failed logins for this user or from this address: try again in "
+                            f"{int(wait) + 1} s.")
     user = await run_in_threadpool(_authenticate, request, username, password)
     if user is None:
-        state.login_throttle.failed(username, now)
+        await run_in_threadpool(state.login_throttle.failed, username, client, now)
         return render(request, "login.html", status=401, next=target, username=username,
                       error="Wrong user name or password.")
-    state.login_throttle.succeeded(username)
+    await run_in_threadpool(state.login_throttle.succeeded, username)
     token, session = await run_in_threadpool(state.store.console_sessions.create, user, now)
     response = RedirectResponse(target, status_code=303)
     response.set_cookie(SESSION_COOKIE, token, max_age=int(session.expires_at - now), path="/",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from vigil.notifier.migrate import upgrade_database
 from vigil.notifier.store.console_sessions import ConsoleSessions
+from vigil.notifier.store.login_failures import LoginFailures
 from vigil.notifier.store.engine import engine_for
 from vigil.notifier.store.escalations import Escalations
 from vigil.notifier.store.heartbeats import Heartbeats
@@ -42,6 +43,7 @@ class Store:
         self.escalations = Escalations(self.engine)
         self.heartbeats = Heartbeats(self.engine)
         self.console_sessions = ConsoleSessions(self.engine)
+        self.login_failures = LoginFailures(self.engine)
 
     def close(self) -> None:
         self.engine.dispose()
