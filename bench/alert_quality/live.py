@@ -8,7 +8,8 @@ days of backfilled history, the demo rota paging the local inbox, with one chang
 go to IM at once, beside the phone call, so that the full form of every firing page can be read), leaves
 it alone for `--quiet`, then runs every chaos fault of `vigil chaos inject` once, `--gap` apart, each on
 a GPU of its own (`scenario.py`: drilled where a shipped rule names the fault, else injected, observed
-for `--fault-window`, acknowledged and cleared), and last a planned reboot inside a maintenance window.
+for `--fault-window` while each page is acknowledged by the person paged as it arrives, as the drill
+does, then cleared), and last a planned reboot inside a maintenance window.
 From the notifier's inbox and incidents it counts:
 
 - pages with no fault: firing pages sent during the quiet stretch and the gaps, by rule;
@@ -16,7 +17,9 @@ From the notifier's inbox and incidents it counts:
   pages and escalations, by rule and by person, incidents it opened that joined no other, tickets, and
   the time from injection to the first page;
 - what the full-form firing pages (IM, e-mail) carried: the repair action (`action:`, else the
-  description as `about:`), the runbook, the dashboard link and, for a job's GPU, the job.
+  description as `about:`), the runbook, the dashboard link and, for a job's GPU, the job;
+- pages and incidents during a fault about other GPUs or nodes (an earlier fault's after-effects, or
+  noise), apart from the fault's own.
 
 Prints a table; section `alert-quality-live` of docs/benchmarks.md only with `--record`.
 """
@@ -63,8 +66,8 @@ def table(results: list[dict]) -> list[str]:
         return ", ".join(f"{k} {v}" for k, v in counts.items()) or "-"
 
     rows = ["| fault | where | passed | pages (tier 1 + escalated) | incidents | by rule | by person | first page s "
-            "| full form: action / what to do / runbook / dashboard / job |",
-            "|---|---|---|---:|---:|---|---|---:|---|"]
+            "| full form: action / what to do / runbook / dashboard / job | meanwhile elsewhere |",
+            "|---|---|---|---:|---:|---|---|---:|---|---|"]
     for r in results:
         where = r["node"] if r["fault"] in (REBOOT, "node-down", "disk-failing") else f"{r['node']} gpu {r['gpu']}"
         passed = "yes" if r["ok"] else "no: " + str(r["error"])[:140].replace("|", "/").replace("\n", " ")
@@ -73,7 +76,8 @@ def table(results: list[dict]) -> list[str]:
         rows.append(f"| {r['fault']}{' (drill)' if r['drill'] else ''} | {where} | {passed} | {r['pages']} "
                     f"({r['first_tier_pages']} + {r['escalated_pages']}) | {r['incidents']}"
                     f"{' (' + str(r['tickets']) + ' ticket)' if r['tickets'] else ''} | {listed(r['by_rule'])} | "
-                    f"{listed(r['people'])} | {r['first_page_s']} | {carried} |")
+                    f"{listed(r['people'])} | {r['first_page_s']} | {carried} | "
+                    f"{r['pages_elsewhere']} pages; {', '.join(r['incidents_elsewhere']) or '-'} |")
     return rows
 
 

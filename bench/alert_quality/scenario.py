@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vigil.common.times import parse_time
-from vigil.stack.client import StackClient
+from vigil.stack.client import StackClient, StackRequestError
 
 VIGIL = str(Path(sys.executable).with_name("vigil"))
 PAGES = 5000
@@ -113,10 +113,18 @@ def _settle(apis: StackClient, since: float, timeout: float = 240) -> bool:
                       timeout, every=5)
 
 
-def _ack_open(apis: StackClient, since: float) -> None:
+def _ack_paged(apis: StackClient, since: float) -> None:
+    """Acknowledge, as the person paged, every incident opened since `since` whose first page went out:
+    what the drill does, and what a DRI does before the policy's next tier is due."""
+    paged = {}
+    for page in firing_pages(apis, since, time.time() + 1):
+        paged.setdefault(page.get("incident_id"), page.get("recipient") or "alert-quality bench")
     for incident in incidents_opened(apis, since, time.time() + 1):
-        if incident["state"] == "triggered" and incident.get("part_of") is None:
-            apis.incident_action(incident["id"], "ack", by="alert-quality bench")
+        if incident["state"] == "triggered" and incident.get("part_of") is None and incident["id"] in paged:
+            try:
+                apis.incident_action(incident["id"], "ack", by=paged[incident["id"]])
+            except StackRequestError:  # acknowledged or resolved meanwhile
+                pass
 
 
 def _inject_and_observe(apis: StackClient, run_dir: Path, step: Step, started: float, window_s: float) -> dict:
@@ -125,8 +133,10 @@ def _inject_and_observe(apis: StackClient, run_dir: Path, step: Step, started: f
                      "--run-dir", str(run_dir))
     if injected.returncode != 0:
         return {"ok": False, "error": injected.stderr.strip()[-200:]}
-    time.sleep(window_s)  # the observation window is the measurement: what pages within it
-    _ack_open(apis, started)
+    deadline = time.time() + window_s  # the observation window is the measurement: what pages within it
+    while time.time() < deadline:
+        _ack_paged(apis, started)
+        time.sleep(2)
     vigil("chaos", "clear", "--node", step.node, "--run-dir", str(run_dir))
     settled = _settle(apis, started)
     return {"ok": settled, "error": None if settled else "incidents still open 4 min after the fault was cleared"}
@@ -146,13 +156,30 @@ def _planned_reboot(apis: StackClient, run_dir: Path, node: str, window_s: float
     return {"ok": settled, "error": None if settled else "incidents still open 4 min after the node came back"}
 
 
+def concerns(labels: dict, step: Step) -> bool:
+    """Whether an alert with `labels` is about the step's fault: its node (for a GPU fault, its GPU or the
+    job holding it), or no node at all (a fleet-wide SLO burn)."""
+    if step.job is not None and labels.get("job_id") == step.job:
+        return True
+    if "node" not in labels:
+        return "job_id" not in labels
+    if labels["node"] != step.node:
+        return False
+    return step.fault in WHOLE_NODE or labels.get("gpu") in (None, str(step.gpu))
+
+
 def measure(apis: StackClient, started: float, ended: float, step: Step) -> dict:
     """Pages (one per incident, person and tier however many channels carried it), first-tier ones,
-    incidents opened that joined no other, tickets, and what the full-form pages carried."""
-    deliveries = firing_pages(apis, started, ended)
+    incidents opened that joined no other, tickets, and what the full-form pages carried; pages and
+    incidents about other GPUs or nodes (after-effects of an earlier fault, or noise) apart."""
+    everything = firing_pages(apis, started, ended)
+    deliveries = [p for p in everything if concerns(p.get("labels", {}), step)]
+    elsewhere = {(p.get("incident_id"), p.get("recipient"), p.get("tier")): p
+                 for p in everything if not concerns(p.get("labels", {}), step)}
     pages = {(p.get("incident_id"), p.get("recipient"), p.get("tier")): p for p in deliveries}
     first_tier = [p for p in pages.values() if not p.get("tier")]
-    opened = [i for i in incidents_opened(apis, started, ended) if i.get("part_of") is None]
+    opened_anywhere = [i for i in incidents_opened(apis, started, ended) if i.get("part_of") is None]
+    opened = [i for i in opened_anywhere if concerns(i.get("labels", {}), step)]
     tickets = [i for i in opened if i["labels"].get("notify") == "ticket"]
     full = [p for p in deliveries if p.get("channel") not in SHORT_FORM]
     body = lambda p: p.get("body", "")  # noqa: E731
@@ -164,6 +191,8 @@ def measure(apis: StackClient, started: float, ended: float, step: Step) -> dict
         "first_page_s": round(min(parse_time(p["time"]) for p in deliveries) - started, 1) if deliveries else None,
         "incidents": len(opened), "incident_rules": sorted(i["labels"].get("alertname", "?") for i in opened),
         "tickets": len(tickets),
+        "pages_elsewhere": len(elsewhere), "elsewhere_by_rule": by_rule(list(elsewhere.values())),
+        "incidents_elsewhere": sorted(i["labels"].get("alertname", "?") for i in opened_anywhere if i not in opened),
         "full_form": len(full),
         "with_action": sum("\naction: " in body(p) for p in full),
         "with_what_to_do": sum("\naction: " in body(p) or "\nabout: " in body(p) for p in full),
