@@ -5,7 +5,7 @@ The results are plain dicts and lists in a fixed key order; `rules.dump.dump_yam
 
 from __future__ import annotations
 
-from vigil.common import symptoms
+from vigil.common import job_annotation, symptoms
 from vigil.common.durations import format_duration, parse_prometheus_duration
 
 from .model import ALL_OTHER_ALERTS, Alert, Group, Recording, RuleSet
@@ -35,8 +35,16 @@ def capped_for(alert: Alert, max_for_seconds: float | None) -> float | None:
     return max(max_for_seconds, ABSENT_MIN_FOR_S)
 
 
-def alerting_rule(alert: Alert, max_for_seconds: float | None = None, symptom_of: str | None = None) -> dict:
-    """One entry of a rule group's `rules` list; `symptom_of` the alert's causes (`symptom_annotations`)."""
+def about_one_gpu(alert: Alert) -> bool:
+    """An alert about one GPU (its text names `$labels.gpu`) whose labels name no job: it gets the `job`
+    annotation (`vigil.common.job_annotation`), the job holding that GPU as Prometheus sees it."""
+    return "$labels.gpu" in alert.summary + alert.description and "job_id" not in alert.expr
+
+
+def alerting_rule(alert: Alert, max_for_seconds: float | None = None, symptom_of: str | None = None,
+                  for_notifier: bool = True) -> dict:
+    """One entry of a rule group's `rules` list; `symptom_of` the alert's causes (`symptom_annotations`);
+    `for_notifier`: with the `job` annotation of an alert about one GPU (False: `vigil rules test`)."""
     rule: dict = {"alert": alert.name, "expr": alert.expr}
     for key, value in (("for", alert.for_), ("keep_firing_for", alert.keep_firing_for)):
         capped = _duration(value, capped_for(alert, max_for_seconds))
@@ -47,6 +55,8 @@ def alerting_rule(alert: Alert, max_for_seconds: float | None = None, symptom_of
                            "runbook_url": alert.runbook_url}
     if symptom_of is not None:
         rule["annotations"][symptoms.ANNOTATION] = symptom_of
+    if for_notifier and about_one_gpu(alert):
+        rule["annotations"][job_annotation.ANNOTATION] = job_annotation.template()
     return rule
 
 
@@ -59,7 +69,7 @@ def recording_rule(record: Recording) -> dict:
 
 
 def rule_group(group: Group, max_for_seconds: float | None = None,
-               symptom_of: dict[str, str] | None = None) -> dict:
+               symptom_of: dict[str, str] | None = None, for_notifier: bool = True) -> dict:
     """One rule group: its recording rules first, so that its alerts read this evaluation's values
     (Prometheus evaluates the rules of a group in order, one after the other).
 
@@ -69,7 +79,8 @@ def rule_group(group: Group, max_for_seconds: float | None = None,
     if group.interval and max_for_seconds is None:
         doc["interval"] = group.interval
     doc["rules"] = [recording_rule(record) for record in group.records] + \
-        [alerting_rule(alert, max_for_seconds, (symptom_of or {}).get(alert.name)) for alert in group.alerts]
+        [alerting_rule(alert, max_for_seconds, (symptom_of or {}).get(alert.name), for_notifier)
+         for alert in group.alerts]
     return doc
 
 
@@ -79,12 +90,13 @@ def prometheus_rule_file(ruleset: RuleSet, *, max_for_seconds: float | None = No
     `max_for_seconds` caps every `for` and `keep_firing_for` (an `absent` alert's at no less than
     `ABSENT_MIN_FOR_S`) and drops the groups' own intervals (a demo stack evaluating every second uses a
     few seconds so that drills are quick); None keeps the durations
-    and intervals of the specs. `symptoms=False` leaves out the `symptom_of` annotations (`vigil rules test`).
+    and intervals of the specs. `symptoms=False` leaves out the annotations written for the notifier,
+    `symptom_of` and `job` (`vigil rules test`).
     """
     if max_for_seconds is not None and max_for_seconds < 0:
         raise ValueError("max_for_seconds must be >= 0")
     causes = symptom_annotations(ruleset, max_for_seconds) if symptoms else {}
-    return {"groups": [rule_group(group, max_for_seconds, causes) for group in ruleset.groups]}
+    return {"groups": [rule_group(group, max_for_seconds, causes, symptoms) for group in ruleset.groups]}
 
 
 # how late a cause may reach the notifier after its symptom, beyond the cause's `for` and its group's

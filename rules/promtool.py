@@ -96,7 +96,7 @@ def test_rules(ruleset: RuleSet, test_files: list[Path], *, timeout: float = 300
     `workers` promtool processes (default: one per CPU) that run at once, by their `evaluation_steps`, and
     their outputs joined. `timeout` bounds each process (the shipped tests take about a minute of CPU).
 
-    The rule file tested leaves out the `symptom_of` annotations: they are data for the notifier, not
+    The rule file tested leaves out the `symptom_of` and `job` annotations: they are data for the notifier, not
     text a person reads, and the golden copy of the generated file checks them (a test's
     `exp_annotations` lists the summary, description and runbook only).
     """

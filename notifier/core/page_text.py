@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from urllib.parse import urlencode
 
+from vigil.common import job_annotation
 from vigil.notifier.core.models import MAX_TITLE_CHARS, WebhookPayload, shorten
 from vigil.rules.xid_catalog import ACTION_TEXT, INSPECT_HARDWARE
 
@@ -134,6 +135,8 @@ def what_to_do(labels: dict, annotations: dict, recurred: str | None = None) -> 
     if labels.get("job_id"):
         owner = labels.get("user") or labels.get("tenant")
         lines.append(f"job: {labels['job_id']}" + (f" (owner {owner})" if owner else ""))
+    elif annotations.get(job_annotation.ANNOTATION, "").strip():  # the job holding the GPU, as Prometheus saw it
+        lines.append(shorten(f"job: {annotations[job_annotation.ANNOTATION].strip()}", MAX_LINE_CHARS))
     if annotations.get("runbook_url"):
         lines.append(shorten(f"runbook: {annotations['runbook_url']}", MAX_LINE_CHARS))
     return lines
@@ -188,8 +191,9 @@ def short_page(payload: WebhookPayload | None, page_status: str, incident_id: in
             if key is not None:
                 action = _short_action(ACTION_TEXT[key])
     middle = f"{what}: {action}" if action else what
-    if why:
-        middle += f". {why[:1].upper()}{why[1:]}"
+    if why:  # the SMS form says it in fewer characters: "No ack in 5m by ana (DRI)"
+        short_why = why.replace("not acknowledged within ", "no ack in ", 1)
+        middle += f". {short_why[:1].upper()}{short_why[1:]}"
     tail = f". Ack {ack_url}" if ack_url and page_status == "firing" else ""
     room = MAX_SHORT_CHARS - len(head) - 1 - len(tail)
     # (a public URL so long that the link leaves no room makes the page longer, never the link broken)
