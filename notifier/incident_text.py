@@ -80,9 +80,11 @@ def _cause_text(kind: str, d: dict) -> str:
         causes = " or ".join(d.get("causes") or ["its cause"])
         return f"first page held until {utc_text(d.get('until'))}: waiting for {causes}"
     if kind == "joined":
-        return f"a symptom of incident #{d.get('cause')} ({d.get('cause_title')}): nobody paged for it"
+        after = ", which had resolved: its aftermath" if d.get("aftermath") else ""
+        return f"a symptom of incident #{d.get('cause')} ({d.get('cause_title')}){after}: nobody paged for it"
     if kind == "also_firing":
-        return f"also firing: incident #{d.get('incident')} {d.get('title')}"
+        after = " (after this one resolved: its aftermath)" if d.get("aftermath") else ""
+        return f"also firing: incident #{d.get('incident')} {d.get('title')}{after}"
     if kind == "resolving":
         return f"its alerts resolved: it resolves at {utc_text(d.get('until'))} unless they fire again"
     if kind == "steady":

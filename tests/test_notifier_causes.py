@@ -102,6 +102,26 @@ def test_another_gpus_cause_does_not_take_a_symptom(tmp_path):
         assert {p["incident_id"] for p in pages} == {cause, symptom}
 
 
+def test_a_ticket_that_outlives_its_cause_joins_the_resolved_incident_a_page_does_not(tmp_path):
+    """A rate over a 15-minute window outlives the fault, and Alertmanager delivers what the cause
+    inhibited once it ends: a symptom that files a ticket, arriving minutes after its cause resolved,
+    is that fault's aftermath (no ticket of its own); one that pages still pages."""
+    with NotifierServer(make_settings(tmp_path, port=free_port())) as server:
+        cause = post_alerts(server, lost())
+        post_alerts(server, lost(status="resolved"))
+        wait_for(lambda: detail(server, cause)["status"] == "resolved")
+        ticket = job_xid(wait_s=0)
+        for alert_ in ticket["alerts"]:
+            alert_["labels"]["notify"] = "ticket"
+        ticket["commonLabels"]["notify"] = "ticket"
+        after = post_alerts(server, ticket)
+        assert detail(server, after)["part_of"] == cause
+        joined = next(e for e in detail(server, after)["timeline"] if e["kind"] == "joined")
+        assert joined["detail"].get("aftermath") is True
+        paging = post_alerts(server, job_xid(gpu="3", wait_s=0, node="node-1") | {"groupKey": "other"})
+        assert detail(server, paging)["part_of"] is None  # a page-worthy symptom is a new fault: it pages
+
+
 def test_the_generated_rules_carry_the_causes_the_notifier_reads():
     """The annotation on a shipped symptom is what the notifier decodes: JobGpuXid names the GPU lost."""
     rule_file = prometheus_rule_file(load_specs(sorted(SPECS_DIR.glob("*.yaml"))))

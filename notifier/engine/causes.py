@@ -10,7 +10,11 @@ incident (`EngineIntake.on_ingest`):
 - a symptom whose cause is not firing is **held**: its first page waits `wait` seconds (`held_until`,
   timeline `held`) in case the cause fires later, as a cause with a longer `for` does;
 - any new incident **gathers** the held symptoms it is a cause of: they join it before its own first
-  page, which so goes out first and alone (the P1 of a cause before anything lower of it).
+  page, which so goes out first and alone (the P1 of a cause before anything lower of it);
+- a symptom that files a ticket and arrives within `AFTERMATH_S` of its cause's resolution (a rate over
+  a 15-minute window outlives the fault; Alertmanager delivers what the cause inhibited once it ends)
+  joins the cause's resolved incident as its **aftermath**: one fault, one ticket. A symptom that pages
+  never does: a new page-worthy fault after a repair must page.
 
 Joined incidents are never chained: a symptom joins only an incident that joined nothing itself.
 """
@@ -32,6 +36,7 @@ from vigil.notifier.store.notifications import labels_hold, latest_payload
 from vigil.notifier.store.timeline import Timeline
 
 CANDIDATES = 200  # the newest firing incidents of a cause's name looked at
+AFTERMATH_S = 900.0  # a ticket-filing symptom this soon after its cause resolved is that fault's aftermath
 
 
 def symptom_of(payload: WebhookPayload) -> SymptomOf | None:
@@ -58,14 +63,25 @@ def _is_cause(symptom: SymptomOf, symptom_labels: list[dict], cause_labels: list
                for mine in symptom_labels for theirs in cause_labels)
 
 
-def cause_incident(conn: sa.Connection, symptom: SymptomOf, payload: WebhookPayload, incident_id: int) -> int | None:
-    """The firing incident (not joined to another, not `incident_id`) of one of `symptom`'s causes."""
+def cause_incident(conn: sa.Connection, symptom: SymptomOf, payload: WebhookPayload, incident_id: int,
+                   now: float | None = None) -> int | None:
+    """The firing incident (not joined to another, not `incident_id`) of one of `symptom`'s causes; with
+    `now`, for a symptom that files a ticket and when none fires, one resolved in the last AFTERMATH_S."""
+    found = _cause(conn, symptom, payload, incident_id, incidents.c.status == "firing")
+    ticket = payload.commonLabels.get("notify") == "ticket"
+    if found is None and ticket and now is not None:
+        found = _cause(conn, symptom, payload, incident_id,
+                       sa.and_(incidents.c.status == "resolved", incidents.c.resolved_at >= now - AFTERMATH_S))
+    return found
+
+
+def _cause(conn: sa.Connection, symptom: SymptomOf, payload: WebhookPayload, incident_id: int, state) -> int | None:
     mine = [alert.labels for alert in payload.alerts if alert.status == "firing"]
     needed = {label for cause in symptom.causes for label in cause.equal}
     for name in dict.fromkeys(cause.alertname for cause in symptom.causes):
         rows = conn.execute(
             sa.select(incidents.c.id, incidents.c.labels)
-            .where(incidents.c.status == "firing", incidents.c.cause_id.is_(None), incidents.c.id != incident_id,
+            .where(state, incidents.c.cause_id.is_(None), incidents.c.id != incident_id,
                    labels_hold("alertname", name))
             .order_by(incidents.c.id.desc()).limit(CANDIDATES)).all()
         for row in rows:
@@ -82,9 +98,10 @@ def join(conn: sa.Connection, incident_id: int, cause_id: int, now: float, title
     symptom = incident_state.row(conn, incident_id)
     cause = incident_state.row(conn, cause_id)
     timeline = Timeline(conn.engine)
-    timeline.record(conn, incident_id, now, "joined", cause=cause_id, cause_title=cause.title)
+    aftermath = {"aftermath": True} if cause.status == "resolved" else {}  # it outlived its cause
+    timeline.record(conn, incident_id, now, "joined", cause=cause_id, cause_title=cause.title, **aftermath)
     timeline.record(conn, cause_id, now, "also_firing", incident=incident_id, title=title or symptom.title,
-                    priority=symptom.priority)
+                    priority=symptom.priority, **aftermath)
 
 
 def hold(conn: sa.Connection, incident_id: int, symptom: SymptomOf, now: float) -> float:

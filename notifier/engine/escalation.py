@@ -206,7 +206,7 @@ class EngineIntake:
             # a new incident: its labels are this notification's common labels, as just stored
             opened = event_row(incident_id, now, "opened", ALERTMANAGER, title=event.title)
             symptom = causes.symptom_of(event.payload) if action == "open" else None
-            cause_id = causes.cause_incident(conn, symptom, event.payload, incident_id) if symptom else None
+            cause_id = causes.cause_incident(conn, symptom, event.payload, incident_id, now) if symptom else None
             routing, routed = self._route(conn, incident_id, event.payload.commonLabels, now,
                                           with_targets=action == "open" and cause_id is None)
             if action == "open":
