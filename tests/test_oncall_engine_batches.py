@@ -87,7 +87,7 @@ def test_a_failing_step_stays_due_and_the_rest_of_its_batch_is_paged(db_url):
         incidents = open_incidents(store, 5)
         broken = incidents[2]
 
-        def links(incident_id: int, now: float) -> list[str]:
+        def links(incident_id: int, now: float, person: str | None = None) -> list[str]:
             if incident_id == broken:
                 raise ValueError("link signing key unreadable")
             return []

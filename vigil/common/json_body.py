@@ -40,6 +40,8 @@ def decode_json_body(raw: bytes, max_depth: int = MAX_DEPTH) -> Any:
         raise BodyRejected("invalid_json", f"body is not valid JSON: {exc}") from None
     except RecursionError:
         raise BodyRejected("too_deep", f"JSON nested deeper than {max_depth} levels") from None
+    except BodyRejected:  # NaN or Infinity, said by _no_constants
+        raise
     except ValueError:  # Python's cap on the digits of an integer it converts (4,300): no field needs one
         raise BodyRejected("invalid_json", "body is not acceptable JSON: a number has more digits than any "
                                            "field takes") from None
