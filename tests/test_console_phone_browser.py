@@ -65,4 +65,11 @@ def test_no_console_page_is_wider_than_a_phone(tmp_path, browser):
 
 def assert_fits(page, what: str) -> None:
     wide = page.evaluate("document.documentElement.scrollWidth")
-    assert wide <= PHONE["width"], f"{what} is {wide} px wide on a {PHONE['width']} px phone: it scrolls sideways"
+    # the elements that reach past the screen, innermost first: what to fix when it fails
+    past = page.evaluate("""w => [...document.querySelectorAll('body *')]
+        .filter(e => e.getBoundingClientRect().right > w + 1 && ![...e.children].some(
+            c => c.getBoundingClientRect().right > w + 1) && !e.closest('table'))
+        .slice(0, 5).map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.className ? '.' + e.className : '')
+                          + ' ' + Math.round(e.getBoundingClientRect().right))""", PHONE["width"])
+    assert wide <= PHONE["width"], (f"{what} is {wide} px wide on a {PHONE['width']} px phone: it scrolls "
+                                    f"sideways ({', '.join(past)})")

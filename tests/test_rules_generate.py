@@ -210,7 +210,7 @@ def test_inhibit_rules_follow_the_specs():
     assert {"source_matchers": ['alertname="GpuNodeDown"', 'node=~".+"'], "target_matchers": ['alertname!="GpuNodeDown"'],
             "equal": ["node"]} in inhibit
     assert {"source_matchers": ['alertname="GpuOverheating"', 'node=~".+"', 'gpu=~".+"'],
-            "target_matchers": ['alertname=~"GpuFailureRiskHigh|GpuTemperatureHigh"'],
+            "target_matchers": ['alertname=~"GpuFailureRiskHigh|GpuUtilizationBelowJobPeers|GpuMemoryBandwidthBelowJobPeers|GpuTemperatureHigh"'],
             "equal": ["node", "gpu"]} in inhibit
     assert {"source_matchers": ['alertname="GpuFallenOffBus"', 'node=~".+"'], "target_matchers": ['alertname="GpuMissing"'],
             "equal": ["node"]} in inhibit

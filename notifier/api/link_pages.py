@@ -22,7 +22,7 @@ HEADERS = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer", "X-Fra
            "Content-Security-Policy": "default-src 'none'; style-src 'self' 'unsafe-inline'; form-action 'self'; "
                                       "frame-ancestors 'none'"}
 STYLESHEET = "/console/static/console.css"  # the console's, served without a login
-_STYLE = "main{max-width:40em}form{margin:8px 0}form button{min-height:48px;font-size:16px;width:100%}"
+_STYLE = "main{max-width:40em;overflow-wrap:anywhere}form{margin:8px 0}form button{min-height:48px;font-size:16px;width:100%}"
 UTC = ZoneInfo("UTC")
 
 

@@ -59,21 +59,22 @@ def start_detached(argv: list[str], run_path: Path, timeout_s: float, say: Calla
                                  stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = clock() + timeout_s + 60  # the backfill and the health waits happen inside the child
     demo_hint = f"with the password in {layout.demo_password_file}"
-    demo = False  # the child said the demo login is in its file: the parent says it on the terminal
+
+    def echo(line: str) -> None:
+        say(line)
+        if demo_hint in line:  # the child logs where the demo password is; the terminal gets it, below
+            say(f"  {demo_login(layout)}")
+
     while clock() < deadline:
         for line in follower.new_lines():
-            say(line)
-            demo = demo or demo_hint in line
+            echo(line)
         if child.poll() is not None:
             for line in follower.new_lines(final=True):
                 say(line)
             raise StackError(f"the stack did not start (exit code {child.returncode}; full log: {log_path})")
         if _is_up(run_path, child.pid):
             for line in follower.new_lines(final=True):  # the child said its URL table before it wrote "ready"
-                say(line)
-                demo = demo or demo_hint in line
-            if demo:
-                say(f"  {demo_login(layout)}")  # on the terminal only: the child's log never holds it
+                echo(line)
             return
         sleep(POLL_S)
     raise StackError(f"the stack was not healthy within {timeout_s:.0f}s; see {log_path}")
