@@ -38,7 +38,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scenario import REBOOT, by_rule, firing_pages, plan, run_step, vigil  # noqa: E402
+from scenario import REBOOT, SimulatorFaults, by_rule, firing_pages, plan, run_step, vigil  # noqa: E402
 from vigil.aiops.benchmark_record import add_record_option, machine_summary, utc_now, write_section  # noqa: E402
 from vigil.common.durations import format_duration, parse_duration  # noqa: E402
 from vigil.common.ports import free_port_base  # noqa: E402
@@ -108,24 +108,30 @@ def main() -> None:
             raise SystemExit(f"vigil up failed:\n{up.stdout}\n{up.stderr}")
         apis = StackClient.from_run_dir(run_dir)
         try:
-            started = time.time()
-            fleet = apis.chaos("GET", "/chaos")
-            steps = plan(faults, set(shipped_fault_expectations()), [n["name"] for n in fleet["nodes"]],
-                         fleet.get("jobs", []))
-            time.sleep(quiet_s)
-            quiet = firing_pages(apis, 0, time.time())
-            results, quiet_gaps = [], []
-            for step in steps:
-                results.append(run_step(apis, run_dir, step, window_s))
-                print(json.dumps(results[-1]), flush=True)
-                gap_start = time.time()
-                time.sleep(gap_s)
-                quiet_gaps += firing_pages(apis, gap_start, time.time())
-            total_s = time.time() - started
+            with SimulatorFaults(apis) as simulated:
+                started = time.time()
+                fleet = apis.chaos("GET", "/chaos")
+                steps = plan(faults, set(shipped_fault_expectations()), [n["name"] for n in fleet["nodes"]],
+                             fleet.get("jobs", []))
+                time.sleep(quiet_s)
+                quiet = firing_pages(apis, 0, time.time())
+                results, quiet_gaps = [], []
+                for step in steps:
+                    results.append(run_step(apis, run_dir, step, window_s))
+                    print(json.dumps(results[-1]), flush=True)
+                    gap_start = time.time()
+                    time.sleep(gap_s)
+                    quiet_gaps += firing_pages(apis, gap_start, time.time())
+                total_s = time.time() - started
         finally:
             vigil("down", "--run-dir", str(run_dir))
+    # a job the simulator hung on its own is a fault: its JobHung pages are not pages without a fault
+    own = [p for p in quiet + quiet_gaps if simulated.explains(p)]
+    quiet = [p for p in quiet if not simulated.explains(p)]
+    quiet_gaps = [p for p in quiet_gaps if not simulated.explains(p)]
     figures = {"quiet_s": quiet_s, "quiet_pages": len(quiet), "quiet_by_rule": by_rule(quiet),
                "gap_pages": len(quiet_gaps), "gap_by_rule": by_rule(quiet_gaps), "faults": results,
+               "simulator_fault_pages": len(own), "simulator_hung_jobs": sorted(simulated.hung),
                "total_s": round(total_s)}
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
@@ -142,7 +148,10 @@ def main() -> None:
         + (f" ({', '.join(f'{k} {v}' for k, v in by_rule(quiet).items())})" if quiet else "")
         + f", **{len(quiet_gaps)}** in the gaps between faults"
         + (f" ({', '.join(f'{k} {v}' for k, v in by_rule(quiet_gaps).items())})" if quiet_gaps else "") + ". "
-        f"Faults that paged: {sum(1 for r in results if r['pages'])} of {len(results)}, "
+        + (f"Meanwhile the simulator hung {len(simulated.hung)} job(s) on its own (it hangs 12 % of its jobs "
+           f"part-way: a fault, with no chaos fault injected): {len(own)} page(s) "
+           f"({', '.join(f'{k} {v}' for k, v in by_rule(own).items())}), counted apart. " if own else "")
+        + f"Faults that paged: {sum(1 for r in results if r['pages'])} of {len(results)}, "
         f"{one_page} of them with exactly one page (tier 1, no escalation).",
         "",
         *table(results),

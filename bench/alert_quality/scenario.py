@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -201,3 +202,37 @@ def measure(apis: StackClient, started: float, ended: float, step: Step) -> dict
         "with_job": sum("\njob: " in body(p) for p in job_bound), "job_bound": len(job_bound),
         "sample_page": body(full[0]) if full else None,
     }
+
+
+class SimulatorFaults:
+    """The faults the simulator makes on its own, watched every few seconds from its chaos API: jobs it
+    hangs part-way (12 % of its jobs, `exporters/sim/jobs.py`), which page as `JobHung` with no chaos
+    fault injected. Such a page in a quiet stretch is a fault's, not noise."""
+
+    def __init__(self, apis: StackClient, every_s: float = 5.0):
+        self.hung: dict[str, float] = {}  # job id -> when first seen hung on its own
+        self._apis, self._every_s = apis, every_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self) -> "SimulatorFaults":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self._every_s):
+            try:
+                fleet = self._apis.chaos("GET", "/chaos")
+            except Exception:  # noqa: BLE001 - a missed look is retried on the next one
+                continue
+            injected = {f.get("job_id") for f in fleet.get("faults", []) if f.get("fault") == "job-hang"}
+            for job in fleet.get("jobs", []):
+                if job["job_id"] not in injected and any(g["activity"] == "hung" for g in job["gpus"]):
+                    self.hung.setdefault(job["job_id"], time.time())
+
+    def explains(self, page: dict) -> bool:
+        return page.get("labels", {}).get("job_id") in self.hung
