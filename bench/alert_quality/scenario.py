@@ -29,6 +29,7 @@ JOB_BOUND = ("job-hang",)  # hits the job holding the GPU: planned on a job GPU
 PLAIN_NODE = ("load-anomaly",)  # drilled on node-1, which never hosts jobs (docs/exporters.md)
 REBOOT = "planned-reboot"
 WHOLE_NODE = ("node-down", "disk-failing", REBOOT)  # a node (or one of its disks), no GPU
+HOST_DISKS = ("disk-failing",)  # the demo's node health exporter simulates the first node's disks only
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,9 @@ def plan(faults: list[str], drilled: set[str], nodes: list[str], jobs: list[dict
     whole_nodes = iter(reversed(nodes * len(faults)))
     steps = []
     for fault in faults:
-        if fault in WHOLE_NODE:
+        if fault in HOST_DISKS:
+            where = (nodes[0], 0)
+        elif fault in WHOLE_NODE:
             where = (next(whole_nodes), 0)
         elif fault in PLAIN_NODE:
             where = (nodes[0], 1)
