@@ -154,7 +154,7 @@ def seed(tmp_path, db_url: str | None = None) -> Seeder:
     s.fire(T4, "GpuThermal", "g4", priority="P3")
     s.fire(T4 + 240, "GpuThermal", "g4", status="resolved", priority="P3")
     five = s.fire(T5, "GpuThermal", "g4", priority="P3")
-    actions.escalate_now(store, five, "alice", T5 + 100)
+    actions.escalate_now(store, five, "alice", T5 + 100, s.oncall)
     s.at(T5 + 100)
     # 6, after the period
     s.fire(T6, "GpuLost", "g6", priority="P1", node="node-6")

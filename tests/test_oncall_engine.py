@@ -244,7 +244,7 @@ def test_a_tier_with_nobody_on_call_goes_to_the_next_tier(scenario):
 
 def test_manual_resolve_escalate_note_and_refusals(scenario):
     incident = scenario.post(payload(alert("a")))
-    actions.escalate_now(scenario.store, incident, "carol", SATURDAY_3AM + 10)
+    actions.escalate_now(scenario.store, incident, "carol", SATURDAY_3AM + 10, scenario.oncall)
     scenario.at(10, SATURDAY_3AM)
     assert scenario.paged(incident)[1:] == [("dave", "phone", 1)]
     actions.add_note(scenario.store, incident, "dave", "reseating the GPU", SATURDAY_3AM + 20)

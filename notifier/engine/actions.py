@@ -97,17 +97,15 @@ def mark(store: Store, incident_id: int, by: str, verdict: str, now: float, reas
     return store.notifications.incident(incident_id)
 
 
-def escalate_now(store: Store, incident_id: int, by: str, now: float, oncall: OncallConfig | None = None) -> dict:
+def escalate_now(store: Store, incident_id: int, by: str, now: float, oncall: OncallConfig) -> dict:
     """The next tier paged now; an acknowledgement lapses, its acknowledge target restarting from now
-    (`oncall`'s priorities say how long it is; without it the old target stays)."""
+    (`oncall`'s priorities say how long it is)."""
     with store.engine.begin() as conn:
         incident = _firing(conn, incident_id, "escalate")
         if incident.policy is None and store.escalations.get(conn, incident_id) is None:
             raise TransitionRefused(f"incident {incident_id} has no escalation policy: there is nobody to escalate to")
-        if incident.acknowledged_at is not None and oncall is not None:
+        if incident.acknowledged_at is not None:
             lapse_acknowledgement(conn, oncall, incident, now)
-        elif incident.acknowledged_at is not None:
-            incident_state.clear_acknowledgement(conn, incident_id, None)
         tier = move_to_next_tier(conn, store, incident, now)
         store.timeline.record(conn, incident_id, now, "escalated", by, to_tier=tier)
     store.escalations.changed()
