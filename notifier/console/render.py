@@ -20,7 +20,7 @@ from fastapi.responses import HTMLResponse
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, pass_context, select_autoescape
 from markupsafe import Markup
 
-from vigil.common.times import parse_time, people_time, rfc3339
+from vigil.common.times import parse_time, rfc3339, utc_text
 from vigil.notifier.incident_text import event_text
 from vigil.oncall.plan import person_zone
 from vigil.oncall.schedule_model import zone_named
@@ -96,7 +96,7 @@ def when(context, moment) -> str:
     try:
         return datetime.fromtimestamp(seconds, tz=zone).strftime("%Y-%m-%d %H:%M:%S %Z")
     except (OverflowError, ValueError, OSError):  # out of the zone's range (a row stored by an older version)
-        return people_time(rfc3339(seconds)) + " UTC"
+        return utc_text(rfc3339(seconds))
 
 
 def duration(seconds: float | None) -> str:

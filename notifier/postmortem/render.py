@@ -20,7 +20,7 @@ import jinja2
 
 from vigil.common.durations import format_duration
 from vigil.common.prometheus_api import PrometheusClient
-from vigil.common.times import people_time, rfc3339
+from vigil.common.times import rfc3339, utc_text
 
 from . import charts, evidence
 from .facts import Facts, incident_facts
@@ -46,7 +46,7 @@ def when(seconds: float | None) -> str:
     try:
         return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     except (OverflowError, ValueError, OSError):  # a time an older version stored past year 9999
-        return people_time(rfc3339(seconds)) + " UTC"
+        return utc_text(rfc3339(seconds))
 
 
 def clock(seconds: float | None) -> str:
