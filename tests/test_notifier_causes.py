@@ -149,6 +149,13 @@ def test_a_drill_fails_naming_an_incident_its_fault_opened_that_did_not_join(tmp
         extra = post_alerts(server, payload(other, group_key='{}:{alertname="GpuTemperatureHigh"}'))
         with pytest.raises(DrillFailed, match=rf"1 more incident\(s\) besides #{cause}: #{extra} GpuTemperatureHigh"):
             drill._one_incident(cause, 0, time.monotonic())
+        # the same alert already pending on that GPU before the injection (Prometheus' ALERTS then) is not
+        # the fault's doing; the same alert on another GPU of the node was not under way, so it still counts
+        drill.under_way = [{"alertname": "GpuTemperatureHigh", "node": "node-1", "gpu": "3"}]
+        drill._one_incident(cause, 0, time.monotonic())
+        drill.under_way = [{"alertname": "GpuTemperatureHigh", "node": "node-1", "gpu": "2"}]
+        with pytest.raises(DrillFailed, match=rf"#{extra} GpuTemperatureHigh"):
+            drill._one_incident(cause, 0, time.monotonic())
 
 
 def test_a_symptom_joins_a_cause_group_of_several_gpus_through_the_alert_of_its_own_gpu(tmp_path):

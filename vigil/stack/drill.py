@@ -60,6 +60,11 @@ def shipped_fault_expectations() -> dict[str, FaultExpectation]:
     return fault_expectations(rulegen.load_specs(rulegen.default_spec_paths()))
 
 
+# the labels that tell one alert of a rule from another in the simulated fleet (an alert's own label set
+# may differ from its incident's common labels only by Prometheus' external labels)
+IDENTITY = ("alertname", "node", "gpu", "job_id", "device", "slo")
+
+
 class DrillFailed(Exception):
     """A stage did not happen in time; the message names it and what to look at."""
 
@@ -84,6 +89,8 @@ class Drill:
     report: Callable[[StageResult], None] = lambda _r: None
     results: list[StageResult] = field(default_factory=list)
     job_id: str | None = None  # a job fault's job, as the simulator named it when it accepted the fault
+    # alerts pending or firing before the injection (their identity labels): never the drill's doing
+    under_way: list[dict] = field(default_factory=list)
 
     def _chaos(self, path: str, body: dict) -> dict:
         try:
@@ -188,6 +195,7 @@ class Drill:
             raise DrillFailed(f"{name}{reason} holds the pages of alerts matching {matchers} until "
                               f"{utc_text(window['ends_at'])}: the drill's page would be held, not sent. End {end} or "
                               "drill another node; nothing was injected")
+        self.under_way = self._alerts_under_way()
         body = {"fault": self.expect.fault, "node": self.node, "gpu": self.gpu}
         cleared = False
         t0 = time.monotonic()
@@ -245,11 +253,27 @@ class Drill:
             return True
         return labels.get("node") in (None, self.node)
 
+    def _alerts_under_way(self) -> list[dict]:
+        """The identity of each alert pending or firing now, before the injection: a straggler pending
+        for 15 minutes that fires during the drill was under way before it, so it is not the fault's."""
+        try:
+            return [{key: labels[key] for key in IDENTITY if key in labels}
+                    for labels, _ in self.apis.query("ALERTS")]
+        except (requests.RequestException, PrometheusUnavailable) as exc:
+            raise DrillFailed(f"Prometheus did not list its alerts before the injection ({exc}); "
+                              "nothing was injected") from None
+
+    def _was_under_way(self, labels: dict) -> bool:
+        """Whether an incident with common `labels` is of an alert already pending before the injection."""
+        return any(all(labels.get(key) == value for key, value in before.items()) for before in self.under_way)
+
     def _one_incident(self, incident: int, last_incident: int, started: float) -> None:
         """One fault, one incident: every other incident opened since the injection about the drilled node
-        (or job, or the whole fleet) must have joined the drill's as a symptom (`part_of`)."""
+        (or job, or the whole fleet), of an alert not already pending before it, must have joined the
+        drill's as a symptom (`part_of`)."""
         opened = [i for i in self.apis.incidents() if i["id"] > last_incident and i["id"] != incident
-                  and self._concerns_drill(i.get("labels") or {})]
+                  and self._concerns_drill(i.get("labels") or {})
+                  and not self._was_under_way(i.get("labels") or {})]
         extra = [i for i in opened if i.get("part_of") is None]
         if extra:
             listed = "; ".join(f"#{i['id']} {i.get('labels', {}).get('alertname', i.get('title'))} "
