@@ -28,6 +28,7 @@ from vigil.notifier.core.rejected import Rejected
 from vigil.notifier.core.clock import Clock, system_clock
 from vigil.notifier.ingest.group_commit import IncidentPlanner
 from vigil.notifier.delivery.pipeline import delivery_stages
+from vigil.notifier.delivery.webpush import VapidKey, WebPushSender
 from vigil.notifier.engine.escalation import EngineIntake
 from vigil.notifier.delivery.worker import DeliveryWorker
 from vigil.notifier.engine.escalation_loop import EscalationEngine
@@ -53,7 +54,10 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         store = await run_in_threadpool(Store, settings.db_url)
-        worker = DeliveryWorker(store.outbox, delivery_stages(store, oncall, settings, metrics, clock), clock,
+        vapid = app.state.vapid = (None if settings.vapid_key_file is None
+                                   else VapidKey.load_or_create(settings.vapid_key_file))
+        push = app.state.push = WebPushSender(store.push_subscriptions, vapid, settings.vapid_subject, clock)
+        worker = DeliveryWorker(store.outbox, delivery_stages(store, oncall, settings, metrics, clock, push), clock,
                                 settings.poll_interval_s)
         engine = EscalationEngine(store, oncall, clock, metrics, settings.poll_interval_s, links, worker.wake)
         monitor = HeartbeatMonitor(store, settings.heartbeats, route, clock, settings.poll_interval_s, worker.wake)

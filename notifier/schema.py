@@ -5,7 +5,7 @@ later drop) named ones. Revision 0002 adds the on-call engine's tables and colum
 indexes the webhook's reads need; 0004 the heartbeats table; 0005 the console's sessions;
 0006 an incident's cause, the hold of a symptom's first page and a resolution's wait; 0007 makes every
 row id and reference to one 64-bit on PostgreSQL (SQLite's already are), as the API accepts ids to 2^63-1;
-0008 the failed console logins.
+0008 the failed console logins; 0009 the browsers subscribed to Web Push.
 """
 
 from __future__ import annotations
@@ -207,4 +207,21 @@ login_failures = sa.Table(
     sa.Column("at", sa.Float, nullable=False),
     sa.Index("login_failures_by_key", "key", "at"),
     sa.Index("login_failures_by_time", "at"),
+)
+
+
+# browsers subscribed to a person's Web Push pages (revision 0009; `store/push_subscriptions.py`): the
+# push service's endpoint and the keys the page is encrypted with (RFC 8291), one row per endpoint
+push_subscriptions = sa.Table(
+    "push_subscriptions", metadata,
+    sa.Column("id", RowId, primary_key=True),
+    sa.Column("person", sa.String(200), nullable=False),
+    sa.Column("endpoint", sa.String(2000), nullable=False),
+    sa.Column("p256dh", sa.String(200), nullable=False),
+    sa.Column("auth", sa.String(100), nullable=False),
+    sa.Column("device", sa.String(300), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("last_sent_at", sa.Float),
+    sa.UniqueConstraint("endpoint", name="push_subscriptions_endpoint"),
+    sa.Index("push_subscriptions_by_person", "person"),
 )

@@ -68,6 +68,10 @@ class NotifierSettings(BaseModel):
     postmortem_templates: Path | None = None
     # the web console: a folder of Jinja2 templates that replace the shipped pages of the same name
     console_templates: Path | None = None
+    # Web Push (`delivery/webpush.py`): the VAPID key's PEM file, made there on first start (None: push
+    # off), and the contact the push services may write to about this sender (RFC 8292's `sub`)
+    vapid_key_file: Path | None = None
+    vapid_subject: str = "mailto:root@localhost"
 
     @field_validator("token")
     @classmethod
@@ -90,6 +94,13 @@ class NotifierSettings(BaseModel):
         if twice:
             raise ValueError(f"heartbeat {', '.join(map(repr, twice))} is configured twice")
         return heartbeats
+
+    @field_validator("vapid_subject")
+    @classmethod
+    def _vapid_contact(cls, subject: str) -> str:
+        if not subject.startswith(("mailto:", "https://")):
+            raise ValueError("must be a mailto: or https:// URL (RFC 8292: whom the push service may contact)")
+        return subject
 
     @field_validator("db_url")
     @classmethod

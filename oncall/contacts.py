@@ -1,10 +1,12 @@
-"""A person's contacts: the named ways to reach them (an apprise URL, or the notifier's local inbox).
+"""A person's contacts: the named ways to reach them (an apprise URL, the notifier's local inbox, or Web
+Push to the browsers where they turned on pages in the console: `push: true`).
 
 Each contact has a *kind* (phone, sms, im, email, push, other) that notification rules and the
 notifier's timeline speak of. Written in the file or inferred from the URL's scheme: a Twilio URL with
 `method=call` is a phone call, Twilio without it and the other SMS gateways are SMS, `mailto://` is
 e-mail, chat services are IM, anything else is `other`. An inbox contact (`inbox: true`) has no URL to
-infer from and must say its kind. Every URL is checked by apprise when the file is loaded.
+infer from and must say its kind; a Web Push contact is of kind `push`. Every URL is checked by apprise
+when the file is loaded.
 """
 
 from __future__ import annotations
@@ -74,12 +76,14 @@ def apprise_service(url: str) -> object:
 
 
 class Contact(BaseModel):
-    """One way to reach a person: `url` (apprise) or the local inbox (`inbox: true`), and its `kind`."""
+    """One way to reach a person: `url` (apprise), the local inbox (`inbox: true`) or Web Push to their
+    subscribed browsers (`push: true`, `vigil.notifier.delivery.webpush`), and its `kind`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     url: str | None = None
     inbox: bool = False
+    push: bool = False
     kind: Kind | None = None  # None while validating: inferred from `url`
     # pages per minute this contact may carry (phones and SMS gateways limit senders); None: the
     # notifier's default
@@ -87,10 +91,16 @@ class Contact(BaseModel):
 
     @model_validator(mode="after")
     def _one_way_and_a_kind(self) -> "Contact":
-        if self.inbox and self.url is not None:
-            raise ValueError("a contact is either `url` or `inbox: true`, not both")
-        if not self.inbox and self.url is None:
-            raise ValueError("a contact needs `url` (any apprise URL) or `inbox: true`")
+        ways = [way for way, given in (("url", self.url is not None), ("inbox: true", self.inbox),
+                                       ("push: true", self.push)) if given]
+        if len(ways) > 1:
+            raise ValueError(f"a contact is one of `url`, `inbox: true` or `push: true`, not {' and '.join(ways)}")
+        if not ways:
+            raise ValueError("a contact needs `url` (any apprise URL), `inbox: true` or `push: true` (Web Push)")
+        if self.push:
+            if self.kind not in (None, "push"):
+                raise ValueError(f"a Web Push contact is of kind `push`, not {self.kind!r}")
+            object.__setattr__(self, "kind", "push")
         if self.inbox and self.kind is None:
             raise ValueError("an inbox contact needs an explicit `kind` (phone, sms, im, email, push or other)")
         if self.url is not None:

@@ -77,10 +77,22 @@ class Person(_Strict):
     email: str | None = None  # matches iCal ATTENDEE mailto: on override import
     contacts: dict[str, Contact] = Field(min_length=1)
     notify: tuple[NotifyRule, ...] | None = None  # None: the first contact at once
+    # Web Push first: a contact `push` ({push: true}) before the others, unless one is written already
+    push: bool = False
     # the web console's login: an Argon2id hash (`vigil oncall hash-password`); None: no console login
     password_hash: str | None = Field(default=None, pattern=r"^\$argon2id\$v=\d+\$m=\d+,t=\d+,p=\d+\$\S+\$\S+$")
 
     _known_zone = field_validator("timezone")(classmethod(lambda cls, name: _zone(name)))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _push_first(cls, data):
+        """`push: true` on a person: Web Push is their first contact, the others its fallbacks in order."""
+        if isinstance(data, dict) and data.get("push") is True and isinstance(data.get("contacts"), dict):
+            contacts = data["contacts"]
+            if not any(isinstance(c, dict) and c.get("push") is True for c in contacts.values()) and "push" not in contacts:
+                data = {**data, "contacts": {"push": {"push": True}, **contacts}}
+        return data
 
 
 class Team(_Strict):

@@ -51,7 +51,7 @@ def test_no_console_page_is_wider_than_a_phone(tmp_path, browser):
         phone.wait_for_selector("table#incidents")
         for path in ("/console/incidents", f"/console/incidents/{incident}",
                      f"/console/incidents/{incident}/postmortem", "/console/inbox", "/console/maintenance",
-                     "/console/oncall", "/console/schedules", "/console/reports"):
+                     "/console/oncall", "/console/schedules", "/console/reports", "/console/push"):
             response = phone.goto(server.url + path)
             assert response.status == 200, (path, response.status)
             phone.wait_for_load_state("networkidle")

@@ -69,6 +69,7 @@ def test_contact_mistakes_are_reported_each_at_its_line():
       both: {inbox: true, url: "slack://T1/B1/C1", kind: im}
       nothing: {kind: im}
       odd: {url: "mailto://user:pass@example.com", kind: pigeon}
+      app: {push: true, kind: sms}
 """)
     with pytest.raises(OncallConfigError) as caught:
         parse_oncall(text, "oncall.yaml")
@@ -77,8 +78,21 @@ def test_contact_mistakes_are_reported_each_at_its_line():
         "(unknown scheme or missing parts)",
         "oncall.yaml:5: people.p.contacts.pager: an inbox contact needs an explicit `kind` "
         "(phone, sms, im, email, push or other)",
-        "oncall.yaml:6: people.p.contacts.both: a contact is either `url` or `inbox: true`, not both",
-        "oncall.yaml:7: people.p.contacts.nothing: a contact needs `url` (any apprise URL) or `inbox: true`",
+        "oncall.yaml:6: people.p.contacts.both: a contact is one of `url`, `inbox: true` or `push: true`, "
+        "not url and inbox: true",
+        "oncall.yaml:7: people.p.contacts.nothing: a contact needs `url` (any apprise URL), `inbox: true` or "
+        "`push: true` (Web Push)",
     ]
     assert caught.value.problems[4].startswith("oncall.yaml:8: people.p.contacts.odd.kind: Input should be 'phone'")
-    assert len(caught.value.problems) == 5
+    assert caught.value.problems[5] == "oncall.yaml:9: people.p.contacts.app: a Web Push contact is of kind `push`, not 'sms'"
+    assert len(caught.value.problems) == 6
+
+
+def test_push_on_a_person_makes_web_push_their_first_contact():
+    """`push: true` on a person: a contact `push` first, their written contacts its fallbacks in order;
+    written as a contact instead, it keeps its place."""
+    first = parse_oncall(_person('      phone: {inbox: true, kind: phone}\n').replace("  p:\n", "  p:\n    push: true\n", 1))
+    assert [(name, c.kind, c.push) for name, c in first.people["p"].contacts.items()] == [
+        ("push", "push", True), ("phone", "phone", False)]
+    placed = parse_oncall(_person('      phone: {inbox: true, kind: phone}\n      app: {push: true}\n'))
+    assert [(name, c.kind) for name, c in placed.people["p"].contacts.items()] == [("phone", "phone"), ("app", "push")]

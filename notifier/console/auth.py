@@ -11,6 +11,8 @@
 - Every console form carries the session's CSRF token (`csrf_field()` in templates); `CheckedForm`
   refuses a POST without it or with another (403). The login form, before any session exists, carries a
   token that must match a short-lived cookie (double submit).
+- A console script's POST (JSON, not a form) carries the token in the `X-CSRF-Token` header instead
+  (`ScriptUser`).
 - `ConsoleUser` gives a route the logged-in user; without a live session a GET is redirected to
   `/console/login?next=…` and anything else answered 401.
 """
@@ -85,6 +87,17 @@ async def _checked_form(request: Request, user: ConsoleUser) -> FormData:
 
 
 CheckedForm = Annotated[FormData, Depends(_checked_form)]
+
+
+async def _checked_script_post(request: Request, user: ConsoleUser) -> str:
+    """A POST a console script sends (JSON, no form): the session's CSRF token in `X-CSRF-Token`."""
+    if not _same(request.headers.get("x-csrf-token"), request.state.csrf):
+        raise CsrfRefused()
+    return user
+
+
+# the user of a console script's POST, its CSRF header checked
+ScriptUser = Annotated[str, Depends(_checked_script_post)]
 
 
 def login_redirect(request: Request, _exc: LoginRequired) -> Response:

@@ -1,7 +1,8 @@
 """Channels: how a page reaches a person. `Sender` is the one interface every integration implements
 (send one outbox delivery, say how it went); `Channels` finds a delivery's contact in the on-call
 config and its sender, throttle and storm limits; `AppriseSender` sends through apprise (one object
-per recipient), `LocalInboxSender` writes the notifier's own inbox.
+per recipient), `LocalInboxSender` writes the notifier's own inbox; a `push` contact's sender is Web
+Push's (`webpush.py`), handed in.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class SendResult:
     ok: bool
     error: str | None = None
     write: OwnWrite | None = None
+    retryable: bool = True  # False: no retry can mend it (no browser subscribed): fall back at once
 
 
 class Sender(Protocol):
@@ -58,9 +60,10 @@ class Sender(Protocol):
 # kind (`phone`, `sms` …); any other goes through apprise, one apprise object per recipient.
 
 class Channels:
-    def __init__(self, oncall: OncallConfig, inbox: Sender, default_per_minute: int):
+    def __init__(self, oncall: OncallConfig, inbox: Sender, default_per_minute: int, push: Sender | None = None):
         self._oncall = oncall
         self._inbox = inbox
+        self._push = push
         self._default_per_minute = default_per_minute
 
     def sender_for(self, delivery: Delivery) -> Sender | None:
@@ -70,6 +73,8 @@ class Channels:
             return None
         if contact.inbox:
             return self._inbox
+        if contact.push:
+            return self._push
         return AppriseSender(contact.url)  # one apprise object per recipient and page
 
     def per_minute(self, delivery: Delivery) -> int | None:

@@ -21,6 +21,7 @@ from vigil.notifier.delivery.stages import (
     DedupStage, digest_text, FallbackStage, MuteStage, RecordStage, RetryStage, SendStage, Stage, StormStage,
     ThrottleStage, window_holding,
 )
+from vigil.notifier.delivery.webpush import WebPushSender
 from vigil.notifier.delivery.worker import LEASE_S
 from vigil.notifier.metrics import NotifierMetrics
 from vigil.notifier.settings import NotifierSettings
@@ -32,9 +33,10 @@ from vigil.oncall.model import OncallConfig
 
 
 def delivery_stages(store: Store, oncall: OncallConfig, settings: NotifierSettings, metrics: NotifierMetrics,
-                    clock: Clock) -> list[Stage]:
-    """The stages a claimed delivery passes, in order."""
-    channels = Channels(oncall, LocalInboxSender(store.inbox, clock), settings.max_pages_per_minute)
+                    clock: Clock, push: WebPushSender | None = None) -> list[Stage]:
+    """The stages a claimed delivery passes, in order (`push`: Web Push's sender; None: push is off)."""
+    push = push or WebPushSender(store.push_subscriptions, None, settings.vapid_subject, clock)
+    channels = Channels(oncall, LocalInboxSender(store.inbox, clock), settings.max_pages_per_minute, push)
     outbox = store.outbox
     digests = Digests(store.engine)
     return [

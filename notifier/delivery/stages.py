@@ -354,12 +354,13 @@ class SendStage:
             return page.decided(Outcome("failed", started, error=CHANNEL_GONE, retryable=False))
         try:
             result = sender.send(page.delivery)
-            ok, error, write = result.ok, result.error, result.write
+            ok, error, write, retryable = result.ok, result.error, result.write, result.retryable
         except Exception as exc:
-            ok, error, write = False, f"{type(exc).__name__}: {exc}", None
+            ok, error, write, retryable = False, f"{type(exc).__name__}: {exc}", None, True
         done = self._clock()
         return page.decided(Outcome("sent" if ok else "failed", done, error=None if ok else error,
-                                    duration_s=max(0.0, done - started), write=write if ok else None))
+                                    duration_s=max(0.0, done - started), write=write if ok else None,
+                                    retryable=retryable))
 
 
 # --- retry ----------------------------------------------------------------------------------------

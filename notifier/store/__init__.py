@@ -7,7 +7,8 @@
 - `escalations.py`: pending escalations (the on-call engine's clock-driven steps);
 - `incident_state.py`: the engine's incident columns (routing, acknowledgement, SLA);
 - `heartbeats.py`: when each watched heartbeat was last heard, and its incident while missing;
-- `console_sessions.py`: the web console's logins.
+- `console_sessions.py`: the web console's logins;
+- `push_subscriptions.py`: the browsers subscribed to Web Push pages.
 
 SQLAlchemy Core, so one set of statements serves SQLite (default, WAL, synchronous=FULL: a commit is
 on disk before the webhook is answered) and PostgreSQL (`postgresql://…`, driver psycopg 3).
@@ -25,6 +26,7 @@ from vigil.notifier.store.heartbeats import Heartbeats
 from vigil.notifier.store.inbox import Inbox
 from vigil.notifier.store.notifications import RECONCILED_PREFIX, IngestResult, Notifications
 from vigil.notifier.store.outbox import Outbox
+from vigil.notifier.store.push_subscriptions import PushSubscriptions
 from vigil.notifier.store.timeline import Timeline
 
 __all__ = ["RECONCILED_PREFIX", "IngestResult", "Store", "engine_for"]
@@ -44,6 +46,7 @@ class Store:
         self.heartbeats = Heartbeats(self.engine)
         self.console_sessions = ConsoleSessions(self.engine)
         self.login_failures = LoginFailures(self.engine)
+        self.push_subscriptions = PushSubscriptions(self.engine)
 
     def close(self) -> None:
         self.engine.dispose()

@@ -79,6 +79,11 @@ def notifier():
               help="Folder of Jinja2 templates replacing the shipped postmortem templates.")
 @click.option("--console-templates", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="Folder of Jinja2 templates replacing the web console's pages of the same name (docs/console.md).")
+@click.option("--vapid-key", "vapid_key_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Web Push: the VAPID private key (PEM), made there on first start; notifiers on one database "
+                   "share it (docs/oncall.md, Web Push). Without it `push` contacts fall back at once.")
+@click.option("--vapid-subject", default="mailto:root@localhost", show_default=True,
+              help="Web Push: a mailto: or https:// URL the push services may contact about this sender.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
               show_default=True)
 @click.option("--max-body-bytes", type=click.IntRange(min=1024), default=DEFAULT_MAX_BODY_BYTES, show_default=True,
@@ -89,8 +94,8 @@ def notifier():
               help="Watch POST /api/v1/heartbeat/NAME: page (an incident with these labels) when it is not heard "
                    "for TIMEOUT, e.g. watchdog=5m,team=platform (repeatable; docs/notifier.md, Heartbeats).")
 def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmanager_receiver, resolve_gone_after_s,
-          public_url, grafana_url, prometheus_url, postmortem_templates, console_templates, log_level, max_body_bytes, workers,
-          heartbeats):
+          public_url, grafana_url, prometheus_url, postmortem_templates, console_templates, vapid_key_file, vapid_subject,
+          log_level, max_body_bytes, workers, heartbeats):
     """Serve the notifier API in the foreground."""
     from vigil.notifier.settings import NotifierSettings, is_loopback, others_can_read, read_token_file
     from vigil.oncall.loader import OncallConfigError, load_oncall
@@ -108,7 +113,8 @@ def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmana
                                     resolve_gone_after_s=resolve_gone_after_s,
                                     max_body_bytes=max_body_bytes, heartbeats=heartbeats,
                                     prometheus_url=prometheus_url, postmortem_templates=postmortem_templates,
-                                    console_templates=console_templates)
+                                    console_templates=console_templates, vapid_key_file=vapid_key_file,
+                                    vapid_subject=vapid_subject)
     except ValidationError as exc:
         raise click.ClickException("; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: "
                                              f"{e['msg'].removeprefix('Value error, ')}" for e in exc.errors()))
@@ -130,6 +136,13 @@ def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmana
     except Exception as exc:
         raise click.ClickException(f"cannot open --db {_redact(settings.db_url)}: {_first_line(exc)}")
 
+    if settings.vapid_key_file is not None:  # made now, so a bad one is a clear error, not a server traceback
+        from vigil.notifier.delivery.webpush import VapidKey
+
+        try:
+            VapidKey.load_or_create(settings.vapid_key_file)
+        except (OSError, ValueError) as exc:
+            raise click.ClickException(f"--vapid-key: {getattr(exc, 'strerror', None) or exc}")
     if others_can_read(token_file):
         logging.getLogger("vigil.notifier").warning(
             "--token-file %s is readable by other users (mode %o): anyone who reads it can post alerts and "

@@ -99,7 +99,7 @@ def notifier_spec(settings: StackSettings, layout: RunLayout, name: str, port: i
     `alertmanager_port` at start; `prometheus_url`: where postmortems read charts (default: the Prometheus)."""
     host, p = settings.host, settings.ports
     argv = vigil_argv("notifier", "serve", "--listen", format_host_port(host, port), "--db", db_url,
-                      "--token-file", str(layout.token_file),
+                      "--token-file", str(layout.token_file), "--vapid-key", str(layout.vapid_key),
                       "--oncall-config", str(settings.oncall_config or layout.oncall_config),
                       "--alertmanager-url", http_url(host, alertmanager_port),
                       "--resolve-gone-after", format_duration(settings.resolve_gone_after),

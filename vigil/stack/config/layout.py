@@ -25,6 +25,11 @@ class RunLayout:
         return self.secrets_dir / "webhook-token"
 
     @property
+    def vapid_key(self) -> Path:
+        """The notifiers' Web Push (VAPID) private key, made by the first notifier to start."""
+        return self.secrets_dir / "vapid-key.pem"
+
+    @property
     def demo_password_file(self) -> Path:
         """The demo person's web-console password (the demo on-call file holds only its hash)."""
         return self.secrets_dir / "console-demo-password"
