@@ -29,6 +29,7 @@ from vigil.notifier.core.clock import Clock, system_clock
 from vigil.notifier.ingest.group_commit import IncidentPlanner
 from vigil.notifier.delivery.pipeline import delivery_stages
 from vigil.notifier.delivery.webpush import VapidKey, WebPushSender
+from vigil.notifier.oncall_overrides import OncallWithOverrides
 from vigil.notifier.engine.escalation import EngineIntake
 from vigil.notifier.delivery.worker import DeliveryWorker
 from vigil.notifier.engine.escalation_loop import EscalationEngine
@@ -48,12 +49,14 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
                clock: Clock = system_clock) -> FastAPI:
     """The notifier application; the store opens (and the worker starts) when the app starts."""
     metrics = NotifierMetrics()
+    oncall = OncallWithOverrides(oncall)  # the file, and the schedule overrides made in the console on top
     links = page_links_for(settings, oncall)
     route = EngineIntake(oncall, links, metrics)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         store = await run_in_threadpool(Store, settings.db_url)
+        oncall.attach(store.schedule_overrides, clock)
         vapid = app.state.vapid = (None if settings.vapid_key_file is None
                                    else VapidKey.load_or_create(settings.vapid_key_file))
         push = app.state.push = WebPushSender(store.push_subscriptions, vapid, settings.vapid_subject, clock)

@@ -5,7 +5,8 @@ later drop) named ones. Revision 0002 adds the on-call engine's tables and colum
 indexes the webhook's reads need; 0004 the heartbeats table; 0005 the console's sessions;
 0006 an incident's cause, the hold of a symptom's first page and a resolution's wait; 0007 makes every
 row id and reference to one 64-bit on PostgreSQL (SQLite's already are), as the API accepts ids to 2^63-1;
-0008 the failed console logins; 0009 the browsers subscribed to Web Push.
+0008 the failed console logins; 0009 the browsers subscribed to Web Push; 0010 the schedule overrides
+made in the console.
 """
 
 from __future__ import annotations
@@ -224,4 +225,23 @@ push_subscriptions = sa.Table(
     sa.Column("last_sent_at", sa.Float),
     sa.UniqueConstraint("endpoint", name="push_subscriptions_endpoint"),
     sa.Index("push_subscriptions_by_person", "person"),
+)
+
+
+# schedule overrides made in the console (revision 0010; `store/schedule_overrides.py`): `person` covers
+# `schedule` from `start_at` to `end_at` (UNIX seconds), instead of `replaces`; cancelled ones are kept
+schedule_overrides = sa.Table(
+    "schedule_overrides", metadata,
+    sa.Column("id", RowId, primary_key=True),
+    sa.Column("schedule", sa.String(200), nullable=False),
+    sa.Column("person", sa.String(200), nullable=False),
+    sa.Column("start_at", sa.Float, nullable=False),
+    sa.Column("end_at", sa.Float, nullable=False),
+    sa.Column("replaces", sa.String(200)),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("created_by", sa.String(200), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("cancelled_by", sa.String(200)),
+    sa.Column("cancelled_at", sa.Float),
+    sa.Index("schedule_overrides_by_end", "end_at"),
 )

@@ -114,6 +114,8 @@ class Override(_Strict):
     person: str
     start: Moment
     end: Moment
+    reason: str | None = None  # why (the console asks; the file may say)
+    by: str | None = None  # who made it, when made in the console (`vigil.notifier.oncall_overrides`)
 
     @model_validator(mode="after")
     def _ordered(self) -> "Override":

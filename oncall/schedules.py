@@ -19,7 +19,9 @@ from zoneinfo import ZoneInfo
 import icalendar
 import recurring_ical_events
 
-from vigil.oncall.schedule_model import WEEKDAYS, Layer, Restriction, Schedule, minutes_of, parse_moment, zone_named
+from vigil.oncall.schedule_model import (
+    WEEKDAYS, Layer, Override, Restriction, Schedule, minutes_of, parse_moment, zone_named,
+)
 
 _PERIOD_SLACK = {"daily": timedelta(days=2), "weekly": timedelta(days=8), "monthly": timedelta(days=33)}
 
@@ -101,6 +103,16 @@ def shifts(config, schedule_name: str, start: float, end: float) -> list[Shift]:
         if piece.start < piece.end:
             timeline = _paint(timeline, [piece])
     return _merged(timeline)
+
+
+def with_overrides(config, added: dict[str, tuple[Override, ...]]):
+    """`config` with the overrides `added` (by schedule name) on top of each schedule's own: where they
+    overlap one of the file's, they win. A name the config has no schedule of is left out."""
+    if not added:
+        return config
+    schedules = {name: schedule.model_copy(update={"overrides": schedule.overrides + tuple(added.get(name, ()))})
+                 if added.get(name) else schedule for name, schedule in config.schedules.items()}
+    return config.model_copy(update={"schedules": schedules})
 
 
 def on_call(config, schedule_name: str, at: float) -> list[str]:

@@ -95,8 +95,9 @@ def test_mine_is_the_logged_in_persons_own_zone(tmp_path):
         assert '<option value="mine" selected>mine (America/New_York)</option>' in page
         assert "until Wed 25 Nov 06:00" in texts(page, css_class="tier")[0]  # Berlin noon, in New York
         days = texts(carol.get("/console/schedules", params={"schedule": "gpu-primary"}).text, css_class="day")
-        assert days[0] == "Tue 24 Nov 00:00–24:00 Dong Wei"  # today where carol is (04:00 in New York)
-        assert days[1] == "Wed 25 Nov 00:00–06:00 Dong Wei 06:00–24:00 Carol Diaz override"
+        # today where carol is (04:00 in New York); she may take Dong's shifts and ask cover for her own
+        assert days[0] == "Tue 24 Nov 00:00–24:00 Dong Wei take"
+        assert days[1] == "Wed 25 Nov 00:00–06:00 Dong Wei take 06:00–24:00 Carol Diaz override cover me"
 
 
 @pytest.mark.parametrize("path, params, status, reason", [

@@ -18,6 +18,7 @@ from vigil.notifier.console import inbox_views, maintenance_views, oncall_views
 from vigil.notifier.console import report_views
 from vigil.notifier.console import postmortem_views
 from vigil.notifier.console import push_views
+from vigil.notifier.console import override_views
 from vigil.notifier.console.render import console_environment
 
 STATIC = Path(__file__).parent / "static"
@@ -26,6 +27,7 @@ VIEWS += [oncall_views, maintenance_views, inbox_views]
 VIEWS += [report_views]
 VIEWS += [postmortem_views]
 VIEWS += [push_views]
+VIEWS += [override_views]
 
 
 def install(app: FastAPI, templates: Path | None = None) -> None:

@@ -20,6 +20,7 @@ from vigil.notifier.console.auth import ConsoleUser
 from vigil.notifier.console.oncall_data import now_on_call, schedule_view
 from vigil.notifier.console.render import MINE, ZONE_COOKIE, render
 from vigil.oncall.coverage import team_schedules
+from vigil.oncall.ical import person_name
 from vigil.oncall.plan import person_zone
 from vigil.oncall.schedule_model import zone_named
 from vigil.oncall.schedules import moment_at
@@ -71,7 +72,15 @@ async def schedules_page(request: Request, user: ConsoleUser, team: Annotated[st
     except Refused as exc:
         problems, status, choice = [str(exc)], exc.status, tz or ""
     today = {view.name: datetime.fromtimestamp(now, ZoneInfo(view.zone)).date() for view in views}
+    since = _midnight_before(first, views, now)
+    made = {view.name: await run_in_threadpool(request.app.state.store.schedule_overrides.of_schedule, view.name, since)
+            for view in views}
+    names = {key: person_name(config, key) for key in {*config.people, *(o.created_by for found in made.values()
+                                                                          for o in found),
+                                                     *(o.cancelled_by for found in made.values() for o in found)} if key}
     page = render(request, "schedules.html", status=status, views=views, today=today, problems=problems,
+                  console_overrides={name: found for name, found in made.items() if found}, names=names,
+                  is_person=user in config.people, done=request.query_params.get("done"),
                   teams=sorted(config.teams), team=team or "", schedule=schedule or "",
                   schedule_names=list(config.schedules), weeks=count, week_choices=range(1, MAX_WEEKS + 1),
                   from_text=from_ or "", first=first, **zone_context(config, user, choice))
@@ -129,6 +138,13 @@ def _first_day(text: str | None, zone: ZoneInfo, now: float) -> date:
     """The first day shown: the day of `from` (a date like 2026-11-25, or any time the on-call CLIs take),
     else today, in `zone`."""
     return datetime.fromtimestamp(_moment(text, zone, now, "from"), zone).date()
+
+
+def _midnight_before(first: date | None, views, now: float) -> float:
+    """The start of the range shown (the first day's midnight in the first schedule's zone), else now."""
+    if first is None or not views:
+        return now
+    return datetime.combine(first, datetime.min.time(), ZoneInfo(views[0].zone)).timestamp()
 
 
 def shown(seconds: float | None, zone: ZoneInfo) -> str:

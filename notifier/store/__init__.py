@@ -8,7 +8,8 @@
 - `incident_state.py`: the engine's incident columns (routing, acknowledgement, SLA);
 - `heartbeats.py`: when each watched heartbeat was last heard, and its incident while missing;
 - `console_sessions.py`: the web console's logins;
-- `push_subscriptions.py`: the browsers subscribed to Web Push pages.
+- `push_subscriptions.py`: the browsers subscribed to Web Push pages;
+- `schedule_overrides.py`: schedule overrides made in the console.
 
 SQLAlchemy Core, so one set of statements serves SQLite (default, WAL, synchronous=FULL: a commit is
 on disk before the webhook is answered) and PostgreSQL (`postgresql://…`, driver psycopg 3).
@@ -27,6 +28,7 @@ from vigil.notifier.store.inbox import Inbox
 from vigil.notifier.store.notifications import RECONCILED_PREFIX, IngestResult, Notifications
 from vigil.notifier.store.outbox import Outbox
 from vigil.notifier.store.push_subscriptions import PushSubscriptions
+from vigil.notifier.store.schedule_overrides import ScheduleOverrides
 from vigil.notifier.store.timeline import Timeline
 
 __all__ = ["RECONCILED_PREFIX", "IngestResult", "Store", "engine_for"]
@@ -47,6 +49,7 @@ class Store:
         self.console_sessions = ConsoleSessions(self.engine)
         self.login_failures = LoginFailures(self.engine)
         self.push_subscriptions = PushSubscriptions(self.engine)
+        self.schedule_overrides = ScheduleOverrides(self.engine)
 
     def close(self) -> None:
         self.engine.dispose()
