@@ -38,6 +38,7 @@ def freeze_startup_heap() -> None:
 def app_from_env() -> FastAPI:
     """The notifier app of one worker process (uvicorn's factory)."""
     from vigil.notifier.app import create_app
+    from vigil.notifier.slow_clients import GuardedHttpTools
     from vigil.notifier.log_mask import mask_secrets_in_logs, notifier_secrets
     from vigil.notifier.settings import NotifierSettings, read_token_file
     from vigil.oncall.loader import load_oncall
@@ -47,6 +48,7 @@ def app_from_env() -> FastAPI:
     logging.basicConfig(level=args["log_level"].upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     oncall = load_oncall(settings.oncall_config)
     mask_secrets_in_logs(notifier_secrets(settings, oncall))
+    GuardedHttpTools.configure(settings)  # this process's connections: deadlines and the per-client cap
     app = create_app(settings, oncall)
     freeze_startup_heap()
     return app

@@ -68,6 +68,11 @@ class NotifierSettings(BaseModel):
     postmortem_templates: Path | None = None
     # the web console: a folder of Jinja2 templates that replace the shipped pages of the same name
     console_templates: Path | None = None
+    # slow and hostile clients (`slow_clients.py`): each request's headers and body must arrive within
+    # these, and one client address may hold this many connections
+    header_timeout_s: float = Field(default=10.0, gt=0)
+    body_timeout_s: float = Field(default=30.0, gt=0)
+    max_connections_per_client: int = Field(default=100, ge=1)
     # Web Push (`delivery/webpush.py`): the VAPID key's PEM file, made there on first start (None: push
     # off), and the contact the push services may write to about this sender (RFC 8292's `sub`)
     vapid_key_file: Path | None = None

@@ -79,6 +79,12 @@ def notifier():
               help="Folder of Jinja2 templates replacing the shipped postmortem templates.")
 @click.option("--console-templates", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="Folder of Jinja2 templates replacing the web console's pages of the same name (docs/console.md).")
+@click.option("--header-timeout", "header_timeout_s", type=Duration(positive=True), default="10s", show_default=True,
+              help="A request's headers must arrive within this from its first byte, else 408 and the connection closed.")
+@click.option("--body-timeout", "body_timeout_s", type=Duration(positive=True), default="30s", show_default=True,
+              help="A request's body must arrive within this after its headers, else the connection is closed.")
+@click.option("--max-connections-per-client", type=click.IntRange(min=1), default=100, show_default=True,
+              help="Connections one client address may hold at once; more are answered 429 and closed.")
 @click.option("--vapid-key", "vapid_key_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Web Push: the VAPID private key (PEM), made there on first start; notifiers on one database "
                    "share it (docs/oncall.md, Web Push). Without it `push` contacts fall back at once.")
@@ -94,8 +100,9 @@ def notifier():
               help="Watch POST /api/v1/heartbeat/NAME: page (an incident with these labels) when it is not heard "
                    "for TIMEOUT, e.g. watchdog=5m,team=platform (repeatable; docs/notifier.md, Heartbeats).")
 def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmanager_receiver, resolve_gone_after_s,
-          public_url, grafana_url, prometheus_url, postmortem_templates, console_templates, vapid_key_file, vapid_subject,
-          log_level, max_body_bytes, workers, heartbeats):
+          public_url, grafana_url, prometheus_url, postmortem_templates, console_templates, header_timeout_s,
+          body_timeout_s, max_connections_per_client, vapid_key_file, vapid_subject, log_level, max_body_bytes, workers,
+          heartbeats):
     """Serve the notifier API in the foreground."""
     from vigil.notifier.settings import NotifierSettings, is_loopback, others_can_read, read_token_file
     from vigil.oncall.loader import OncallConfigError, load_oncall
@@ -114,6 +121,8 @@ def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmana
                                     max_body_bytes=max_body_bytes, heartbeats=heartbeats,
                                     prometheus_url=prometheus_url, postmortem_templates=postmortem_templates,
                                     console_templates=console_templates, vapid_key_file=vapid_key_file,
+                                    header_timeout_s=header_timeout_s, body_timeout_s=body_timeout_s,
+                                    max_connections_per_client=max_connections_per_client,
                                     vapid_subject=vapid_subject)
     except ValidationError as exc:
         raise click.ClickException("; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: "
@@ -156,20 +165,24 @@ def serve(listen, db_url, token_file, oncall_config, alertmanager_url, alertmana
     import uvicorn
 
     from vigil.notifier.app import create_app
+    from vigil.notifier.slow_clients import GuardedHttpTools
+
+    GuardedHttpTools.configure(settings)  # header and body deadlines, the per-client cap
 
     if workers > 1:  # each process builds its own app (and store, worker) from what the parent parsed
         from vigil.notifier.serve_workers import FACTORY, export_args
 
         export_args(settings, token_file, log_level)
         uvicorn.run(FACTORY, factory=True, workers=workers, host=host, port=port, log_level=log_level,
-                    access_log=False, log_config=None)
+                    access_log=False, log_config=None, http=GuardedHttpTools)
         return
     from vigil.notifier.serve_workers import freeze_startup_heap
 
     app = create_app(settings, oncall)
     freeze_startup_heap()
     # log_config=None: uvicorn logs through the root handlers above, and so through the secret mask
-    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False, log_config=None)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False, log_config=None,
+                http=GuardedHttpTools)
 
 
 @notifier.command()
