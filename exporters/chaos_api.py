@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 from vigil.common.json_body import BodyRejected, decode_json_body
 from vigil.common.hostport import http_url
-from vigil.common.http_server import http_server
+from vigil.common.http_server import GetAndPostHandler, http_server
 from vigil.exporters.sim.faults import FaultError
 from vigil.exporters.sim.fleet import SimulatedFleet
 
@@ -58,7 +58,7 @@ class ChaosApi:
 def _control_handler(server: ChaosApi) -> type[BaseHTTPRequestHandler]:
     """A request-handler class bound to `server` (http.server instantiates it per request)."""
 
-    class ControlHandler(BaseHTTPRequestHandler):
+    class ControlHandler(GetAndPostHandler):
         protocol_version = "HTTP/1.1"
         disable_nagle_algorithm = True  # small JSON replies on keep-alive connections (see metrics_http)
 

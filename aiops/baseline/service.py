@@ -13,7 +13,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -23,7 +23,7 @@ from vigil.aiops.baseline.store import StoreError, load_store, store_path
 from vigil.aiops.baseline.train import TrainSettings, history_from_prometheus, save_result, train
 from vigil.aiops.history.series import HistoryError
 from vigil.aiops.risk import risk_collectors
-from vigil.common.http_server import http_server
+from vigil.common.http_server import GetAndPostHandler, http_server
 
 log = logging.getLogger("vigil.aiops.baseline")
 RETRY_AFTER_FAILURE_S = 60.0
@@ -121,7 +121,7 @@ def make_http_server(host: str, port: int, registry: CollectorRegistry, service:
     """HTTP server answering /metrics, /healthz (200 once a model is loaded, else 503) and POST /api/v1/ask
     (Text2PromQL, `vigil.aiops.ask.http`)."""
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(GetAndPostHandler):
         def do_GET(self):  # noqa: N802 (http.server's naming)
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
