@@ -92,6 +92,16 @@ def node_exporter_flags(systemd_dir: Path = Path("/run/systemd/system")) -> list
     return [] if systemd_dir.is_dir() else ["--no-collector.systemd"]
 
 
+def go_log_flags(settings: StackSettings) -> list[str]:
+    """`--log.level` of Prometheus, Alertmanager and node_exporter, when the stack asks for other than info."""
+    return [] if settings.log_level == "info" else [f"--log.level={settings.log_level.replace('warning', 'warn')}"]
+
+
+def vigil_log_flags(settings: StackSettings) -> list[str]:
+    """`--log-level` of vigil's own servers, when the stack asks for other than info."""
+    return [] if settings.log_level == "info" else ["--log-level", settings.log_level]
+
+
 def notifier_spec(settings: StackSettings, layout: RunLayout, name: str, port: int, db_url: str,
                   alertmanager_port: int, env: dict[str, str] | None = None, after: str | None = None,
                   prometheus_url: str | None = None) -> ComponentSpec:
@@ -106,7 +116,8 @@ def notifier_spec(settings: StackSettings, layout: RunLayout, name: str, port: i
                       "--prometheus-url", prometheus_url or http_url(host, p.prometheus),  # postmortems' charts
                       # the Watchdog's heartbeat (alertmanager.yml): page when it stops
                       "--heartbeat", f"watchdog={format_duration(settings.heartbeat_timeout)},team=platform",
-                      *(["--grafana-url", settings.grafana_url] if settings.grafana_url else []))
+                      *(["--grafana-url", settings.grafana_url] if settings.grafana_url else []),
+                      *vigil_log_flags(settings))
     return ComponentSpec(name, argv, http_url(host, port), http_url(host, port, "/healthz"), ports=[port],
                          env=env or {}, after=after)
 
@@ -117,7 +128,8 @@ def alertmanager_spec(settings: StackSettings, layout: RunLayout, binaries: dict
     url = http_url(settings.host, port)
     argv = [binaries["alertmanager"], f"--config.file={layout.alertmanager_config}", f"--storage.path={data}",
             f"--web.listen-address={format_host_port(settings.host, port)}",
-            *(cluster if cluster is not None else ["--cluster.listen-address="]), f"--web.external-url={url}"]
+            *(cluster if cluster is not None else ["--cluster.listen-address="]), f"--web.external-url={url}",
+            *go_log_flags(settings)]
     return ComponentSpec(name, argv, url, http_url(settings.host, port, "/-/ready"), ports=[port])
 
 
@@ -127,7 +139,8 @@ def prometheus_spec(settings: StackSettings, binaries: dict[str, str], name: str
     argv = [binaries["prometheus"], f"--config.file={config}", f"--storage.tsdb.path={data}",
             f"--web.listen-address={format_host_port(settings.host, port)}",
             f"--rules.alert.resend-delay={format_duration(settings.resend_delay)}",
-            "--storage.tsdb.retention.time=30d", "--web.enable-lifecycle", f"--web.external-url={url}", *extra]
+            "--storage.tsdb.retention.time=30d", "--web.enable-lifecycle", f"--web.external-url={url}", *extra,
+            *go_log_flags(settings)]
     return ComponentSpec(name, argv, url, http_url(settings.host, port, "/-/ready"), ports=[port])
 
 
@@ -141,7 +154,7 @@ def aiops_spec(settings: StackSettings, name: str, port: int, model_dir: Path, m
     return ComponentSpec(name, vigil_argv("aiops", "serve", "--listen", listen, "--model-dir", str(model_dir),
                                           "--prometheus-url", metrics_url, "--match", "vigil_gpu_utilization_ratio",
                                           "--risk-interval", format_duration(max(5.0, 5 * settings.scrape_interval)),
-                                          *query),
+                                          *query, *vigil_log_flags(settings)),
                          f"{url}/metrics", f"{url}/healthz", ports=[port])
 
 
@@ -174,7 +187,8 @@ def component_specs(settings: StackSettings, layout: RunLayout, binaries: dict[s
     specs = [
         notifier_spec(settings, layout, "notifier", p.notifier, f"sqlite:///{layout.notifier_db}", p.alertmanager),
         alertmanager_spec(settings, layout, binaries, "alertmanager", p.alertmanager, layout.alertmanager_data),
-        ComponentSpec("node-exporter", [binaries["node-exporter"], *node_exporter_flags(), f"--web.listen-address={listen(p.node_exporter)}"],
+        ComponentSpec("node-exporter", [binaries["node-exporter"], *node_exporter_flags(), f"--web.listen-address={listen(p.node_exporter)}",
+                                        *go_log_flags(settings)],
                       url(p.node_exporter, "/metrics"), url(p.node_exporter, "/metrics"), ports=[p.node_exporter]),
         gpu,
     ]

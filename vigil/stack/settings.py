@@ -105,6 +105,9 @@ class StackSettings(BaseModel):
     backfill_days: float = Field(14.0, ge=0, le=30)
     node_health: bool = True
     oncall_config: Path | None = None
+    # every component's log level (the notifier and AIOps service, Prometheus, Alertmanager, node_exporter);
+    # at every level no secret is written in clear (docs/architecture.md, Secrets)
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
     # "ha": two Prometheus replicas, a 3-peer Alertmanager cluster, two notifiers on one PostgreSQL and
     # VictoriaMetrics (docs/scaling.md, "HA topology"); "sharded": `shards` hashmod Prometheus shards, one
     # AIOps service each, VictoriaMetrics and vmalert for the global rules (docs/scaling.md, "Sharded
