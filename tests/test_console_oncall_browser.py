@@ -12,7 +12,7 @@ import requests
 
 from browser_support import DESKTOP, PHONE, shot
 from sim_clock import FakeClock
-from test_console_oncall_support import ONCALL, at, config
+from test_console_oncall_support import CAROL_PASSWORD, ONCALL, at, config
 from test_notifier_support import AUTH, TOKEN, NotifierServer, alert, free_port, make_settings, payload
 
 pytestmark = pytest.mark.e2e  # a real server and a real browser: seconds, not milliseconds
@@ -69,3 +69,21 @@ def test_the_on_call_pages_in_a_browser(tmp_path, browser):
         card.locator("a.incident-link").click()
         desktop.wait_for_url("**/console/incidents/*")
         assert "GpuXidError" in desktop.content()
+
+        # Carol, on her phone, takes one of Dong's shifts: the form fits the screen and the saved
+        # override shows under the schedule with her reason
+        carol = browser.new_context(viewport=PHONE, device_scale_factor=2).new_page()
+        carol.goto(f"{server.url}/console/login?next=/console/schedules%3Fschedule%3Dgpu-primary")
+        carol.fill("input[name=username]", "carol")
+        carol.fill("input[name=password]", CAROL_PASSWORD)
+        carol.click("button[type=submit]")
+        carol.wait_for_selector("#schedule-gpu-primary")
+        carol.locator("#schedule-gpu-primary a.shift-action", has_text="take").first.click()
+        carol.wait_for_selector("input[name=reason]")
+        assert carol.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), "the override form scrolls"
+        carol.fill("input[name=reason]", "Dong is flying to the offsite")
+        shot(carol, tmp_path, "console-override-phone.png")
+        carol.click("button.primary")
+        carol.wait_for_selector("ul.overrides.history")
+        assert "Dong is flying to the offsite" in carol.locator("ul.overrides.history").inner_text()
+        assert carol.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), "sideways scrolling"
