@@ -20,7 +20,10 @@ WATCH = "watch"  # informational: no action now, a trend may call for a reset la
 RESET_GPU = "reset_gpu"  # drain the GPU and reset it (nvidia-smi --gpu-reset)
 REBOOT_NODE = "reboot_node"  # drain the node and reboot it; a reset is not enough
 INSPECT_HARDWARE = "inspect_hardware"  # the fault came back after reboots: reseat, test or replace the GPU
-ACTIONS = (RESTART_JOB, WATCH, RESET_GPU, REBOOT_NODE, INSPECT_HARDWARE)
+# the actions of paging alerts that are no XID (their rules set the label): an overheating GPU, a node gone
+COOL_GPU = "cool_gpu"  # drain the GPU and find why it runs hot
+CHECK_NODE = "check_node"  # the node stopped answering: reach it out of band
+ACTIONS = (RESTART_JOB, WATCH, RESET_GPU, REBOOT_NODE, INSPECT_HARDWARE, COOL_GPU, CHECK_NODE)
 # each action as a page tells it to the person on call
 ACTION_TEXT = MappingProxyType({
     RESTART_JOB: "restart the job (the GPU is healthy: the program caused it)",
@@ -28,6 +31,8 @@ ACTION_TEXT = MappingProxyType({
     RESET_GPU: "drain the GPU and reset it (nvidia-smi --gpu-reset)",
     REBOOT_NODE: "drain the node and reboot it (a GPU reset is not enough)",
     INSPECT_HARDWARE: "inspect the hardware: reseat, test or replace the GPU (the fault came back)",
+    COOL_GPU: "drain the GPU and check its cooling (fans, airflow, rack inlet); return it below 85 °C",
+    CHECK_NODE: "reach the node out of band (BMC: power, console); reboot it if hung, else restart its exporter",
 })
 XID_METRIC = "vigil_gpu_xid_errors_total"
 
