@@ -132,6 +132,9 @@ def test_the_generated_rules_carry_the_causes_the_notifier_reads():
     # the GPU lost is itself a symptom of its node down (`inhibits: {"*": [node]}`), not held for it
     its_own = symptoms.decode(rules[LOST]["annotations"][symptoms.ANNOTATION])
     assert {c.alertname for c in its_own.causes} == {"GpuNodeDown", "NodeDown"} and its_own.wait_s == 0
+    # a burst of application XIDs on a GPU a job holds is its owner's ticket (JobGpuXid), not a second one
+    burst = symptoms.decode(rules["GpuApplicationXidSpike"]["annotations"][symptoms.ANNOTATION])
+    assert symptoms.Cause("JobGpuXid", ("node", "gpu", "xid")) in burst.causes
 
 
 def test_a_drill_fails_naming_an_incident_its_fault_opened_that_did_not_join(tmp_path):
