@@ -201,7 +201,11 @@ def test_malformed_webhook_gets_4xx_with_reason_and_nothing_is_stored(stack: Run
     no_token = requests.post(f"{notifier}/api/v1/alerts/alertmanager", json={}, timeout=5)
     assert no_token.status_code == 401
     after = requests.get(f"{notifier}/api/v1/notifications", headers=auth, timeout=5).json()["notifications"]
-    assert [n["id"] for n in after] == [n["id"] for n in before]
+    # the live stack's Alertmanager may deliver meanwhile (an earlier drill's resolution): what arrived is
+    # its, never one of the refused bodies (those held no alert at all)
+    known = {n["id"] for n in before}
+    assert all(n["alerts"] for n in after if n["id"] not in known), [n for n in after if n["id"] not in known]
+    assert known <= {n["id"] for n in after}
     assert rejected_webhooks(notifier) - rejected_before == 3  # each refusal counted once
 
 
