@@ -8,10 +8,16 @@ pod), Slurm (`SLURM_JOB_ID` in `/proc/<pid>/environ`), container cgroups (`/proc
 
 A process is a *job* process when a source names its job, *zombie* when that source says the job has
 finished, *external* when no source claims it (someone running on the GPU outside the scheduler).
+
+A job keeps its GPUs for its life: a GPU that the GPU collector cannot read (`unreadable()`: fallen off
+the bus, XID 79, or stalled) lists no process, so the jobs that held it at the last cycle stay attributed
+to it (same `uuid`) until their source says they have finished (`JobSource.is_finished`) or the GPU reads
+again; the job of a GPU that was unreadable before its first attribution is not known.
 """
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Protocol
@@ -71,6 +77,32 @@ class Attribution:
 
     processes: list[tuple[GpuProcess, JobRef | None, str]]
     sources_ok: dict[str, bool] = field(default_factory=dict)
+    held: list[tuple[int, str, JobRef]] = field(default_factory=list)  # (gpu, uuid, job) of unreadable GPUs
+
+
+Holders = dict[int, tuple[str, tuple[JobRef, ...]]]  # GPU index -> (uuid, jobs holding it)
+
+
+def keep_holders(result: Attribution, unreadable: Iterable[int], before: Holders,
+                 sources: list[JobSource]) -> Holders:
+    """The GPU -> jobs map after `result`: what the processes say for the GPUs that list some, and for an
+    unreadable GPU that lists none its holders of `before` whose job has not finished (a source that
+    could not refresh keeps its jobs: it does not know). Adds the kept ones to `result.held`."""
+    by_name = {s.name: s for s in sources}
+    now: dict[int, tuple[str, dict[str, JobRef]]] = {}
+    for proc, job, kind in result.processes:
+        if kind == "job" and job is not None:
+            now.setdefault(proc.gpu, (proc.uuid, {}))[1][job.job_id] = job
+    holders: Holders = {gpu: (uuid, tuple(jobs.values())) for gpu, (uuid, jobs) in now.items()}
+    listed = {proc.gpu for proc, _, _ in result.processes}
+    for gpu in sorted(set(unreadable) - listed):
+        uuid, jobs = before.get(gpu, ("", ()))
+        alive = tuple(job for job in jobs if (source := by_name.get(job.source)) is not None
+                      and (not result.sources_ok.get(source.name) or not source.is_finished(job)))
+        if alive:
+            holders[gpu] = (uuid, alive)
+            result.held.extend((gpu, uuid, job) for job in alive)
+    return holders
 
 
 def attribute(processes: Iterable[GpuProcess], sources: list[JobSource],
@@ -116,7 +148,8 @@ class JobAttributionCollector:
     """Publishes the GPU -> job map; the map is rebuilt at most every `refresh_interval` seconds."""
 
     def __init__(self, processes: Callable[[], list[GpuProcess]], sources: list[JobSource], node: str,
-                 refresh_interval: float = 30.0, wait: float = 2.0):
+                 refresh_interval: float = 30.0, wait: float = 2.0,
+                 unreadable: Callable[[], Iterable[int]] | None = None):
         names = [s.name for s in sources]
         if len(set(names)) != len(names):
             raise ValueError(f"job sources must have distinct names, got {names}")
@@ -124,10 +157,19 @@ class JobAttributionCollector:
         self._processes = processes
         self._sources = list(sources)
         self._cache: dict[int, JobRef] = {}
+        # unreadable(): indices of the GPUs the collector could not read (NvmlCollector.unreadable_gpus);
+        # None: every GPU's processes are known, nothing is kept
+        self._unreadable = unreadable
+        self._holders: Holders = {}
+        self._lock = threading.Lock()
         self._snapshot = BackgroundSnapshot(self._cycle, max_age=refresh_interval, wait=wait)
 
     def _cycle(self) -> Attribution:
-        return attribute(self._processes(), self._sources, self._cache)
+        with self._lock:  # a scrape's background refresh and refresh() share the cache and the holders
+            result = attribute(self._processes(), self._sources, self._cache)
+            if self._unreadable is not None:
+                self._holders = keep_holders(result, self._unreadable(), self._holders, self._sources)
+            return result
 
     def refresh(self) -> None:
         """Run one attribution cycle now in the calling thread (a caller that schedules refreshes
@@ -158,6 +200,9 @@ class JobAttributionCollector:
             if kind == "job" and job is not None:
                 holders.add((gpu, job.job_id))
                 jobs[job.job_id] = job
+        for index, uuid, job in result.held:  # unreadable GPUs: their jobs, no process counts (unknown)
+            holders.add(((str(index), uuid), job.job_id))
+            jobs[job.job_id] = job
         for ((gpu, uuid), kind), count in sorted(kinds.items()):
             add(fams["vigil_gpu_processes"], _BY_NAME["vigil_gpu_processes"],
                 {"node": self.node, "gpu": gpu, "uuid": uuid, "kind": kind}, count)

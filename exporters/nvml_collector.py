@@ -110,6 +110,11 @@ class NvmlCollector:
                 for memo in sorted(list(self._memos.values()), key=lambda m: m.index) if memo.up
                 for pid, used in memo.processes]
 
+    def unreadable_gpus(self) -> list[int]:
+        """Indices of the GPUs seen so far that the last cycle could not read (lost or stalled): job
+        attribution keeps their jobs, whose processes they can no longer list."""
+        return sorted(m.index for m in list(self._memos.values()) if not m.up)
+
     def record_xid(self, gpu: int, xid: int, when: float) -> None:
         """Count one XID event (called from the XID watcher thread)."""
         with self._xid_lock:

@@ -121,6 +121,27 @@ def test_a_broken_source_is_reported_and_the_others_still_work(node_tree):
     assert any(("job_id", "4242") in ls for ls in series(text, "vigil_gpu_job"))
 
 
+def test_an_unreadable_gpu_keeps_its_pod_until_the_pod_is_gone():
+    listed = [PodDevices("ml", "train-0", "main", "nvidia.com/gpu", (UUID0, UUID1))]
+    client = type("Client", (), {"list": lambda self: list(listed)})()
+    visible, unreadable = [GpuProcess("n1", 0, UUID0, 10), GpuProcess("n1", 1, UUID1, 11)], []
+    collector = JobAttributionCollector(lambda: visible, [KubernetesSource(client)], node="n1",
+                                        refresh_interval=3600, unreadable=lambda: unreadable)
+
+    def held() -> set[tuple[str, str]]:
+        collector.refresh()
+        return {(dict(ls)["gpu"], dict(ls)["uuid"]) for ls in series(scrape(collector), "vigil_gpu_job")}
+
+    assert held() == {("0", UUID0), ("1", UUID1)}
+    visible, unreadable = visible[:1], [1]  # GPU 1 fell off the bus: NVML lists no process on it
+    assert held() == {("0", UUID0), ("1", UUID1)}
+    assert {dict(ls)["gpu"] for ls in series(scrape(collector), "vigil_gpu_processes")} == {"0"}
+    client.list = lambda: (_ for _ in ()).throw(ConnectionError("kubelet restarting"))
+    assert held() == {("0", UUID0), ("1", UUID1)}  # a source that cannot answer does not end the job
+    client.list = lambda: []  # the pod has ended: its lost GPU and its leftover process (a zombie) are free
+    assert held() == set()
+
+
 def test_process_listing_failure_gives_attribution_up_0():
     def listing():
         raise RuntimeError("NVML gone")

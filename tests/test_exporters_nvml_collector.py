@@ -392,9 +392,16 @@ def test_gpu_processes_feed_job_attribution(sim: SimulatedNvml, tmp_path) -> Non
         (tmp_path / str(p.pid)).mkdir(exist_ok=True)
         (tmp_path / str(p.pid) / "environ").write_bytes(b"SLURM_JOB_ID=77\0SLURM_JOB_USER=alice\0")
     jobs = CollectorRegistry()
-    jobs.register(JobAttributionCollector(collector.processes, [SlurmSource(tmp_path, tmp_path / "cgroup")], NODE))
+    attribution = JobAttributionCollector(collector.processes, [SlurmSource(tmp_path, tmp_path / "cgroup")], NODE,
+                                          unreadable=collector.unreadable_gpus)
+    jobs.register(attribution)
     samples = scrape(jobs)
     assert {s.labels["gpu"] for s in samples["vigil_gpu_job"] if s.labels["job_id"] == "77"} == {"0", "1", "2", "3"}
     sim.inject(Fault("xid79", NODE, 0, 0.0))
     collector.refresh()
     assert [p.gpu for p in collector.processes()] == list(range(1, 8))  # a lost GPU lists no processes
+    assert collector.unreadable_gpus() == [0]
+    attribution.refresh()  # ... but job 77 still holds it (its last known uuid), for the job's life
+    held = [s.labels for s in scrape(jobs)["vigil_gpu_job"] if s.labels["job_id"] == "77"]
+    assert {s["gpu"] for s in held} == {"0", "1", "2", "3"}
+    assert {"node": NODE, "gpu": "0", "uuid": device_uuid(NODE, 0), "job_id": "77"} in held

@@ -97,6 +97,41 @@ def test_attribution_labels_come_through_the_real_slurm_and_kubernetes_sources()
         assert all(s["job_id"] != job.job_id for s in series(after, "vigil_job_info"))
 
 
+def test_a_gpu_lost_under_a_job_stays_in_the_job_until_it_ends() -> None:
+    """XID 79 (the GPU fell off the bus) on a job's GPU: NVML can no longer read it nor list its
+    processes, yet the job still holds it, so its `vigil_gpu_job` series (last known uuid) stays."""
+    clock = FakeClock(T0)
+    fleet = SimulatedFleet(4, 8, jobs=6, clock=clock)
+    for scheduler in ("slurm", "kubernetes"):
+        fleet.clear()
+        clock.t, job = first_time(fleet.jobs, lambda j, t, s=scheduler: j.scheduler == s and t + 600 < j.end
+                                  and len([g for n, g in j.gpus if n == j.gpus[0][0]]) > 1)
+        node = job.gpus[0][0]
+        mine = {(str(g), device_uuid(n, g)) for n, g in job.gpus if n == node}
+        page = attributed(fleet, node)
+        lost = job.gpus[-1][1] if job.gpus[-1][0] == node else job.gpus[0][1]
+        fleet.inject({"fault": "xid79", "node": node, "gpu": lost})
+        for _ in range(2):  # the cycle that finds the GPU lost, and the next one
+            clock.t += 30
+            page.refresh()
+            text = page.exposition().decode()
+            up = {x.labels["gpu"]: x.value for fam in text_string_to_metric_families(text) for x in fam.samples
+                  if x.name == "vigil_gpu_up"}
+            assert up[str(lost)] == 0
+            assert {(s["gpu"], s["uuid"]) for s in series(text, "vigil_gpu_job")
+                    if s["job_id"] == job.job_id} == mine, scheduler
+            assert [s for s in series(text, "vigil_gpu_job") if s["gpu"] == str(lost)] == [
+                {"node": node, "gpu": str(lost), "uuid": device_uuid(node, lost), "job_id": job.job_id}]
+            assert [s["job_id"] for s in series(text, "vigil_job_info")].count(job.job_id) == 1
+            assert str(lost) not in {s["gpu"] for s in series(text, "vigil_gpu_processes")}  # unknown, not 0
+        # the job ends while its GPU is still lost: the GPU is no longer attributed to it
+        clock.t = job.end + 1
+        page.refresh()
+        after = page.exposition().decode()
+        assert all(s["job_id"] != job.job_id for s in series(after, "vigil_gpu_job"))
+        assert all(s["job_id"] != job.job_id for s in series(after, "vigil_job_info"))
+
+
 def gpu_reading(fleet: SimulatedFleet, node: str, gpu: int) -> tuple[float, float, list[int]]:
     nvml = fleet.nvml[node]
     nvml.nvmlInit()

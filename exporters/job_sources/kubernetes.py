@@ -9,7 +9,9 @@ per-scrape listing is a known CPU cost). The job id is `<namespace>/<pod>`, the 
 
 Limits: only GPUs allocated through the device plugin are seen (a process on a GPU that no pod was
 given is "external", as it should be); the API has no user; finished pods vanish from the list, so
-their leftover processes show as external rather than zombie. The gRPC call needs the optional
+their leftover processes show as external rather than zombie, unless attributed while the pod ran:
+`is_finished` is true for a pod no longer listed (which also ends its hold on a GPU the exporter cannot
+read, see `exporters.jobs`). The gRPC call needs the optional
 `grpcio` package (`pip install vigil[k8s]`); the protobuf messages are decoded here by hand because
 the answer is three nested message types and a generated stub would add a protobuf dependency.
 """
@@ -138,6 +140,7 @@ class KubernetesSource:
         self._client = client
         self._resources = resources
         self._by_device: dict[str, JobRef] = {}
+        self._listed: set[str] = set()  # job ids of the pods holding devices in the last list
 
     def refresh(self) -> None:
         by_device = {}
@@ -147,9 +150,10 @@ class KubernetesSource:
                 for device in entry.device_ids:
                     by_device[device] = job
         self._by_device = by_device
+        self._listed = {job.job_id for job in by_device.values()}
 
     def job_for(self, process: GpuProcess) -> JobRef | None:
         return self._by_device.get(process.uuid)
 
     def is_finished(self, job: JobRef) -> bool:
-        return False
+        return job.job_id not in self._listed

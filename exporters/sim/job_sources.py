@@ -83,7 +83,8 @@ class AttributedNode:
         self.collector = collector
         # refreshed only by refresh(): a max age no scrape reaches, so no scrape starts a thread
         self.jobs = JobAttributionCollector(collector.processes, node_sources(schedule, collector.node, clock),
-                                            collector.node, refresh_interval=1e12, wait=0.0)
+                                            collector.node, refresh_interval=1e12, wait=0.0,
+                                            unreadable=collector.unreadable_gpus)
         self._registry = CollectorRegistry(auto_describe=False)
         self._registry.register(self.jobs)
         self._page = b""

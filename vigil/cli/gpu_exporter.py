@@ -183,7 +183,8 @@ def _run_nvml(stop: threading.Event, host: str, port: int, node: str, interval: 
                               gpu_timeout=gpu_timeout or None, nvlink_per_link=nvlink_per_link)
     jobs = CollectorRegistry()
     if job_sources:  # the job map is cached and rebuilt in the background: appending it costs little
-        jobs.register(JobAttributionCollector(collector.processes, job_sources, node))
+        jobs.register(JobAttributionCollector(collector.processes, job_sources, node,
+                                              unreadable=collector.unreadable_gpus))
     try:
         server = MetricsServer(host, port, lambda _query: collector.exposition() + generate_latest(jobs))
     except OSError as error:
