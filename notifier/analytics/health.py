@@ -16,7 +16,10 @@ Definitions (also in `docs/oncall-health.md`):
 - a *paged* incident sent at least one page; the acknowledged and acted-on shares are of paged
   incidents;
 - SLA compliance per target (ack, resolve): met / (met + breached), from the incident's due and
-  breach times; incidents still within their target (pending) and priorities without one are left out;
+  breach times; incidents still within their target (pending) and priorities without one are left out.
+  The ack target is met by an incident resolved (by Alertmanager or a person) before its deadline even
+  though nobody acknowledged it: *resolved before ack* counts those incidents (resolved before any
+  person's acknowledgement), the gap between the acknowledged share and the ack SLA;
 - a rule's (alert name's) *noise*: of its paged incidents, those a person marked noisy or not
   actionable (the newest mark counts; `actionable` withdraws one) and those Alertmanager resolved before
   anyone acknowledged them (*auto-resolved before ack*); the *noise score* is the share of its paged
@@ -81,6 +84,7 @@ class Judged:
     acted_on: bool
     outside_hours: tuple[bool, ...]  # one per page, in `facts.pages` order
     marked_noisy: bool = False  # its newest mark says noisy or not actionable
+    resolved_before_ack: bool = False  # resolved (by anyone) before a person acknowledged it
     auto_resolved_before_ack: bool = False  # Alertmanager resolved it before a person acknowledged it
 
     @property
@@ -115,10 +119,11 @@ def judge(facts: IncidentFacts, working: WorkingHoursFn) -> Judged:
     acted = ack is not None and any(e.kind in ACTIONS and is_person(e.actor) for e in facts.events)
     marks = [e.verdict for e in facts.events if e.kind == "marked"]
     resolved = next((e for e in facts.events if e.kind == "resolved"), None)
-    auto = resolved is not None and resolved.actor == ALERTMANAGER and (ack is None or ack.at > resolved.at)
+    before_ack = resolved is not None and (ack is None or ack.at > resolved.at)
     return Judged(facts, ack.actor if ack else None, ack.at - facts.opened_at if ack else None, escalated, acted,
                   tuple(not working(p.person, p.sent_at) for p in facts.pages),
-                  marked_noisy=bool(marks) and marks[-1] in NOISE_VERDICTS, auto_resolved_before_ack=auto)
+                  marked_noisy=bool(marks) and marks[-1] in NOISE_VERDICTS, resolved_before_ack=before_ack,
+                  auto_resolved_before_ack=before_ack and resolved.actor == ALERTMANAGER)
 
 
 def _mean(values: list[float]) -> float | None:
@@ -148,7 +153,7 @@ def summary(judged: Iterable[Judged]) -> dict:
         escalated=escalated, escalation_rate=_share(escalated, len(judged)),
         pages=sum(len(j.facts.pages) for j in judged),
         pages_outside_hours=sum(sum(j.outside_hours) for j in judged),
-        sla=sla,
+        sla=sla, resolved_before_ack=sum(j.resolved_before_ack for j in judged),
         acknowledged_share=_share(sum(j.acknowledged_by is not None for j in paged), len(paged)),
         acted_on=sum(j.acted_on for j in paged),
         acted_on_share=_share(sum(j.acted_on for j in paged), len(paged)),

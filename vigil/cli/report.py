@@ -1,8 +1,9 @@
-"""`vigil report oncall --from --to [--team T] [--json]`: on-call health of the running stack's
+"""`vigil report oncall --from --to [--team T] [--json]`: on-call health of the stack's
 notifier (MTTA, MTTR, pages per person and outside working hours, SLA compliance, escalation rate,
 noisiest alerts, acknowledged and acted-on share). The notifier computes it
 (`GET /api/v1/reports/oncall`); `--json` prints its answer unchanged (the shape is in
-`docs/oncall-health.md`).
+`docs/oncall-health.md`). On a stopped stack the same report is computed from the run directory's notifier
+database (read-only, `vigil.stack.stopped`), as `vigil incidents` and `vigil postmortem` read it.
 """
 
 from __future__ import annotations
@@ -21,8 +22,14 @@ from vigil.cli.options import call_notifier, json_option, notifier_options
 
 
 TIME_HELP = "now, UNIX seconds, or a time like 2026-11-24T22:00Z (without an offset: the on-call file's zone)"
-COLUMNS = ("incidents", "paged", "acked", "MTTA", "MTTR", "escal.", "SLA ack", "SLA res.", "pages", "off-hours",
-           "acted on")
+# the summary table's columns, each named on two lines (a 10-character column each)
+COLUMNS = (("", "incidents"), ("", "paged"), ("acked by", "a person"), ("", "MTTA"), ("", "MTTR"), ("", "escal."),
+           ("SLA ack", "met"), ("resolved", "unacked"), ("SLA res.", "met"), ("", "pages"), ("", "off-hours"),
+           ("", "acted on"))
+# what the columns that read alike are (docs/oncall-health.md has every definition)
+LEGEND = ("acked by a person: share of the paged incidents a person acknowledged. SLA ack met: share of the",
+          "incidents with an ack target that met it: acknowledged in time, or resolved (by Alertmanager or a",
+          "person) before the deadline without an ack. resolved unacked: incidents resolved before anyone acked.")
 
 
 def _checked_time(ctx, param, value: str | None) -> str | None:
@@ -48,8 +55,9 @@ def report():
 @click.option("--team", help="Only this team's incidents.")
 @json_option
 def oncall(run_dir, start, end, team, as_json):
-    """On-call health of the incidents opened from --from to --to: per team, priority and person."""
-    found = call_notifier(run_dir, lambda c: c.oncall_report(start, end, team))
+    """On-call health of the incidents opened from --from to --to: per team, priority and person (a stopped
+    stack's too, read from its run directory)."""
+    found = call_notifier(run_dir, lambda c: c.oncall_report(start, end, team), stopped_ok=True)
     if as_json:
         click.echo(json.dumps(found, indent=2))
         return
@@ -68,18 +76,20 @@ def _share(value: float | None) -> str:
 def _row(name: str, s: dict) -> str:
     cells = (s["incidents"], s["paged_incidents"], _share(s["acknowledged_share"]), _seconds(s["mtta_seconds"]),
              _seconds(s["mttr_seconds"]), _share(s["escalation_rate"]), _share(s["sla"]["ack"]["compliance"]),
-             _share(s["sla"]["resolve"]["compliance"]), s["pages"], s["pages_outside_hours"],
-             _share(s["acted_on_share"]))
+             s.get("resolved_before_ack", "-"), _share(s["sla"]["resolve"]["compliance"]), s["pages"],
+             s["pages_outside_hours"], _share(s["acted_on_share"]))
     return f"{name:<16}" + "".join(f"{cell!s:>10}" for cell in cells)
 
 
 def describe(found: dict) -> list[str]:
     """The report as text tables: all, per team, per priority, then people and every rule's noise."""
     lines = [f"On-call health, incidents opened {when(found['from'])} to {when(found['to'])} UTC"
-             + (f", team {found['team']}" if found.get("team") else ""), "",
-             f"{'':<16}" + "".join(f"{column:>10}" for column in COLUMNS), _row("all", found["overall"])]
+             + (f", team {found['team']}" if found.get("team") else ""), ""]
+    lines += [(f"{'':<16}" + "".join(f"{column[line]:>10}" for column in COLUMNS)).rstrip() for line in (0, 1)]
+    lines.append(_row("all", found["overall"]))
     lines += [_row(f"team {t['team']}", t) for t in found["teams"]]
     lines += [_row(f"priority {p['priority']}", p) for p in found["priorities"]]
+    lines += ["", *LEGEND]
     lines += ["", f"{'person':<16}{'pages':>8}{'off-hours':>10}{'acks':>6}{'MTTA':>10}{'notes':>7}{'resolved':>10}"
                   f"{'escalated':>10}  channels"]
     for p in found["people"]:

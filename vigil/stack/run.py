@@ -172,7 +172,7 @@ def run_stack(settings: StackSettings, gpu_backend: str, say: Callable[[str], No
         return 0
     finally:
         supervisor.stop()
-        record_stopped(layout)
+        record_stopped(layout, settings.oncall_config or layout.oncall_config)
         layout.state_file.unlink(missing_ok=True)
         lock.close()
         say("stopped")

@@ -49,11 +49,15 @@ class StackState:
         os.replace(tmp, layout.state_file)  # atomic: readers never see half a file
 
 
-def record_stopped(layout: RunLayout) -> None:
-    """Write when the stack stopped (now) for the postmortems written after (`vigil.stack.stopped`): the
-    supervisor does on its way out, however it was asked to stop (`vigil down`, Ctrl-C, SIGTERM)."""
+def record_stopped(layout: RunLayout, oncall_config: Path | None = None) -> None:
+    """Write when the stack stopped (now) for the postmortems written after, and the on-call file its notifier
+    ran with for the reports (`vigil.stack.stopped`): the supervisor does on its way out, however it was asked
+    to stop (`vigil down`, Ctrl-C, SIGTERM)."""
     with suppress(OSError):  # a record for postmortems, not worth failing a stop that happened
-        layout.stopped_file.write_text(json.dumps({"stopped_at": rfc3339(time.time())}) + "\n")
+        record = {"stopped_at": rfc3339(time.time())}
+        if oncall_config is not None:
+            record["oncall_config"] = str(oncall_config.absolute())
+        layout.stopped_file.write_text(json.dumps(record) + "\n")
 
 
 def pid_alive(pid: int) -> bool:

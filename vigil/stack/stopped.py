@@ -15,6 +15,10 @@ is stopped (no supervisor holds the run directory's lock). What changes an incid
 notifier (its on-call engine pages and escalates): `vigil incidents` refuses those verbs on a stopped
 stack, saying so.
 
+`oncall_report()` is `vigil report oncall`'s report (`GET /api/v1/reports/oncall`'s answer), judged against the
+on-call file the stack ran with (its teams, time zones and working hours): the one its supervisor recorded
+on its way out (`stopped.json`), else the run directory's `oncall.yaml` (the demo's, written by `vigil up`).
+
 `stopped_at()` is when the stack stopped, the moment a postmortem measures an incident still open then up
 to: what the supervisor recorded on its way out (`stopped.json`), unless the database holds newer records
 (the stack ran again since and its supervisor was killed); else, for those and for run directories of an
@@ -35,7 +39,8 @@ from urllib.parse import quote
 import sqlalchemy as sa
 
 from vigil.common.times import parse_time
-from vigil.notifier.read_models import incident_detail
+from vigil.notifier.core.rejected import Rejected
+from vigil.notifier.read_models import incident_detail, oncall_health, period
 from vigil.notifier.migrate import SchemaError, schema_state
 from vigil.notifier.schema import delivery_attempts, heartbeats, incident_events, notifications
 from vigil.notifier.store.engine import engine_for, reading
@@ -44,6 +49,7 @@ from vigil.notifier.store.maintenance import Maintenance
 from vigil.notifier.store.notifications import Notifications
 from vigil.notifier.store.outbox import Outbox
 from vigil.notifier.store.timeline import Timeline
+from vigil.oncall.loader import OncallConfigError, load_oncall
 
 from vigil.stack.runstate import NoStack
 from vigil.stack.client import StackRequestError
@@ -141,6 +147,20 @@ class StoppedStack:
         now = time.time()
         return [window.as_json(now) for window in Maintenance(self.store.engine).windows(now, include_past)]
 
+    def oncall_report(self, start: str | None, end: str | None, team: str | None = None) -> dict:
+        """The on-call health report of the incidents opened in [start, end) (`docs/oncall-health.md`), as the
+        notifier answers it; its refusals (an unreadable period, an unknown team) as StackRequestError."""
+        path = oncall_file(self._run_dir)
+        try:
+            oncall = load_oncall(path)
+        except OncallConfigError as exc:
+            raise StackRequestError("the on-call file the stack ran with cannot be read (the report needs its teams "
+                                    "and working hours):\n" + "\n".join(exc.problems)) from None
+        try:
+            return oncall_health(self.store, oncall, *period(oncall, start, end, time.time()), team)
+        except Rejected as exc:
+            raise StackRequestError(exc.message) from None
+
     def incident(self, incident_id: int) -> dict:
         """One incident with its alerts, timeline and pages (StackRequestError if there is none)."""
         found = incident_detail(self.store, incident_id)
@@ -149,11 +169,26 @@ class StoppedStack:
         return found
 
 
+def stopped_record(run_dir: Path) -> dict:
+    """What the supervisor recorded on its way out (`stopped.json`); {} when there is none or not one we wrote."""
+    try:
+        found = json.loads(RunLayout(run_dir).stopped_file.read_text())
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def oncall_file(run_dir: Path) -> Path:
+    """The on-call file the stopped stack in `run_dir` ran with (see the module's doc)."""
+    recorded = stopped_record(run_dir).get("oncall_config")
+    return Path(recorded) if isinstance(recorded, str) and recorded else RunLayout(run_dir.resolve()).oncall_config
+
+
 def stop_time(run_dir: Path, db: Path, newest: float | None) -> float:
     """When the stack in `run_dir` stopped (see the module's doc); `newest`: the database's newest record."""
     try:
-        recorded = parse_time(json.loads(RunLayout(run_dir).stopped_file.read_text()).get("stopped_at"))
-    except (OSError, ValueError, AttributeError, TypeError):  # none, or not one we wrote
+        recorded = parse_time(stopped_record(run_dir).get("stopped_at"))
+    except (ValueError, AttributeError, TypeError):  # none, or not one we wrote
         recorded = None
     if recorded is not None and (newest is None or recorded >= newest):
         return recorded
