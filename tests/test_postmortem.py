@@ -9,7 +9,9 @@ from markdown_it import MarkdownIt
 
 from vigil.common.times import parse_time
 from vigil.notifier.postmortem import TemplateProblem, render_postmortem
+from vigil.notifier.postmortem.analysis import analyse
 from vigil.notifier.postmortem.facts import incident_facts
+from vigil.notifier.postmortem.history import GpuHistory, Job
 from vigil.notifier.postmortem.render import when
 from postmortem_support import rfc
 from sim_clock import SIM_NOW
@@ -62,7 +64,7 @@ def test_the_markdown_renders_with_the_sre_sections_and_tables(seeded):
             "Metrics around the incident", "Related incidents (same node or GPU, last 30 days)", "Lessons learned",
             "Action items"} <= set(headings)
     tables = [i for i, t in enumerate(tokens) if t.type == "table_open"]
-    assert len(tables) == 4  # header, pages, timeline, action items
+    assert len(tables) == 6  # header, jobs, pages, timeline, action items, every event
     cells = [t.content for t in tokens if t.type == "inline"]
     assert when(T0 + 200) in cells  # the acknowledgement on the timeline
     text = body.decode()
@@ -110,3 +112,43 @@ def test_an_open_incident_without_alerts_says_what_is_unknown():
                  "- Time to detect: unknown", "- Time to acknowledge: not acknowledged",
                  "- Time to resolve: not resolved yet", "- Paged: nobody", "- SLA: acknowledge pending, resolve pending"):
         assert line in text, line
+
+
+def test_the_timeline_is_told_in_words_and_the_plumbing_goes_to_the_appendix(seeded):
+    text = render_postmortem(seeded["detail"], seeded["others"], "md", now=seeded["now"])[0].decode()
+    story = text.split("## Timeline (UTC)")[1].split("## Metrics")[0]
+    rows = [row for row in story.splitlines() if row.startswith("| 20")]
+    assert [row.rstrip(" |").split(" | ")[2].split(":")[0] for row in rows] == [
+        "incident opened", "routed", "paged", "escalated to tier 2", "acknowledged", "resolved"]
+    assert "page_queued" not in story and "alice by phone" in rows[2]  # the page folded into the tier's row
+    appendix = text.split("## Appendix: every event (UTC)")[1]
+    assert appendix.count("| page_queued |") == 2
+
+
+def test_impact_factors_lessons_and_action_items_are_drafted_from_what_vigil_knows(seeded):
+    """A GPU off the bus (XID 79) under an 8-GPU job of llm/ana, on a GPU whose history shows precursors
+    and that failed earlier this month: the draft names the GPU-hours, the XID's repair, the history and
+    the suggested actions; what vigil cannot know stays to fill in."""
+    detail = dict(seeded["detail"])
+    labels = {**detail["labels"], "alertname": "GpuFallenOffBus", "action": "reboot_node"}
+    detail["labels"] = labels
+    detail["alerts"] = [{**a, "labels": {**a["labels"], "alertname": "GpuFallenOffBus"}} for a in detail["alerts"]]
+    facts = incident_facts(detail, seeded["others"], seeded["now"])
+    history = GpuHistory("node-1", "0", xids={"92": 3}, ecc={"corrected": 1200}, remap_pending=True, risk=0.02,
+                         risk_threshold=0.05)
+    drafted = analyse(facts, [Job("job-7", "llm/ana", 8)], [history])
+    assert drafted.jobs == [dict(job_id="job-7", owner="llm/ana", gpus=8, down_s=960, gpu_hours=2.1333)]
+    assert drafted.gpu_hours_lost == 2.1333  # 8 GPUs for 16 minutes
+    assert drafted.summary == "GpuFallenOffBus on GPU 0 of node-1, stopping job job-7 of llm/ana (8 GPUs), 2.13 GPU-hours lost"
+    assert drafted.factors[0].startswith("XID 79 (") and "reboot" in drafted.factors[0]
+    assert drafted.factors[1] == ("GPU 0 of node-1 in the 30 days before: XID 92 ×3, corrected ECC errors ×1200, "
+                                  "a row remap pending.")
+    assert "2.00%" in drafted.factors[2] and "below it, no warning" in drafted.factors[2]
+    assert "The acknowledgement SLA was met." in drafted.went_well
+    assert any(line.startswith("It escalated 1 time(s)") for line in drafted.went_badly)
+    kinds = [(item["type"], item["what"].split(":")[0].split(" from")[0]) for item in drafted.actions]
+    assert kinds == [("mitigate", "Repair node-1 GPU 0"), ("mitigate", "Resubmit job job-7"),
+                     ("prevent", "Precursors showed in the GPU's history but nothing warned"),
+                     ("prevent", "The GPU failed 2 times this month"),
+                     ("process", "Review the on-call schedule and contacts")]
+    assert drafted.actions[1]["owner"] == "llm/ana"

@@ -94,6 +94,19 @@ def test_the_pdf_pages_are_not_blank(drilled, tmp_path):
         assert pixels.std() > 5, f"page {index + 1} is blank"
     words = "".join(pdf[i].get_textpage().get_text_range() for i in range(len(pdf)))
     assert f"incident #{incident['id']}" in words and "Time to detect" in words
+    # the layout: a table that goes on to the next page repeats its header row there, and no page ends
+    # with a heading whose section starts on the next
+    pages = [pdf[i].get_textpage().get_text_range().splitlines() for i in range(len(pdf))]
+    headings = {"Summary", "Impact", "Root causes", "Contributing factors", "Trigger", "Resolution", "Detection",
+                "Response", "Timeline (UTC)", "Metrics around the incident", "Lessons learned", "What went well",
+                "What went wrong", "Where we got lucky", "Action items", "Appendix: every event (UTC)"}
+    for number, lines in enumerate(pages[:-1], 1):
+        last = [line.strip() for line in lines if line.strip()][-1]
+        assert last not in headings, f"page {number} ends with the heading {last!r}"
+    appendix = next(n for n, lines in enumerate(pages) if any("Appendix: every event" in line for line in lines))
+    for lines in pages[appendix + 1:]:
+        if any(line.strip().startswith(("opened", "page_queued", "page_attempt")) or " page_queued " in line for line in lines):
+            assert any("Time" in line and "Event" in line for line in lines[:3]), lines[:5]
 
 
 def test_on_a_terminal_the_markdown_names_its_charts_instead_of_pages_of_base64(drilled):

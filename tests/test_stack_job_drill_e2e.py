@@ -132,3 +132,39 @@ def test_a_drill_leaves_a_fault_injected_by_hand_alone(stack: RunningStack):
         assert [(f["fault"], f["node"], f["gpu"]) for f in chaos_state(stack)["faults"]] == [("overheat", "node-3", 1)]
     finally:
         requests.post(f"{control}/chaos/clear", json={"node": "node-3"}, timeout=5).raise_for_status()
+
+
+def test_the_postmortem_of_a_gpu_lost_under_a_job_says_what_it_cost_and_what_to_do(stack: RunningStack, tmp_path):
+    """XID 79 drilled on a GPU of a computing job, then `vigil postmortem` as a lead reads it: the job, its
+    owner, its GPUs and the GPU-hours lost; the XID's meaning and repair and the GPU's history; the story
+    without page plumbing; the suggested action items."""
+    job = wait_for(lambda: computing_job(stack), "job seen computing by Prometheus", timeout=150)
+    node, gpu = job["gpu"]["node"], job["gpu"]["gpu"]
+    result = stack.cli("drill", "xid79", "--node", node, "--gpu", str(gpu), "--timeout", "90", "--json", timeout=600)
+    report = json.loads(result.stdout)
+    assert result.returncode == 0 and report["ok"], report
+    incident = int(re.match(r"incident #(\d+) ", report["stages"][3]["detail"]).group(1))
+    out = tmp_path / "pm.md"
+    written = stack.cli("postmortem", str(incident), "--output", str(out))
+    assert written.returncode == 0, written.stderr
+    text = out.read_text()
+    owner = "/".join(p for p in (job["tenant"], job["user"] if job["scheduler"] == "slurm" else None) if p)
+    row = re.search(rf"^\| {re.escape(job['job_id'])} \| (\S+) \| (\d+) \| (\S+) \| ([\d.]+) \|$", text, re.M)
+    assert row, text.split("## Impact")[1].split("## Root causes")[0]
+    # the job keeps the lost GPU for its life: all its GPUs count
+    assert row.group(1) == owner and int(row.group(2)) == len(job["gpus"]) and float(row.group(4)) > 0
+    assert f"- GPU-hours lost: **{row.group(4)}**" in text
+    summary = text.split("## Summary")[1].split("## Impact")[0]
+    assert f"GpuFallenOffBus on GPU {gpu} of {node}, stopping job {job['job_id']} of {owner}" in summary
+    factors = text.split("## Contributing factors")[1].split("## Trigger")[0]
+    assert "- XID 79 (" in factors and "reboot" in factors
+    assert f"- GPU {gpu} of {node} in the 30 days before: " in factors
+    story = text.split("## Timeline (UTC)")[1].split("## Metrics")[0]
+    assert "page_queued" not in story and "| paged: tier 1" in story and "acknowledged" in story
+    # one fault, one postmortem: the job owner's XID ticket joined the GPU's incident, listed under it
+    fault = text.split("## Alerts of this fault")[1].split("## Related incidents")[0]
+    related = text.split("## Related incidents")[1].split("## Lessons learned")[0]
+    assert "JobGpuXid" in fault and "joined this incident as a symptom" in fault and "JobGpuXid" not in related
+    actions = text.split("## Action items")[1].split("## Appendix")[0]
+    assert f"Repair {node} GPU {gpu}: drain the node and reboot it" in actions
+    assert f"| Resubmit job {job['job_id']} from its last checkpoint, away from the failed GPU | mitigate | {owner} |" in actions

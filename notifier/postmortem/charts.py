@@ -1,12 +1,14 @@
 """Charts of the metrics around an incident as PNG (matplotlib, Agg backend: no display needed).
 
 Each chart draws the alert's series, its threshold (a dashed line) or the AIOps baseline band (shaded),
-and marks when the fault first showed, when the incident opened and when it was resolved.
+and marks when the fault first showed, when the incident opened, was acknowledged and was resolved. A
+long title wraps (never cut), counts get whole-number ticks, and no axis is in scientific notation.
 """
 
 from __future__ import annotations
 
 import io
+import textwrap
 from datetime import datetime, timezone
 
 from .evidence import Chart
@@ -42,7 +44,13 @@ def draw(chart: Chart, marks: list[tuple[str, float | None, str]]) -> bytes:
             axes.axvline(_utc(at), color=colour, linestyle=":", linewidth=1.2, label=label)
     if not chart.lines:
         axes.text(0.5, 0.5, "no samples in this window", transform=axes.transAxes, ha="center", va="center")
-    axes.set_title(chart.title if len(chart.title) <= 90 else chart.title[:87] + "...", fontsize=9)
+    axes.set_title("\n".join(textwrap.wrap(chart.title, 100, max_lines=3, placeholder=" …")), fontsize=9)
+    values = [v for line in chart.lines for _, v in line.points]
+    if values and all(float(v).is_integer() for v in values):  # a count: 0, 1, 2, never 0.5
+        from matplotlib.ticker import MaxNLocator
+
+        axes.yaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.ticklabel_format(axis="y", style="plain", useOffset=False)
     axes.xaxis.set_major_formatter(dates.DateFormatter("%H:%M:%S", tz=timezone.utc))
     axes.set_xlabel("UTC", fontsize=8)
     axes.tick_params(labelsize=7)

@@ -59,8 +59,9 @@ class Facts:
     first_sign_how: str
     pages: list[Page]
     escalations: list[dict]  # {at, text}
-    timeline: list[dict]  # {at, kind, actor, text}
-    related: list[dict]  # {id, title, opened_at, state, shares}
+    timeline: list[dict]  # {at, kind, actor, detail, text}
+    related: list[dict]  # {id, title, opened_at, state, shares, alertname, lasted_s}
+    symptoms: list[dict] = field(default_factory=list)  # incidents that joined this one: {id, title, opened_at, state, priority}
     charts: list = field(default_factory=list)  # evidence.Chart
     stopped_at: float | None = None  # when the stack stopped, for a postmortem written after (then `now` too)
 
@@ -166,10 +167,10 @@ def incident_facts(incident: dict, others: list[dict], now: float, jobs_seen: li
         pages=[_page(p, result, due.get(i)) for i, (p, result) in enumerate(zip(pages, results))],
         escalations=[dict(at=parse_time(events[i]["at"]), text=what + _by(events[i]) + note)
                      for i, (what, note) in escalated.items()],
-        timeline=[dict(at=parse_time(e["at"]), kind=e["kind"], actor=e.get("actor") or "",
+        timeline=[dict(at=parse_time(e["at"]), kind=e["kind"], actor=e.get("actor") or "", detail=e.get("detail") or {},
                        text="".join(escalated[i]) if i in escalated else _with_fate(event_text(e), fates.get(i)))
                   for i, e in enumerate(events)],
-        related=related_incidents(incident, others, now),
+        related=related_incidents(incident, others, now), symptoms=symptoms_of(incident, others),
     )
 
 
@@ -239,19 +240,31 @@ def _places(labels: dict) -> set[tuple[str, ...]]:
     return places
 
 
+def symptoms_of(incident: dict, others: list[dict]) -> list[dict]:
+    """The incidents that joined `incident` as symptoms of its fault (`part_of`), oldest first."""
+    return [dict(id=other["id"], title=other.get("title", ""), opened_at=parse_time(other.get("opened_at")),
+                 state=other.get("state") or other.get("status"), priority=other.get("priority"))
+            for other in others if other.get("part_of") == incident["id"]]
+
+
 def related_incidents(incident: dict, others: list[dict], now: float) -> list[dict]:
     """Other incidents of the last 30 days (before now) on the same node or GPU, newest first."""
     mine = set().union(*(_places(a.get("labels") or {}) for a in incident.get("alerts") or []),
                        _places(incident.get("labels") or {}))
     found = []
+    same_fault = {incident["id"], incident.get("part_of")}  # its symptoms and its cause: this fault, not another
     for other in others:
         opened = parse_time(other.get("opened_at"))
-        if other["id"] == incident["id"] or opened is None or not now - RELATED_WITHIN_S <= opened <= now:
+        if (other["id"] in same_fault or other.get("part_of") == incident["id"] or opened is None
+                or not now - RELATED_WITHIN_S <= opened <= now):
             continue
         shared = mine & _places(other.get("labels") or {})
         if shared:
             gpu = next((p for p in shared if p[0] == "gpu"), None)
             shares = f"GPU {gpu[2]} of {gpu[1]}" if gpu else f"node {next(iter(shared))[1]}"
+            resolved = parse_time(other.get("resolved_at"))
             found.append(dict(id=other["id"], title=other.get("title", ""), opened_at=opened,
-                              state=other.get("state") or other.get("status"), shares=shares))
+                              state=other.get("state") or other.get("status"), shares=shares,
+                              alertname=(other.get("labels") or {}).get("alertname"),
+                              lasted_s=(resolved if resolved is not None else now) - opened))
     return sorted(found, key=lambda r: -r["opened_at"])

@@ -23,7 +23,9 @@ from vigil.common.prometheus_api import PrometheusClient
 from vigil.common.times import rfc3339, utc_text
 
 from . import charts, evidence
+from .analysis import Analysis, analyse
 from .facts import Facts, incident_facts
+from .history import Job, gather_history
 
 CONTENT_TYPES = {"md": "text/markdown; charset=utf-8", "html": "text/html; charset=utf-8", "pdf": "application/pdf"}
 PACKAGE_TEMPLATES = Path(__file__).parent / "templates"
@@ -38,6 +40,7 @@ class Postmortem:
     facts: Facts
     evidence: evidence.Evidence | None
     generated_at: float
+    analysis: Analysis | None = None
 
 
 def when(seconds: float | None) -> str:
@@ -84,14 +87,27 @@ def gather(incident: dict, others: list[dict], prometheus: PrometheusClient | No
     facts = incident_facts(incident, others, now, jobs_seen=found.jobs if found else (),
                            first_sign_at=found.first_sign_at if found else None,
                            first_sign_how=found.first_sign_how if found else "unknown: no Prometheus to ask")
+    jobs, histories = [Job(job, _owner(incident, job), 0) for job in facts.jobs], []
     if found:
         marks = [("first sign", facts.first_sign_at, "tab:purple"), ("incident opened", facts.opened_at, "tab:orange"),
-                 ("resolved", facts.resolved_at, "tab:green")]
+                 ("acknowledged", facts.acknowledged_at, "tab:blue"), ("resolved", facts.resolved_at, "tab:green")]
         for chart in found.charts:
             chart.png = charts.draw(chart, marks)
         facts.charts = found.charts
+        jobs, histories, problems = gather_history(prometheus, facts.gpus, facts.jobs, evidence.window(incident, now),
+                                                   facts.first_alert["at"], facts.first_sign_at)
+        found.problems += [problem for problem in problems if problem not in found.problems]  # said once
     facts.stopped_at = stopped_at
-    return Postmortem(facts, found, generated_at)
+    return Postmortem(facts, found, generated_at, analyse(facts, jobs, histories))
+
+
+def _owner(incident: dict, job_id: str) -> str:
+    """A job's owner as its alerts' labels say (tenant/user), when Prometheus is not asked."""
+    for alert in incident.get("alerts") or [incident]:
+        labels = alert.get("labels") or {}
+        if labels.get("job_id") == job_id:
+            return "/".join(p for p in (labels.get("tenant"), labels.get("user")) if p) or "unknown"
+    return "unknown"
 
 
 def render(postmortem: Postmortem, fmt: str = "md", templates: Path | None = None,
@@ -102,7 +118,8 @@ def render(postmortem: Postmortem, fmt: str = "md", templates: Path | None = Non
         raise ValueError(f"unknown postmortem format {fmt!r}; expected one of {', '.join(CONTENT_TYPES)}")
     f = postmortem.facts
     urls = chart_urls or ["data:image/png;base64," + base64.b64encode(c.png).decode() for c in f.charts]
-    context = dict(f=f, ev=postmortem.evidence, charts=list(zip(f.charts, urls)), generated_at=postmortem.generated_at)
+    context = dict(f=f, a=postmortem.analysis or analyse(f, [], []), ev=postmortem.evidence,
+                   charts=list(zip(f.charts, urls)), generated_at=postmortem.generated_at)
     name = "postmortem.md.j2" if fmt == "md" else "postmortem.html.j2"
     try:
         text = environment(templates).get_template(name).render(**context)
