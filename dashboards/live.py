@@ -92,14 +92,19 @@ class LiveResult:
         return self.dashboard, self.panel
 
 
-def variable_values(model: dict, client: PrometheusClient) -> dict[str, str]:
-    """Each variable's first value (sorted) from the live Prometheus; a variable without values is left out."""
+def variable_values(model: dict, client: PrometheusClient, chosen: dict[str, str] | None = None) -> dict[str, str]:
+    """Each variable's first value (sorted) from the live Prometheus, or the value `chosen` for it (the
+    variables after it are then resolved with that one, as Grafana does); a variable without values is
+    left out."""
     values: dict[str, str] = {}
     for var in (model.get("templating") or {}).get("list") or []:
         expr = variable_query(var)
         if expr is None:
             continue
         label = var.get("name")
+        if chosen and label in chosen:
+            values[label] = chosen[label]
+            continue
         found = sorted({sample.labels.get(label, "") for sample in client.query(expand(expr, values, LIVE_BUILTINS)[0])}
                        - {""})
         if label and found:

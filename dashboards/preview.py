@@ -19,18 +19,42 @@ ROW_INCH, COLUMN_INCH = 0.42, 0.8  # one grid unit
 _LEGEND = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 
+_SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def _plain(value: float) -> str:
+    """Three significant digits without scientific notation: 0.00123, 123, 1.23 (never 1.23e-03)."""
+    if value == 0 or abs(value) >= 1:
+        return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
+    digits = max(0, 2 - int(f"{abs(value):e}".split("e")[1]))  # 3 significant digits after the leading zeros
+    return f"{value:.{digits}f}".rstrip("0").rstrip(".")
+
+
 def format_value(value: float, unit: str) -> str:
-    """`value` the way Grafana shows `unit` (the units vigil's panels use)."""
+    """`value` the way Grafana shows `unit` (the units vigil's panels use): large values with an SI prefix
+    (22 kW, not 2.2e+04 W), small ones in plain digits."""
     if value != value:  # NaN
         return "NaN"
     if unit == "percentunit":
-        return f"{value * 100:.3g}%"
+        return f"{_plain(value * 100)}%"
     if unit == "bytes":
         return f"{value / 2**30:.1f} GiB" if abs(value) >= 2**30 else f"{value / 2**20:.0f} MiB"
-    suffix = {"watt": " W", "celsius": " °C", "s": " s", "hertz": " Hz", "ops": "/s"}.get(unit, "")
+    suffix = {"watt": "W", "celsius": "°C", "s": "s", "hertz": "Hz", "ops": "/s"}.get(unit, "")
     if unit.startswith("suffix:"):
-        suffix = " " + unit.split(":", 1)[1].strip()
-    return f"{value:.3g}{suffix}"
+        suffix = unit.split(":", 1)[1].strip()
+    scalable = unit not in ("celsius", "s") and not unit.startswith("suffix:")
+    for size, prefix in _SI if scalable else ():
+        if abs(value) >= size:
+            return f"{_plain(value / size)} {prefix}{suffix}".rstrip()
+    return f"{_plain(value)} {suffix}".rstrip() if suffix not in ("/s",) else f"{_plain(value)}/s"
+
+
+def table_text(samples: list[tuple[dict[str, str], str]], rows: int = 10) -> str:
+    """A table panel as Grafana shows it: a column per label (the series' identity), then the value."""
+    columns = sorted({k for labels, _ in samples for k in labels} - {"__name__", "job", "instance", "uuid"})
+    cells = [columns + ["Value"]] + [[labels.get(c, "") for c in columns] + [value] for labels, value in samples[:rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in cells)
 
 
 def _legend(target: dict, labels: dict[str, str]) -> str:
@@ -69,34 +93,36 @@ def _draw_panel(axes, panel: dict, queries: list[tuple[dict, str]], client: Prom
             axes.legend(fontsize=5, loc="upper left", frameon=False)
         axes.grid(alpha=0.3)
     else:
-        lines = []
+        lines, samples = [], []
         for target, query in queries:
             for sample in client.query(query):
                 any_data = True
                 lines.append((_legend(target, sample.labels), format_value(sample.value, unit)))
+                samples.append((sample.labels, format_value(sample.value, unit)))
         axes.set_axis_off()
         if kind == "stat":
             text = "\n".join(value if len(lines) == 1 else f"{name}: {value}" for name, value in lines[:4])
             axes.text(0.5, 0.45, text, ha="center", va="center", fontsize=14 if len(lines) == 1 else 8,
                       transform=axes.transAxes, weight="bold")
         else:
-            text = "\n".join(f"{name}  {value}" for name, value in lines[:10])
-            axes.text(0.01, 0.95, text, ha="left", va="top", fontsize=6, family="monospace", transform=axes.transAxes)
+            axes.text(0.01, 0.95, table_text(samples), ha="left", va="top", fontsize=6, family="monospace",
+                      transform=axes.transAxes)
     if not any_data:
         axes.text(0.5, 0.5, "No data", ha="center", va="center", fontsize=8, color="grey", transform=axes.transAxes)
     return any_data
 
 
 def render_png(model: dict, client: PrometheusClient, now: float | None = None, window_s: float = 600,
-               step_s: float = 5) -> tuple[bytes, int, int]:
-    """(PNG of the dashboard, panels drawn, panels with data)."""
+               step_s: float = 5, chosen: dict[str, str] | None = None) -> tuple[bytes, int, int, dict[str, str]]:
+    """(PNG of the dashboard, panels drawn, panels with data, the variables' values it was drawn with);
+    `chosen`: variable values to show (the others take their first value)."""
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
     now = time.time() if now is None else now
-    values = variable_values(model, client)
+    values = variable_values(model, client, chosen)
     everything = panels(model)
     rows = max((p["gridPos"]["y"] + p["gridPos"]["h"] for p in everything), default=1)
     figure = Figure(figsize=(24 * COLUMN_INCH, rows * ROW_INCH + 0.6), dpi=80)
@@ -124,4 +150,4 @@ def render_png(model: dict, client: PrometheusClient, now: float | None = None, 
         drawn += 1
     out = io.BytesIO()
     figure.savefig(out, format="png")
-    return out.getvalue(), drawn, with_data
+    return out.getvalue(), drawn, with_data, values

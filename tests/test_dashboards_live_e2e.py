@@ -124,6 +124,14 @@ def test_preview_draws_every_dashboard_from_live_data(prometheus, tmp_path):
     for uid in ("vigil-fleet", "vigil-node", "vigil-gpu", "vigil-stack"):
         assert int(drawn[uid]) >= 10, result.output
         assert (tmp_path / f"{uid}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the variables as Grafana's var-NAME would set them: the GPU dashboard of node-2's GPU 1, not the first
+    chosen = CliRunner().invoke(main, ["dashboards", "preview", "--prometheus-url", prometheus.url, "-o",
+                                       str(tmp_path / "chosen"), "--window", "1m", "--var", "node=node-2",
+                                       "--var", "gpu=1"])
+    assert chosen.exit_code == 0, chosen.output
+    assert re.search(r"/vigil-gpu\.png: \d+ of \d+ panels with data \(node=node-2, gpu=1\)", chosen.output), chosen.output
+    bad = CliRunner().invoke(main, ["dashboards", "preview", "--var", "node"])
+    assert bad.exit_code == 2 and "expected NAME=VALUE" in bad.output
 
 
 def test_the_error_panels_show_the_fault_after_a_gpu_falls_off_the_bus(stack, prometheus):
@@ -158,3 +166,13 @@ def test_the_error_panels_show_the_fault_after_a_gpu_falls_off_the_bus(stack, pr
              & {"GpuFallenOffBus", "GpuCriticalXid"}, 60, "the lost GPU's alerts to show on its node's row")
     rows = {(s.labels["alertname"], s.labels["node"]) for s in prometheus.query(on_nodes.query)}
     assert all(node == "node-1" or name.endswith("BelowJobPeers") or name.startswith("Job") for name, node in rows), rows
+    # the preview of the stack opens on what broke: the lost GPU of the open incident, not the first GPU
+    from click.testing import CliRunner
+
+    from vigil.cli import main
+
+    focused = CliRunner().invoke(main, ["dashboards", "preview", "--run-dir", str(stack.run_dir), "--window", "1m"])
+    assert focused.exit_code == 0, focused.output
+    assert re.search(r"^showing node=node-1, gpu=1: incident #\d+ \(\w+\), open$", focused.output, re.M), focused.output
+    assert re.search(r"/vigil-gpu\.png: \d+ of \d+ panels with data \(node=node-1, gpu=1\)", focused.output)
+    assert (stack.run_dir / "dashboard-previews" / "vigil-gpu.png").is_file()  # in the run dir, not the repository

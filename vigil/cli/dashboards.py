@@ -134,27 +134,77 @@ def check(files: tuple[Path, ...]):
     click.echo(f"OK: {len(models)} dashboards pass the offline checks")
 
 
+def _variables(pairs: tuple[str, ...]) -> dict[str, str]:
+    chosen = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise click.BadParameter(f"{pair!r}: expected NAME=VALUE, e.g. node=node-3", param_hint="--var")
+        chosen[name.strip()] = value.strip()
+    return chosen
+
+
+def _stack_focus(run_dir: Path) -> tuple[str | None, dict[str, str], str]:
+    """(the stack's Prometheus URL, the node and GPU of its newest open incident, what was chosen) of the
+    stack running in `run_dir`; (None, {}, "") when none runs there."""
+    import requests
+
+    from vigil.stack.client import StackClient
+    from vigil.stack.runstate import NoStack
+
+    try:
+        client = StackClient.from_run_dir(run_dir)
+    except NoStack:
+        return None, {}, ""
+    try:
+        open_ones = [i for i in client.incidents(200) if i.get("state") != "resolved" and i.get("part_of") is None
+                     and (i.get("labels") or {}).get("node")]
+    except (requests.RequestException, ValueError):  # the notifier is not answering: draw with the first values
+        return client.prometheus, {}, ""
+    if not open_ones:
+        return client.prometheus, {}, ""
+    on_gpu = [i for i in open_ones if (i.get("labels") or {}).get("gpu") not in (None, "")]
+    newest = (on_gpu or open_ones)[-1]  # a GPU's fault before a node-wide one: the GPU dashboard shows it
+    labels = newest["labels"]
+    focus = {key: str(labels[key]) for key in ("node", "gpu") if labels.get(key) not in (None, "")}
+    return client.prometheus, focus, f"incident #{newest['id']} ({labels.get('alertname', '?')})"
+
+
 @dashboards.command()
-@click.option("--prometheus", "--prometheus-url", "prometheus_url", type=HttpUrl(), default=DEFAULT_PROMETHEUS_URL, show_default=True,
-              help="The Prometheus to fill the panels from (a running `vigil up` stack's).")
-@click.option("-o", "--output", type=_DIR, default=Path("docs/img/dashboards"), show_default=True,
-              help="Folder to write <uid>.png into.")
+@click.option("--prometheus", "--prometheus-url", "prometheus_url", type=HttpUrl(), default=None,
+              help="The Prometheus to fill the panels from.  [default: the stack's in --run-dir, else "
+                   f"{DEFAULT_PROMETHEUS_URL}]")
+@click.option("--run-dir", type=click.Path(path_type=Path), default=Path(".vigil"), show_default=True,
+              help="Run directory of the `vigil up` stack to draw: its Prometheus, and its newest open incident's node "
+                   "and GPU as the variables (what broke, not the first healthy node).")
+@click.option("-o", "--output", type=_DIR, default=None,
+              help="Folder to write <uid>.png into.  [default: RUN_DIR/dashboard-previews]")
+@click.option("--var", "variables", multiple=True, metavar="NAME=VALUE",
+              help="A dashboard variable's value, as Grafana's var-NAME (repeatable: --var node=node-3 --var gpu=5); "
+                   "the others take their first value.")
 @click.option("--window", type=Duration(), default="10m", show_default=True, help="Time range of the graphs.")
-def preview(prometheus_url: str, output: Path, window: float):
+def preview(prometheus_url: str | None, run_dir: Path, output: Path | None, variables: tuple[str, ...], window: float):
     """Draw each dashboard to PNG from live data (matplotlib, laid out on the dashboard's grid): what an SRE
     would see in Grafana, without Grafana."""
     from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
     from vigil.dashboards.build import dashboard_models
     from vigil.dashboards.preview import render_png
 
-    client = PrometheusClient(prometheus_url)
+    chosen = _variables(variables)
+    stack_url, focus, why = _stack_focus(run_dir)
+    if not chosen and focus:
+        chosen = focus
+        click.echo(f"showing {', '.join(f'{k}={v}' for k, v in focus.items())}: {why}, open")
+    client = PrometheusClient(prometheus_url or stack_url or DEFAULT_PROMETHEUS_URL)
+    output = output or run_dir / "dashboard-previews"
     try:
         client.query("vector(1)")  # unreachable: say so once, before drawing a board of red panels
         output.mkdir(parents=True, exist_ok=True)
         for model in dashboard_models():
-            png, drawn, with_data = render_png(model, client, window_s=window)
+            png, drawn, with_data, values = render_png(model, client, window_s=window, chosen=chosen)
             (output / f"{model['uid']}.png").write_bytes(png)
-            click.echo(f"{output / (model['uid'] + '.png')}: {with_data} of {drawn} panels with data")
+            shown = f" ({', '.join(f'{k}={v}' for k, v in values.items())})" if values else ""
+            click.echo(f"{output / (model['uid'] + '.png')}: {with_data} of {drawn} panels with data{shown}")
     except PrometheusUnavailable as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
