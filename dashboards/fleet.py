@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from grafana_foundation_sdk.builders.dashboard import Row
 
-from .panels import (BYTES, CELSIUS, COUNT, GPU_HOURS, GPU_JOB, PERCENT, SECONDS, WATTS, dashboard, drill, graph,
+from .panels import (BYTES, CELSIUS, COUNT, GPU_HOURS, GPU_JOB, NO_XID, PERCENT, SECONDS, WATTS, dashboard, drill, graph,
                      heat, listing, profiling, single, xids)
 
 UID = "vigil-fleet"
@@ -37,7 +37,7 @@ def _health(board):
                                thresholds=((None, "green"), (1, "orange"))))
             .with_panel(single("Nodes down", f'count(up{{job="{GPU_JOB}"}} == 0) or vector(0)', COUNT,
                                "GPU nodes whose exporter Prometheus cannot scrape.", thresholds=red_when_any))
-            .with_panel(single("XID errors", f"sum({xids(window='$__range')})", COUNT,
+            .with_panel(single("XID errors", f"sum({xids(window='$__range')}) or vector(0)", COUNT,
                                "XID errors the drivers reported in the dashboard's time range.",
                                thresholds=((None, "green"), (1, "orange"))))
             .with_panel(single("Firing alerts", 'sum by (severity) (ALERTS{alertstate="firing"})', COUNT,
@@ -68,14 +68,14 @@ def _errors(board):
             .with_panel(graph("XID errors by class",
                               f"sum by (class) ({xids()})", COUNT,
                               "XID errors by class: critical (hardware), warning, application, unknown.",
-                              stacked=True))
+                              stacked=True, empty=NO_XID))
             .with_panel(graph("ECC errors by type",
                               "sum by (error_type, counter_type) (increase(vigil_gpu_ecc_errors_total[$__rate_interval]))",
                               COUNT, "Corrected (single-bit) and uncorrected (double-bit) ECC errors.", stacked=True))
             .with_panel(listing("GPUs with errors now",
                                 f"sum by (node, gpu) ({xids(window='$__range')}) > 0", COUNT,
                                 "GPUs that reported an XID in the time range; click one for its detail.",
-                                links=[_TO_GPU])))
+                                links=[_TO_GPU], empty="none: no GPU reported an XID")))
 
 
 def _jobs(board):
@@ -106,7 +106,7 @@ def _kpis(board):
     allocated = f"avg_over_time(count(vigil_gpu_job)[$__range:$__interval]) * {hours}"
     used = f"avg_over_time(sum(job_gpu:vigil_gpu_utilization:ratio)[$__range:$__interval]) * {hours}"
     gpu_days = f"avg_over_time(sum(vigil_gpu_up)[$__range:$__interval]) * {days}"
-    incidents = "sum(" + xids('{class="critical"}', "$__range") + ")"
+    incidents = "(sum(" + xids('{class="critical"}', "$__range") + ") or vector(0))"
     return (board.with_row(Row("Team KPIs (time range)"))
             .with_panel(single("GPU-hours allocated vs. used", [(allocated, "allocated"), (used, "used")],
                                GPU_HOURS, "GPU-hours jobs held, and the same weighted by utilization: the gap is "

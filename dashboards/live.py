@@ -28,14 +28,12 @@ _ONCALL_WINDOW = ("the notifier's vigil_oncall_* figures have a series per team 
                   "prove the figures)")
 # (dashboard uid, panel title) or (uid, title, query refId) -> why it may show no data in a healthy demo
 EMPTY_WHEN_HEALTHY = {
-    ("vigil-fleet", "XID errors"): _NO_ERRORS,
     ("vigil-fleet", "XID errors by class"): _NO_ERRORS,
     ("vigil-fleet", "GPUs with errors now"): _NO_ERRORS,
     ("vigil-fleet", "Allocated GPUs idle by team"): _RECORDED + "; and no allocated GPU may be idle",
     ("vigil-fleet", "Jobs"): _RECORDED,
     ("vigil-fleet", "GPU-hours allocated vs. used", "B"): _RECORDED,
     ("vigil-fleet", "Usage efficiency"): _RECORDED,
-    ("vigil-fleet", "Hardware incidents per 1,000 GPU-days"): _NO_ERRORS,
     ("vigil-fleet", "MTTR"): "no incident has been resolved in a fresh demo",
     ("vigil-node", "XID errors"): _NO_ERRORS,
     ("vigil-node", "Jobs"): _PLAIN_NODE,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from grafana_foundation_sdk.builders.dashboard import Row
 
-from .panels import (BYTES, CELSIUS, COUNT, GPU_JOB, PERCENT, SECONDS, WATTS, dashboard, drill, graph, listing,
-                     single, variable, xids)
+from .panels import (BYTES, CELSIUS, COUNT, GPU_JOB, NO_INFINIBAND, NO_XID, PERCENT, SECONDS, WATTS, dashboard, drill,
+                     graph, listing, single, variable, xids)
 
 UID = "vigil-node"
 GPU_UID, JOB_UID = "vigil-gpu", "vigil-job"
@@ -56,14 +56,14 @@ def build():
                                links=[_TO_GPU]))
              .with_panel(graph("XID errors", f"sum by (gpu, class) ({xids(f'{{{N}}}')})", COUNT,
                                "XID errors by GPU and class.", width=12,
-                               links=[_TO_GPU])))
+                               links=[_TO_GPU], empty=NO_XID)))
     return (board.with_row(Row("Disks, network, jobs"))
             .with_panel(listing("Disks", [(f"vigil_disk_smart_healthy{{{N}}}", "healthy"),
                                           (f"vigil_disk_temperature_celsius{{{N}}}", "temperature")], COUNT,
                                 "SMART health (1 healthy) and temperature of each disk.", width=8))
             .with_panel(graph("InfiniBand port errors", f"sum by (device, port, counter) (increase("
                               f"vigil_infiniband_port_errors_total{{{N}}}[$__rate_interval]))", COUNT,
-                              "Error counters of the node's InfiniBand ports.", width=8))
+                              "Error counters of the node's InfiniBand ports.", width=8, empty=NO_INFINIBAND))
             .with_panel(listing("Jobs", f"job_node:vigil_gpu_job:count{{{N}}}", COUNT,
                                 "Jobs on this node and how many of its GPUs each holds; click one for the job.",
                                 width=8, links=[_TO_JOB])))

@@ -72,15 +72,23 @@ def _queries(panel, queries):
     return panel
 
 
-def _common(panel, title: str, description: str, unit: str, width: int, height: int, links):
+# what a panel says instead of "No data" when nothing is wrong or its source is missing (`empty=`)
+NO_XID = "0: no XID"
+NO_INFINIBAND = "no InfiniBand port here"
+
+
+def _common(panel, title: str, description: str, unit: str, width: int, height: int, links, empty: str | None = None):
     panel = panel.title(title).description(description).datasource(DATASOURCE).unit(unit).span(width).height(height)
+    if empty:  # Grafana shows this text where it would say "No data"
+        panel = panel.no_value(empty)
     return panel.data_links(links) if links else panel
 
 
 def graph(title: str, queries, unit: str, description: str, width: int = 12, height: int = 8, links=(),
-          minimum: float | None = None, maximum: float | None = None, stacked: bool = False) -> timeseries.Panel:
-    """A time series panel."""
-    panel = _common(timeseries.Panel(), title, description, unit, width, height, list(links))
+          minimum: float | None = None, maximum: float | None = None, stacked: bool = False,
+          empty: str | None = None) -> timeseries.Panel:
+    """A time series panel; `empty`: what it says when no series has data (a count of nothing: 0)."""
+    panel = _common(timeseries.Panel(), title, description, unit, width, height, list(links), empty)
     panel = panel.fill_opacity(10).legend(common_builders.VizLegendOptions().display_mode(
         common.LegendDisplayMode.TABLE).placement(common.LegendPlacement.BOTTOM).show_legend(True)
         .calcs(["mean", "max"]))
@@ -106,9 +114,9 @@ def single(title: str, queries, unit: str, description: str, width: int = 4, hei
 
 
 def listing(title: str, queries, unit: str, description: str, width: int = 12, height: int = 8,
-            links=()) -> table.Panel:
+            links=(), empty: str | None = None) -> table.Panel:
     """A table of the series of instant queries (labels as columns)."""
-    panel = _common(table.Panel(), title, description, unit, width, height, list(links))
+    panel = _common(table.Panel(), title, description, unit, width, height, list(links), empty)
     for index, (expr, legend) in enumerate([(queries, "")] if isinstance(queries, str) else queries):
         panel = panel.with_target(query(expr, legend, ref=chr(ord("A") + index), instant=True)
                                   .format(PromQueryFormat.TABLE))

@@ -102,6 +102,9 @@ def test_every_panel_query_returns_data_from_the_demo_prometheus(prometheus):
     found = results(prometheus)
     assert len(found) > 80  # every query of every dashboard ran
     assert [f"{r.dashboard} / {r.panel}: {r.error}" for r in found if r.error] == []
+    with_data = sum(r.series > 0 for r in found)
+    print(f"\n{with_data} of {len(found)} panel queries return data ({with_data / len(found):.0%}) on a fresh demo; "
+          f"the other {len(found) - with_data} each have their reason in dashboards/live.py")
     empty = [f"{r.dashboard} / {r.panel} ({r.ref}): {r.query}" for r in found if r.series == 0 and not allowed_empty(r)]
     assert empty == [], "panels without data:\n" + "\n".join(empty)
     # the node, GPU and job views resolved their variables to a live node, GPU and job (the AIOps view's
@@ -138,8 +141,7 @@ def test_the_error_panels_show_the_fault_after_a_gpu_falls_off_the_bus(stack, pr
     control = stack.state()["urls"]["gpu_control"]
     r = requests.post(f"{control}/chaos/inject", json={"fault": "xid79", "node": "node-1", "gpu": 1}, timeout=5)
     assert r.status_code == 200, r.text
-    checked = [("vigil-fleet", "XID errors"), ("vigil-fleet", "XID errors by class"),
-               ("vigil-fleet", "GPUs with errors now"), ("vigil-fleet", "Hardware incidents per 1,000 GPU-days"),
+    checked = [("vigil-fleet", "XID errors by class"), ("vigil-fleet", "GPUs with errors now"),
                ("vigil-stack", "Alert ingest"), ("vigil-oncall", "Firing alerts on nodes"),
                ("vigil-oncall", "Pages sent by channel and result"), ("vigil-oncall", "Escalation tiers paged")]
     assert all(key in EMPTY_WHEN_HEALTHY for key in checked)
