@@ -23,7 +23,8 @@ INSPECT_HARDWARE = "inspect_hardware"  # the fault came back after reboots: rese
 # the actions of paging alerts that are no XID (their rules set the label): an overheating GPU, a node gone
 COOL_GPU = "cool_gpu"  # drain the GPU and find why it runs hot
 CHECK_NODE = "check_node"  # the node stopped answering: reach it out of band
-ACTIONS = (RESTART_JOB, WATCH, RESET_GPU, REBOOT_NODE, INSPECT_HARDWARE, COOL_GPU, CHECK_NODE)
+RESUBMIT_JOB = "resubmit_job"  # a job hangs on healthy GPUs: its owner cancels and resubmits it
+ACTIONS = (RESTART_JOB, WATCH, RESET_GPU, REBOOT_NODE, INSPECT_HARDWARE, COOL_GPU, CHECK_NODE, RESUBMIT_JOB)
 # each action as a page tells it to the person on call
 ACTION_TEXT = MappingProxyType({
     RESTART_JOB: "restart the job (the GPU is healthy: the program caused it)",
@@ -33,6 +34,7 @@ ACTION_TEXT = MappingProxyType({
     INSPECT_HARDWARE: "inspect the hardware: reseat, test or replace the GPU (the fault came back)",
     COOL_GPU: "drain the GPU and check its cooling (fans, airflow, rack inlet); return it below 85 °C",
     CHECK_NODE: "reach the node out of band (BMC: power, console); reboot it if hung, else restart its exporter",
+    RESUBMIT_JOB: "dump the job's stacks (py-spy dump), cancel it and resubmit it from its last checkpoint",
 })
 XID_METRIC = "vigil_gpu_xid_errors_total"
 
