@@ -16,6 +16,8 @@ from pathlib import Path
 
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 
+from .panels import INCIDENTS
+
 from vigil.rules.dump import dump_yaml
 
 from . import aiops, disks, fleet, gpu, job, node, oncall, stack
@@ -37,8 +39,19 @@ def dashboard_models() -> list[dict]:
         model = json.loads(json.dumps(module.build().build(), cls=JSONEncoder))
         for number, panel in enumerate(model.get("panels", []), start=1):
             panel["id"] = number
+        annotation_formats(model)
         models.append(model)
     return models
+
+
+def annotation_formats(model: dict) -> None:
+    """The incidents annotation's title, text and tags, from the labels of `vigil_incident_open` (fields of
+    Grafana's Prometheus annotation that grafana-foundation-sdk does not model)."""
+    for annotation in (model.get("annotations") or {}).get("list") or []:
+        if annotation.get("name") == INCIDENTS:
+            annotation.update(titleFormat="#{{incident_id}} {{alertname}} ({{priority}})",
+                              textFormat="{{state}}: node {{node}} GPU {{gpu}} {{job_id}}",
+                              tagKeys="priority,team,node", step="30s", useValueForTime=False)
 
 
 def provisioning(prometheus_url: str = DEFAULT_PROMETHEUS_URL, scrape_interval: str = "15s") -> dict[str, dict]:

@@ -11,7 +11,7 @@ from .panels import (BYTES, CELSIUS, COUNT, HERTZ, NO_XID, PERCENT, WATTS, dashb
 
 UID = "vigil-gpu"
 NODE_UID, JOB_UID = "vigil-node", "vigil-job"
-G = 'node="$node", gpu="$gpu"'
+G = 'node="$node", gpu=~"$gpu"'  # $gpu is multi-select: one GPU, several to compare, or All
 
 # the newest XID series by its last time (NVML), else DCGM's last code made a label: "XID 79" either way
 LAST_XID = (f"topk(1, vigil_gpu_xid_last_seen_timestamp_seconds{{{G}}}) "
@@ -27,9 +27,10 @@ def _increase(metric: str, by: str) -> str:
 
 def build():
     board = (dashboard(UID, "vigil / GPU", "One GPU: identity, real activity, memory, power, heat, clocks, errors "
-                       "and the jobs that held it.", ("gpu",))
+                       "and the jobs that held it.", ("gpu",),
+                       incidents_expr='vigil_incident_open{node="$node", gpu=~"$gpu|"}')  # and its node's
              .with_variable(variable("node", "Node", "label_values(vigil_gpu_up, node)"))
-             .with_variable(variable("gpu", "GPU", 'label_values(vigil_gpu_up{node="$node"}, gpu)')))
+             .with_variable(variable("gpu", "GPU", 'label_values(vigil_gpu_up{node="$node"}, gpu)', multi=True)))
     board = (board.with_row(Row("GPU $gpu on $node"))
              .with_panel(listing("Identity", f"vigil_gpu_info{{{G}}}", COUNT,
                                  "Model, UUID, serial, PCI bus, driver and CUDA versions.", width=12, height=4,

@@ -24,7 +24,10 @@ def on_job(expr: str) -> str:
 
 def build():
     board = (dashboard(UID, "vigil / Job", "One training job: its GPUs' hardware metrics while it held them "
-                       "(joined with vigil_gpu_job on node and GPU).", ("job",))
+                       "(joined with vigil_gpu_job on node and GPU).", ("job",),
+                       # the job's own incidents, and those of the GPUs it holds (a GPU's alert names no job)
+                       incidents_expr='vigil_incident_open{job_id="$job_id"} or (vigil_incident_open and on (node, gpu) '
+                                      'vigil_gpu_job{job_id="$job_id"})')
              .with_variable(variable("job_id", "Job", "label_values(vigil_gpu_job, job_id)")))
     board = (board.with_row(Row("Job $job_id"))
              .with_panel(listing("Job", 'vigil_job_info{job_id="$job_id"}', COUNT,

@@ -22,7 +22,8 @@ def _gpu_graph(title: str, metric: str, unit: str, description: str, **kwargs):
 
 def build():
     board = (dashboard(UID, "vigil / Node", "One node: its GPUs compared with each other, its exporter, disks, "
-                       "InfiniBand ports and the jobs it runs.", ("node",))
+                       "InfiniBand ports and the jobs it runs.", ("node",),
+                       incidents_expr='vigil_incident_open{node="$node"}')
              .with_variable(variable("node", "Node", "label_values(vigil_node_gpus_expected, node)")))
     board = (board.with_row(Row("Node $node"))
              .with_panel(single("Exporter up", f'up{{job="{GPU_JOB}", {N}}}', COUNT,

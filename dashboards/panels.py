@@ -138,10 +138,25 @@ def variable(name: str, label: str, expr: str, multi: bool = False) -> dash.Quer
     return var.multi(True).include_all(True).all_value(".*") if multi else var
 
 
-def dashboard(uid: str, title: str, description: str, tags: tuple[str, ...] = ()) -> dash.Dashboard:
-    """A dashboard with vigil's defaults: last 6 hours, 30 s refresh, shared crosshair, UTC, read-only."""
+# the notifier's open incidents (`vigil_incident_open`, one series per fault) as annotation regions; each
+# dashboard narrows them to what it shows. Grafana's Prometheus annotation fields the SDK does not model
+# (title, text, tags) are added by `build.annotation_formats`.
+INCIDENTS = "Incidents"
+ALL_INCIDENTS = "vigil_incident_open"
+
+
+def incidents(expr: str = ALL_INCIDENTS) -> dash.AnnotationQuery:
+    """The incidents annotation: a red region for each open incident `expr` returns."""
+    return dash.AnnotationQuery().name(INCIDENTS).datasource(DATASOURCE).expr(expr).enable(True).icon_color("red")
+
+
+def dashboard(uid: str, title: str, description: str, tags: tuple[str, ...] = (),
+              incidents_expr: str = ALL_INCIDENTS) -> dash.Dashboard:
+    """A dashboard with vigil's defaults: last 6 hours, 30 s refresh, shared crosshair, UTC, read-only, and
+    the notifier's open incidents (`incidents_expr`) as annotations."""
     return (dash.Dashboard(title).uid(uid).description(description).tags([TAG, *tags]).time("now-6h", "now")
             .refresh("30s").timezone("utc").tooltip(DashboardCursorSync.CROSSHAIR).readonly()
+            .annotation(incidents(incidents_expr))
             .link(dash.DashboardLink("vigil dashboards").type(DashboardLinkType.DASHBOARDS).tags([TAG])
                   .as_dropdown(True).keep_time(True).include_vars(True)))
 

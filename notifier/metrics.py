@@ -77,6 +77,23 @@ class StoreCollector:
         yield GaugeMetricFamily("vigil_notifier_escalations_pending",
                                 "Incidents whose escalation waits for its next step (a tier, or an ack's expiry).",
                                 value=self._store.escalations.pending_count())
+        yield open_incidents(self._store.notifications.open_faults(OPEN_SHOWN))
+
+
+OPEN_SHOWN = 200  # the newest open incidents published one series each (bounded: a storm is not a label explosion)
+OPEN_LABELS = ("alertname", "node", "gpu", "job_id", "team")
+
+
+def open_incidents(faults: list[tuple[int, dict, str | None, bool]]) -> GaugeMetricFamily:
+    """`vigil_incident_open`: 1 per incident firing now (one per fault: symptoms that joined one are left
+    out), what Grafana draws as an annotation region on the dashboards of its node, GPU or job."""
+    family = GaugeMetricFamily("vigil_incident_open", "1 while the incident is open (firing and joined to no other); "
+                               "the dashboards' incident annotations.",
+                               labels=["incident_id", "priority", "state", *OPEN_LABELS])
+    for incident_id, labels, priority, acknowledged in faults:
+        family.add_metric([str(incident_id), priority or "none", "acknowledged" if acknowledged else "triggered",
+                           *(str(labels.get(key, "")) for key in OPEN_LABELS)], 1)
+    return family
 
 
 class HeartbeatCollector:

@@ -178,3 +178,10 @@ def test_the_error_panels_show_the_fault_after_a_gpu_falls_off_the_bus(stack, pr
     assert re.search(r"^showing node=node-1, gpu=1: incident #\d+ \(\w+\), open$", focused.output, re.M), focused.output
     assert re.search(r"/vigil-gpu\.png: \d+ of \d+ panels with data \(node=node-1, gpu=1\)", focused.output)
     assert (stack.run_dir / "dashboard-previews" / "vigil-gpu.png").is_file()  # in the run dir, not the repository
+    # the incident is an annotation on the lost GPU's dashboard (the notifier's vigil_incident_open)
+    [annotation] = [a for m in dashboard_models() if m["uid"] == "vigil-gpu" for a in m["annotations"]["list"]
+                    if a["name"] == "Incidents"]
+    on_gpu, _, _ = expand(annotation["expr"], {"node": "node-1", "gpu": "1"}, LIVE_BUILTINS)
+    wait_for(lambda: {s.labels.get("alertname") for s in prometheus.query(on_gpu)} & {"GpuFallenOffBus", "GpuCriticalXid"},
+             60, "the lost GPU's incident as an annotation of its dashboard")
+    assert annotation["titleFormat"].startswith("#{{incident_id}}")

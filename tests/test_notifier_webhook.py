@@ -239,3 +239,19 @@ def test_metrics_show_the_outbox_and_firing_incidents(client):
     assert metric(client, 'vigil_notifier_outbox_deliveries{state="pending"}') == 3
     assert metric(client, 'vigil_notifier_outbox_deliveries{state="failed"}') == 0
     assert metric(client, "vigil_notifier_incidents_firing") == 1
+
+
+def test_each_open_incident_is_one_series_for_the_dashboards_annotations(client):
+    """`vigil_incident_open`: one series per open fault with what Grafana's annotation shows; a resolved
+    incident leaves it, an acknowledgement changes its state."""
+    first = client.post(HOOK, json=payload(alert("a", gpu="3", job_id="4242"), group_key="g1"), headers=AUTH).json()
+    second = client.post(HOOK, json=payload(alert("b", gpu="5"), group_key="g2"), headers=AUTH).json()
+    client.post(f"/api/v1/incidents/{first['incident_id']}/ack", json={"by": "ana"}, headers=AUTH)
+    client.post(HOOK, json=payload(alert("b", gpu="5", status="resolved"), group_key="g2"), headers=AUTH)
+    series = [line for line in client.get("/metrics").text.splitlines() if line.startswith("vigil_incident_open{")]
+    assert len(series) == 1, series
+    [line] = series
+    for label in (f'incident_id="{first["incident_id"]}"', 'state="acknowledged"', 'alertname="GpuLost"',
+                  'node="node-1"', 'gpu="3"', 'job_id="4242"'):
+        assert label in line, line
+    assert f'incident_id="{second["incident_id"]}"' not in line and line.endswith(" 1.0")

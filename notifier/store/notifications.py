@@ -175,6 +175,16 @@ class Notifications:
             return conn.execute(sa.select(sa.func.count()).select_from(incidents)
                                 .where(incidents.c.status == "firing")).scalar_one()
 
+    def open_faults(self, limit: int = 200) -> list[tuple[int, dict, str | None, bool]]:
+        """The incidents firing now that joined no other (one per fault), newest first: (id, labels,
+        priority, acknowledged)."""
+        with reading(self.engine) as conn:
+            rows = conn.execute(sa.select(incidents.c.id, incidents.c.labels, incidents.c.priority,
+                                          incidents.c.acknowledged_at)
+                                .where(incidents.c.status == "firing", incidents.c.cause_id.is_(None))
+                                .order_by(incidents.c.id.desc()).limit(limit)).all()
+        return [(row.id, json.loads(row.labels), row.priority, row.acknowledged_at is not None) for row in rows]
+
     def incident(self, incident_id: int) -> dict | None:
         """The incident as people see it (state, priority, SLA, tier …; `incident_state.as_dict`), or None."""
         with reading(self.engine) as conn:
