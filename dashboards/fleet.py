@@ -7,7 +7,7 @@ from __future__ import annotations
 from grafana_foundation_sdk.builders.dashboard import Row
 
 from .panels import (BYTES, CELSIUS, COUNT, GPU_HOURS, GPU_JOB, NO_XID, PERCENT, SECONDS, WATTS, dashboard, drill, graph,
-                     heat, listing, profiling, single, xids)
+                     heat, joined, listing, profiling, single, xids)
 
 UID = "vigil-fleet"
 NODE_UID, GPU_UID, JOB_UID = "vigil-node", "vigil-gpu", "vigil-job"
@@ -93,11 +93,13 @@ def _jobs(board):
                 (f"count(job_gpu:vigil_gpu_utilization:ratio < {IDLE_BELOW}) or vector(0)", "allocated, idle"),
                 ("sum(vigil_gpu_up)", "healthy")], COUNT, "The fleet's GPUs, those jobs hold, and those idle in a job.",
                 width=8))
-            .with_panel(listing("Jobs", [
-                ("job_node:vigil_gpu_job:count", "GPUs"),
+            .with_panel(joined("Jobs", "job_id", [
+                ("sum by (job_id) (job_node:vigil_gpu_job:count)", "GPUs"),
+                ("max by (job_id, tenant, user) (vigil_job_info)", ""),  # the owner's labels, its value hidden
                 ("job:vigil_gpu_utilization:avg", "average utilization")], COUNT,
-                "Each running job: GPUs per node and average utilization; click one for the job's view.",
-                width=24, links=[_TO_JOB])))
+                "Each running job, one row: its GPUs, its owner (tenant, user) and its average utilization; "
+                "click one for the job's view.", width=24,
+                links=[drill("Job ${__data.fields.job_id}", "vigil-job", ("job_id",), by_row=True)])))
 
 
 def _kpis(board):

@@ -14,7 +14,7 @@ from grafana_foundation_sdk.builders import dashboard as dash
 from grafana_foundation_sdk.builders import heatmap, prometheus, stat, table, timeseries
 from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models.dashboard import (
-    DashboardCursorSync, DashboardLinkType, DataSourceRef, Threshold, ThresholdsMode, VariableOption,
+    DashboardCursorSync, DashboardLinkType, DataSourceRef, DataTransformerConfig, Threshold, ThresholdsMode, VariableOption,
     VariableRefresh, VariableSort,
 )
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
@@ -123,6 +123,21 @@ def listing(title: str, queries, unit: str, description: str, width: int = 12, h
     return panel
 
 
+def joined(title: str, key: str, queries: list[tuple[str, str]], unit: str, description: str, width: int = 12,
+           height: int = 8, links=()) -> table.Panel:
+    """One table row per `key` (a job) from several instant queries, as Grafana joins them: each query's
+    series become columns of the row of their `key` (the "merge" transformation), each value column
+    named by its legend; a query whose legend is empty gives its labels only (its value column hidden)."""
+    panel = listing(title, queries, unit, description, width, height, links)
+    panel = panel.with_transformation(DataTransformerConfig(id_val="merge", options={}))
+    names = {f"Value #{chr(ord('A') + index)}": legend for index, (_, legend) in enumerate(queries) if legend}
+    hidden = {"Time": True, **{f"Value #{chr(ord('A') + index)}": True
+                               for index, (_, legend) in enumerate(queries) if not legend}}
+    order = {key: 0, **{name: index + 1 for index, name in enumerate(names)}}
+    return panel.with_transformation(DataTransformerConfig(id_val="organize", options={
+        "excludeByName": hidden, "renameByName": names, "indexByName": order}))
+
+
 def heat(title: str, expr: str, unit: str, description: str, width: int = 12, height: int = 8) -> heatmap.Panel:
     """A heat map of how many series sit in each value bucket over time (Grafana calculates the buckets)."""
     panel = _common(heatmap.Panel(), title, description, unit, width, height, [])
@@ -161,10 +176,12 @@ def dashboard(uid: str, title: str, description: str, tags: tuple[str, ...] = ()
                   .as_dropdown(True).keep_time(True).include_vars(True)))
 
 
-def drill(title: str, uid: str, variables: tuple[str, ...]) -> dash.DashboardLink:
+def drill(title: str, uid: str, variables: tuple[str, ...], by_row: bool = False) -> dash.DashboardLink:
     """A data link to dashboard `uid` carrying the time range and the clicked series' labels as its
-    variables (`var-node=${__field.labels.node}`)."""
-    params = "&".join(f"var-{name}=${{__field.labels.{name}}}" for name in variables)
+    variables (`var-node=${__field.labels.node}`); `by_row`: the clicked table row's columns instead
+    (`${__data.fields.node}`: a joined table's labels are columns, no longer a field's labels)."""
+    source = "__data.fields" if by_row else "__field.labels"
+    params = "&".join(f"var-{name}=${{{source}.{name}}}" for name in variables)
     return (dash.DashboardLink(title).type(DashboardLinkType.LINK)
             .url(f"/d/{uid}?${{__url_time_range}}&{params}").keep_time(True))
 

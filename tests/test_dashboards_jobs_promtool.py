@@ -58,8 +58,8 @@ def test_job_and_team_panels_give_the_known_answers(tmp_path):
         (_query("vigil-fleet", "Allocated GPUs idle by team"), [({"tenant": "vision"}, 1)]),
         (_query("vigil-fleet", "GPUs allocated vs. idle", "A"), [({}, 3)]),
         (_query("vigil-fleet", "GPUs allocated vs. idle", "B"), [({}, 1)]),
-        (_query("vigil-fleet", "Jobs", "A"), [({"__name__": "job_node:vigil_gpu_job:count", "job_id": "j1", "node": "n1"}, 2),
-                                              ({"__name__": "job_node:vigil_gpu_job:count", "job_id": "j2", "node": "n2"}, 1)]),
+        # the fleet's Jobs table, one row per job: its GPUs over all its nodes
+        (_query("vigil-fleet", "Jobs", "A"), [({"job_id": "j1"}, 2), ({"job_id": "j2"}, 1)]),
     ]
     tests = {"rule_files": ["rules.yml"], "evaluation_interval": "1m", "tests": [{
         "interval": "1m", "input_series": _series(),
