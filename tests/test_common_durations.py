@@ -70,6 +70,8 @@ DURATION_FLAGS = [
     (("dashboards", "preview"), [], "--window"),
     (("inbox",), [], "--since"),
     (("notifier", "serve"), ["--token-file", __file__, "--oncall-config", __file__], "--resolve-gone-after"),
+    (("notifier", "serve"), ["--token-file", __file__, "--oncall-config", __file__], "--header-timeout"),
+    (("notifier", "serve"), ["--token-file", __file__, "--oncall-config", __file__], "--body-timeout"),
 ]
 
 

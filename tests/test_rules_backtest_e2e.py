@@ -43,8 +43,11 @@ pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("prometheus") is 
 
 REPO = Path(__file__).parent.parent
 # the GPU health alerts the faults below drill: gpu.yaml (node down, ECC) and gpu_temperature.yaml (overheat),
-# with the groups whose alerts gpu.yaml's inhibitions name (gpu_lost.yaml, gpu_errors.yaml)
-GPU_SPECS = [REPO / "rules" / "specs" / name for name in ("gpu.yaml", "gpu_lost.yaml", "gpu_errors.yaml", "gpu_temperature.yaml")]
+# with the groups whose alerts gpu.yaml's and gpu_errors.yaml's inhibitions name (gpu_lost.yaml, gpu_errors.yaml,
+# jobs.yaml: an application-XID burst under a job is its owner's JobGpuXid ticket)
+GPU_SPECS = [REPO / "rules" / "specs" / name
+             for name in ("gpu.yaml", "gpu_lost.yaml", "gpu_errors.yaml", "gpu_temperature.yaml", "jobs.yaml",
+                          "gpu_records.yaml", "gpu_records_node.yaml")]  # (the records jobs.yaml reads)
 STEP = 180.0
 NODES, GPUS = ("node-1", "node-2"), 2
 HOUR = 3600.0
