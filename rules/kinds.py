@@ -180,20 +180,39 @@ def _xid_events(r: Reader) -> str | None:
     return None if expr is None else with_action_label(expr)
 
 
+def _hardware_xid_events(r: Reader) -> str | None:
+    """Per GPU, 1 when an XID that points at the hardware (`rules.xid_catalog`) came in the last `window`
+    (a rise of its counter, or its series appearing: `rules.kinds_xid`), else no series."""
+    metric, labels = r.metric("metric"), r.string_map("selector")
+    window = r.duration("window", required=True)
+    if None in (metric, labels, window):
+        return None
+    series = selector(metric, {**labels, "xid": "=~" + xid_regex(hardware_suspect_xids())})
+    return f"sum by (node, gpu, uuid) ({xid_counted(series, window)}) > 0"
+
+
+def _xid_occasions(r: Reader) -> str | None:
+    """A recording rule of `_hardware_xid_events`: evaluated every minute, it keeps one small series per
+    GPU while a hardware XID is within `window`, which `xid_recurring` with `occasions_record` counts
+    over days instead of re-reading every XID series at every step of them."""
+    return _hardware_xid_events(r)
+
+
 def _xid_recurring(r: Reader) -> str | None:
     """XIDs that point at the hardware (`rules.xid_catalog`) on one GPU in at least `occasions` separate
     `window`s within `over`: a reset or reboot did not cure it.
 
     A window counts when the counter rose in it or its series appeared (after a reboot the exporter
     starts again and the counter comes back with the next event, so `increase()` over `over` alone
-    would miss the repeats): `rules.kinds_xid`."""
-    metric, labels = r.metric("metric"), r.string_map("selector")
-    window, over = r.duration("window", required=True), r.duration("over", required=True)
-    occasions = r.number("occasions", required=True)
-    if None in (metric, labels, window, over, occasions):
+    would miss the repeats): `rules.kinds_xid`. With `occasions_record` (a record of kind
+    `xid_occasions` with the same window, in the same group), the occasions are read from it: the cost
+    of an evaluation grows with the GPUs that had an XID, not with every XID series times `over`."""
+    over, occasions = r.duration("over", required=True), r.number("occasions", required=True)
+    window = r.duration("window", required=True)
+    record = r.metric("occasions_record", required=False)
+    events = record if record is not None else _hardware_xid_events(r)
+    if None in (events, window, over, occasions):
         return None
-    series = selector(metric, {**labels, "xid": "=~" + xid_regex(hardware_suspect_xids())})
-    events = f"sum by (node, gpu, uuid) ({xid_counted(series, window)}) > 0"
     return f"count_over_time(({events})[{over}:{window}]) >= {occasions}"
 
 
@@ -216,6 +235,7 @@ KINDS = MappingProxyType({
     "stale": _stale,
     "xid_events": _xid_events,
     "xid_recurring": _xid_recurring,
+    "xid_occasions": _xid_occasions,
     "job_xid": _job_xid,
 })
 
