@@ -72,6 +72,10 @@ def test_taking_a_shift_pages_the_taker_shows_why_and_is_in_her_calendar(carol):
 
     # cancelled: Dong is back, the history keeps it struck through with who cancelled it
     override_id = re.search(r"/overrides/(\d+)/cancel", page).group(1)
+    elsewhere = carol.post(f"/console/schedules/platform-days/overrides/{override_id}/cancel",
+                           data={"csrf_token": csrf_of(page)})
+    assert elsewhere.status_code == 404  # another schedule's override: left alone, as its history says
+    assert "cancelled by" not in carol.get("/console/schedules", params={"schedule": "gpu-primary", "tz": ""}).text
     cancelled = carol.post(f"/console/schedules/gpu-primary/overrides/{override_id}/cancel",
                            data={"csrf_token": csrf_of(page)})
     assert cancelled.status_code == 303

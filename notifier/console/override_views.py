@@ -94,8 +94,8 @@ async def make_override(request: Request, user: ConsoleUser, name: str, form: Ch
 @router.post("/schedules/{name}/overrides/{override_id}/cancel")
 async def cancel_override(request: Request, user: ConsoleUser, name: str, override_id: int, _form: CheckedForm):
     state = request.app.state
-    cancelled = await run_in_threadpool(state.store.schedule_overrides.cancel, override_id, user, state.clock())
-    if cancelled is None or cancelled.schedule != name:
+    cancelled = await run_in_threadpool(state.store.schedule_overrides.cancel, name, override_id, user, state.clock())
+    if cancelled is None:
         return render(request, "error.html", status=404, title="No such override",
                       message=f"schedule {name} has no override {override_id}")
     state.oncall.changed()

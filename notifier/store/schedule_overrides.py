@@ -44,12 +44,14 @@ class ScheduleOverrides:
             row = conn.execute(sa.select(table).where(table.c.id == new_id)).one()
         return ConsoleOverride(**row._mapping)
 
-    def cancel(self, override_id: int, by: str, now: float) -> ConsoleOverride | None:
-        """Cancel override `override_id` if it is not already; the row as it is then (None: no such row)."""
+    def cancel(self, schedule: str, override_id: int, by: str, now: float) -> ConsoleOverride | None:
+        """Cancel `schedule`'s override `override_id` if it is not already; the row as it is then (None:
+        `schedule` has no such override, and nothing changed)."""
+        mine = (table.c.id == override_id, table.c.schedule == schedule)
         with self._engine.begin() as conn:
-            conn.execute(table.update().where(table.c.id == override_id, table.c.cancelled_at.is_(None))
+            conn.execute(table.update().where(*mine, table.c.cancelled_at.is_(None))
                          .values(cancelled_by=by, cancelled_at=now))
-            row = conn.execute(sa.select(table).where(table.c.id == override_id)).one_or_none()
+            row = conn.execute(sa.select(table).where(*mine)).one_or_none()
         return None if row is None else ConsoleOverride(**row._mapping)
 
     def live(self, since: float) -> list[ConsoleOverride]:
