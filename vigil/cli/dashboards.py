@@ -149,7 +149,7 @@ def _stack_focus(run_dir: Path) -> tuple[str | None, dict[str, str], str]:
     stack running in `run_dir`; (None, {}, "") when none runs there."""
     import requests
 
-    from vigil.stack.client import StackClient
+    from vigil.stack.client import StackClient, StackRequestError
     from vigil.stack.runstate import NoStack
 
     try:
@@ -159,7 +159,7 @@ def _stack_focus(run_dir: Path) -> tuple[str | None, dict[str, str], str]:
     try:
         open_ones = [i for i in client.incidents(200) if i.get("state") != "resolved" and i.get("part_of") is None
                      and (i.get("labels") or {}).get("node")]
-    except (requests.RequestException, ValueError):  # the notifier is not answering: draw with the first values
+    except (requests.RequestException, ValueError, StackRequestError):  # the notifier cannot say: the first values
         return client.prometheus, {}, ""
     if not open_ones:
         return client.prometheus, {}, ""
