@@ -67,6 +67,25 @@ def test_jobs_start_finish_fail_and_hang_over_time_deterministically() -> None:
     assert [(j.job_id, j.start) for j in other.running(T0)] != [(j.job_id, j.start) for j in schedule.running(T0)]
 
 
+def test_the_demo_fleet_hangs_no_job_on_its_own_unless_told_to() -> None:
+    from vigil.stack.settings import StackSettings
+
+    def outcomes(schedule: JobSchedule) -> dict[str, str]:
+        return {job.job_id: job.outcome for minute in range(0, 3 * 24 * 60, 5)
+                for job in schedule.running(T0 + 60 * minute)}
+
+    demo = StackSettings()
+    calm = outcomes(JobSchedule(NODES, 8, jobs=6, hang_rate=demo.sim_job_hangs))
+    assert demo.sim_job_hangs == 0 and "hung" not in calm.values() and "failed" in calm.values()
+    real = outcomes(JobSchedule(NODES, 8, jobs=6, hang_rate=0.12))
+    assert "hung" in real.values()
+    # the same jobs either way: only the hung ones run to completion instead
+    assert {job_id for job_id, o in real.items() if o != "hung"} <= set(calm)
+    assert all(calm[job_id] == "completed" for job_id, o in real.items() if o == "hung")
+    with pytest.raises(ValueError, match="share of jobs that hang"):
+        JobSchedule(NODES, 8, jobs=6, hang_rate=0.9)
+
+
 def attributed(fleet: SimulatedFleet, node: str) -> AttributedNode:
     page = AttributedNode(NvmlCollector(fleet.nvml[node], node, watch_xids=False), fleet.jobs, fleet.clock)
     page.collector.start(loop=False)

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from vigil.exporters.sim.disk_faults import DiskFaults
 from vigil.exporters.sim.faults import DISK_FAULTS, JOB_FAULTS, NODE_FAULTS, Fault, FaultError, parse_fault
-from vigil.exporters.sim.jobs import JobSchedule
+from vigil.exporters.sim.jobs import HANG, JobSchedule
 from vigil.exporters.sim.nvml import H100_SXM_REFUSED, SimulatedNvml
 
 
@@ -27,10 +27,11 @@ def node_name(i: int) -> str:
 
 class SimulatedFleet:
     """`nodes` simulated nodes of `gpus` GPUs each running `jobs` job slots; `on_node_state(name, up)`
-    hears node-down changes; `clock` is the simulators' and the jobs' time (tests pass a fake one)."""
+    hears node-down changes; `clock` is the simulators' and the jobs' time (tests pass a fake one);
+    `job_hang_rate` is the share of jobs that hang on their own (`JobSchedule`)."""
 
     def __init__(self, nodes: int = 4, gpus: int = 8, *, nvlinks: int = 18, jobs: int = 0, job_seed: int = 0,
-                 clock: Callable[[], float] = time.time,
+                 job_hang_rate: float = HANG, clock: Callable[[], float] = time.time,
                  on_node_state: Callable[[str, bool], None] | None = None) -> None:
         if nodes < 1 or gpus < 1:
             raise ValueError("a fleet needs at least one node with at least one GPU")
@@ -39,7 +40,7 @@ class SimulatedFleet:
                                                  unsupported=H100_SXM_REFUSED)
                      for i in range(1, nodes + 1)}
         self.gpus = gpus
-        self.jobs = JobSchedule(list(self.nvml), gpus, jobs, seed=job_seed)
+        self.jobs = JobSchedule(list(self.nvml), gpus, jobs, seed=job_seed, hang_rate=job_hang_rate)
         for name in self.jobs.managed_nodes:
             self.nvml[name].jobs = self.jobs
         self._lock = threading.Lock()

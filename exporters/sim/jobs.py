@@ -87,12 +87,16 @@ class _Slot:
 
 class JobSchedule:
     """The jobs of a fleet of `nodes` (names) with `gpus` GPUs each; `jobs` slots at most (fewer when
-    the fleet has no room). `seed` changes every job's timing and outcome."""
+    the fleet has no room). `seed` changes every job's timing and outcome; `hang_rate` is the share of
+    jobs that hang part-way on their own (0: only the chaos fault `job-hang` hangs one)."""
 
-    def __init__(self, nodes: list[str], gpus: int, jobs: int, seed: int = 0) -> None:
+    def __init__(self, nodes: list[str], gpus: int, jobs: int, seed: int = 0, hang_rate: float = HANG) -> None:
         if jobs < 0:
             raise ValueError("the number of simulated jobs must be >= 0")
+        if not 0.0 <= hang_rate <= 1.0 - FAIL:
+            raise ValueError(f"the share of jobs that hang must be between 0 and {1.0 - FAIL:g}")
         self.seed = seed
+        self.hang_rate = hang_rate
         self.slots = _place(nodes, gpus, jobs, seed)
         self._slot_of = {g: slot for slot in self.slots for g in slot.gpus}
         self.managed_nodes = frozenset(node for slot in self.slots for node, _ in slot.gpus)
@@ -117,7 +121,7 @@ class JobSchedule:
         outcome, hang_at = "completed", None
         if fate < FAIL:
             outcome, end = "failed", start + (end - start) * (0.3 + 0.5 * _unit(self.seed, k, n, "fail"))
-        elif fate < FAIL + HANG:
+        elif fate < FAIL + self.hang_rate:
             outcome, hang_at = "hung", start + (end - start) * 0.3
         idle = frozenset()
         if len(slot.gpus) > 1 and _unit(self.seed, k, n, "idle") < IDLE:

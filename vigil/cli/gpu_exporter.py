@@ -73,6 +73,9 @@ def _serve_registry(registry: Any, host: str, port: int) -> Any:
 @click.option("--sim-jobs", type=click.IntRange(0, 1000), default=6, show_default=True,
               help="sim: simulated training jobs (Slurm and Kubernetes, job slots placed from the last node "
                    "backwards; 0: none).")
+@click.option("--sim-job-hangs", type=click.FloatRange(0.0, 0.85), default=0.0, show_default=True,
+              help="sim: share of simulated jobs that hang part-way on their own, as on a real cluster (JobHung "
+                   "pages them); 0: a job hangs only when the chaos fault job-hang hangs it.")
 @click.option("--control-listen", default=None, type=HostPort(),
               help="sim: HOST:PORT of the chaos API [default: listen host, listen port + 1000].")
 @click.option("--single-port", is_flag=True,
@@ -85,7 +88,8 @@ def _serve_registry(registry: Any, host: str, port: int) -> Any:
 @click.option("--dcgm-timeout", type=Duration(positive=True), default="2s", show_default=True,
               help="dcgm: give up on a read of dcgm-exporter's page after this long (it then counts as down).")
 def gpu(backend: str | None, listen: tuple[str, int], interval: float, node: str | None, expected_gpus: int | None,
-        gpu_timeout: float, job_sources: str, sim_nodes: int, sim_gpus: int, sim_jobs: int, control_listen: tuple[str, int] | None, single_port: bool, nvlink_per_link: bool,
+        gpu_timeout: float, job_sources: str, sim_nodes: int, sim_gpus: int, sim_jobs: int, sim_job_hangs: float,
+        control_listen: tuple[str, int] | None, single_port: bool, nvlink_per_link: bool,
         dcgm_url: str, dcgm_timeout: float) -> None:
     """Export GPU health and utilization metrics for Prometheus until SIGTERM/SIGINT."""
     stop = _stop_on_signals()
@@ -96,7 +100,8 @@ def gpu(backend: str | None, listen: tuple[str, int], interval: float, node: str
         if backend == "sim":
             click.secho(f"WARNING: {WARNING_SIMULATED}", fg="yellow", bold=True, err=True)
     if backend == "sim":
-        _run_sim(stop, host, port, control_listen, interval, sim_nodes, sim_gpus, single_port, nvlink_per_link, sim_jobs)
+        _run_sim(stop, host, port, control_listen, interval, sim_nodes, sim_gpus, single_port, nvlink_per_link, sim_jobs,
+                 sim_job_hangs)
     elif backend == "nvml":
         _run_nvml(stop, host, port, node, interval, expected_gpus, gpu_timeout, _job_sources(job_sources),
                   nvlink_per_link)
@@ -105,7 +110,8 @@ def gpu(backend: str | None, listen: tuple[str, int], interval: float, node: str
 
 
 def _run_sim(stop: threading.Event, host: str, port: int, control_listen: tuple[str, int] | None, interval: float,
-             nodes: int, gpus: int, single_port: bool, nvlink_per_link: bool = False, jobs: int = 0) -> None:
+             nodes: int, gpus: int, single_port: bool, nvlink_per_link: bool = False, jobs: int = 0,
+             job_hangs: float = 0.0) -> None:
     from vigil.exporters.fleet_server import FleetServer
     from vigil.exporters.sim.fleet import SimulatedFleet
 
@@ -119,7 +125,7 @@ def _run_sim(stop: threading.Event, host: str, port: int, control_listen: tuple[
     if not _can_listen(host, port, last_port):
         raise click.ClickException(f"cannot listen on {host}:{port}..{last_port} (is another exporter running?)")
     try:
-        server = FleetServer(SimulatedFleet(nodes, gpus, jobs=jobs), host=host, port=port, control_host=control_host,
+        server = FleetServer(SimulatedFleet(nodes, gpus, jobs=jobs, job_hang_rate=job_hangs), host=host, port=port, control_host=control_host,
                              control_port=control_port, interval=interval, single_port=single_port,
                              nvlink_per_link=nvlink_per_link)
     except OSError as error:

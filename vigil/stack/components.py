@@ -175,6 +175,7 @@ def component_specs(settings: StackSettings, layout: RunLayout, binaries: dict[s
     if backend.kind == "sim":
         gpu_argv = vigil_argv("exporter", "gpu", "--backend", "sim", "--sim-nodes", str(settings.sim_nodes),
                           "--sim-gpus", str(settings.sim_gpus), "--sim-jobs", str(settings.sim_jobs),
+                          "--sim-job-hangs", str(settings.sim_job_hangs),
                           "--listen", listen(node_ports[0]),
                           "--control-listen", listen(p.gpu_control), "--interval", str(settings.exporter_interval))
         gpu = ComponentSpec("gpu-fleet", gpu_argv, url(node_ports[0], "/metrics"), url(p.gpu_control, "/healthz"),

@@ -32,7 +32,8 @@ def simulated_series(settings: StackSettings, node_names: list[str], end: float)
     count = int(settings.backfill_days * 86_400 / STEP_S)
     timestamps = [end - STEP_S * i for i in range(count, 0, -1)]
     series = []
-    load = JobSchedule(node_names, settings.sim_gpus, settings.sim_jobs).load  # as the fleet's jobs ran
+    load = JobSchedule(node_names, settings.sim_gpus, settings.sim_jobs,
+                       hang_rate=settings.sim_job_hangs).load  # as the fleet's jobs ran
     for index, node in enumerate(node_names, start=1):
         instance = format_host_port(settings.host, settings.ports.gpu_node(index))  # as the scrape target names it
         for gpu in range(settings.sim_gpus):

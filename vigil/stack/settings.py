@@ -84,6 +84,7 @@ class StackSettings(BaseModel):
     sim_nodes: int = Field(4, ge=1, le=MAX_SIM_NODES)
     sim_gpus: int = Field(8, ge=1, le=16)
     sim_jobs: int = Field(6, ge=0, le=1000)  # simulated training jobs (exporters.sim.jobs); 0: none
+    sim_job_hangs: float = Field(0.0, ge=0, le=0.85)  # share of jobs that hang on their own; 0: only chaos job-hang
     scrape_interval: Seconds = Field(2.0, gt=0, le=300)
     evaluation_interval: Seconds = Field(2.0, gt=0, le=300)
     exporter_interval: Seconds = Field(1.0, gt=0, le=60)
