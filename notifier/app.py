@@ -49,6 +49,7 @@ def create_app(settings: NotifierSettings, oncall: OncallConfig, *, run_worker: 
                clock: Clock = system_clock) -> FastAPI:
     """The notifier application; the store opens (and the worker starts) when the app starts."""
     metrics = NotifierMetrics()
+    metrics.start_at_zero(oncall)
     oncall = OncallWithOverrides(oncall)  # the file, and the schedule overrides made in the console on top
     links = page_links_for(settings, oncall)
     route = EngineIntake(oncall, links, metrics)

@@ -10,7 +10,11 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from vigil.notifier.store import Store
 from vigil.notifier.store.outbox import SCHEDULED, STATES
+from vigil.oncall.model import OncallConfig
 
+SLA_TARGETS = ("ack", "resolve")  # the response targets of a priority (vigil_notifier_sla_breaches_total{target})
+STATUSES = ("firing", "resolved")  # of a webhook notification
+PAGE_RESULTS = ("sent", "failed")  # the delivery results every channel shows from the start (the others come when they happen)
 REJECT_REASONS = ("unauthorized", "unsupported_media_type", "too_large", "invalid_json", "too_deep",
                   "invalid_text", "invalid_payload")
 
@@ -53,6 +57,24 @@ class NotifierMetrics:
                                      "Incidents resolved because Alertmanager no longer held their alerts "
                                      "(a resolution lost while the notifier or the stack was down).",
                                      registry=self.registry)
+        for status in STATUSES:
+            self.received.labels(status)
+
+    def start_at_zero(self, oncall: OncallConfig) -> None:
+        """The counters' series the on-call file makes possible, at 0 before anything happens: each
+        contact kind's sent and failed pages, each escalation tier, each priority's response targets. A
+        quiet fleet's dashboards then read 0 rather than "No data", and `increase()` counts the first page."""
+        kinds = ({contact.kind for person in oncall.people.values() for contact in person.contacts.values()}
+                 | {channel.type for target in oncall.targets.values() for channel in target.channels})
+        for kind in sorted(k for k in kinds if k):
+            for result in PAGE_RESULTS:
+                self.deliveries.labels(kind, result)
+        for tier in range(max((len(policy.tiers) for policy in oncall.policies.values()), default=1)):
+            self.escalations.labels(str(tier))
+        for priority, sla in sorted(oncall.priorities.items()):
+            for target in SLA_TARGETS:
+                if getattr(sla, f"{target}_within", None) is not None:
+                    self.sla_breaches.labels(priority, target)
 
 
 class StoreCollector:

@@ -255,3 +255,29 @@ def test_each_open_incident_is_one_series_for_the_dashboards_annotations(client)
                   'node="node-1"', 'gpu="3"', 'job_id="4242"'):
         assert label in line, line
     assert f'incident_id="{second["incident_id"]}"' not in line and line.endswith(" 1.0")
+
+
+def test_a_fresh_notifier_counts_every_possible_page_tier_and_breach_at_zero(tmp_path):
+    """Before anything happens, each contact kind's sent and failed pages, each escalation tier and each
+    priority's ack and resolve targets are series at 0: a quiet fleet's dashboards read 0, and the first
+    page is an increase Prometheus can see."""
+    from pathlib import Path
+
+    import vigil.oncall
+
+    example = parse_oncall((Path(vigil.oncall.__file__).parent / "examples" / "contacts.yaml").read_text())
+    app = create_app(make_settings(tmp_path), example, run_worker=False)
+    with TestClient(app) as fresh:
+        page = fresh.get("/metrics").text
+    kinds = {contact.kind for person in example.people.values() for contact in person.contacts.values()}
+    assert len(kinds) >= 3
+    for kind in kinds:
+        for result in ("sent", "failed"):
+            assert f'vigil_notifier_deliveries_total{{channel="{kind}",result="{result}"}} 0.0' in page
+    tiers = max(len(policy.tiers) for policy in example.policies.values())
+    assert all(f'vigil_notifier_escalations_total{{tier="{tier}"}} 0.0' in page for tier in range(tiers))
+    assert f'vigil_notifier_escalations_total{{tier="{tiers}"}}' not in page
+    for priority in example.priorities:
+        for target in ("ack", "resolve"):
+            assert f'vigil_notifier_sla_breaches_total{{priority="{priority}",target="{target}"}} 0.0' in page
+    assert 'vigil_notifier_webhook_received_total{status="firing"} 0.0' in page

@@ -22,14 +22,14 @@ import json
 from vigil.notifier.core.after_commit import AfterCommit
 from vigil.notifier.engine.actions import move_to_next_tier
 from vigil.notifier.engine.pause import paused_by, restart_ack_target
-from vigil.notifier.metrics import NotifierMetrics
+from vigil.notifier.metrics import SLA_TARGETS, NotifierMetrics
 from vigil.notifier.store import Store, incident_state
 from vigil.notifier.store.engine import reading
 from vigil.common.times import rfc3339
 from vigil.oncall.model import OncallConfig
 from vigil.oncall.plan import UnknownPolicy, is_ticket, policy_spec, sla_for
 
-TARGETS = ("ack", "resolve")
+TARGETS = SLA_TARGETS
 BATCH = 100
 
 
