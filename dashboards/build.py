@@ -16,12 +16,10 @@ from pathlib import Path
 
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 
-from .panels import INCIDENTS
-
 from vigil.rules.dump import dump_yaml
 
 from . import aiops, disks, fleet, gpu, job, node, oncall, stack
-from .panels import DATASOURCE_TYPE, DATASOURCE_UID
+from .panels import DATASOURCE_TYPE, DATASOURCE_UID, INCIDENTS, panels
 
 GRAFANA_VERSION = "11.6"  # the Grafana release grafana-foundation-sdk's pinned version (…!11.6.0) models
 MODULES = (fleet, node, gpu, job, stack, oncall, disks, aiops)  # drill-down order, the stack, on-call, disks, AIOps
@@ -37,11 +35,25 @@ def dashboard_models() -> list[dict]:
     models = []
     for module in MODULES:
         model = json.loads(json.dumps(module.build().build(), cls=JSONEncoder))
-        for number, panel in enumerate(model.get("panels", []), start=1):
+        place_collapsed(model)
+        for number, panel in enumerate(panels(model), start=1):
             panel["id"] = number
         annotation_formats(model)
         models.append(model)
     return models
+
+
+def place_collapsed(model: dict) -> None:
+    """Lay the panels of each collapsed row out below it, left to right on the 24-column grid, as Grafana
+    places them when the row is opened (the SDK leaves them at 0,0)."""
+    for row in model.get("panels") or []:
+        x, y, tallest = 0, row["gridPos"]["y"] + 1, 0
+        for panel in row.get("panels") or []:
+            grid = panel.setdefault("gridPos", {})
+            if x + grid["w"] > 24:
+                x, y, tallest = 0, y + tallest, 0
+            grid.update(x=x, y=y)
+            x, tallest = x + grid["w"], max(tallest, grid["h"])
 
 
 def annotation_formats(model: dict) -> None:

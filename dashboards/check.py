@@ -23,7 +23,7 @@ from vigil.common.durations import parse_prometheus_duration
 from vigil.rules.lint_query import AlertQuery, check_query
 
 from .build import dashboard_models
-from .panels import DATASOURCE_UID
+from .panels import DATASOURCE_UID, panels
 
 GRID_WIDTH = 24
 # Metrics a dashboard may read that no catalogued exporter provides: name -> its labels (None: unknown).
@@ -53,15 +53,6 @@ def default_catalog() -> MetricCatalog:
         return with_records(catalog, load_specs(default_spec_paths()).records)
     except SpecError:  # `vigil rules check` reports those; the dashboards are checked against the rest
         return catalog
-
-
-def panels(model: dict) -> list[dict]:
-    """Every panel of the dashboard, those inside collapsed rows included."""
-    found = []
-    for panel in model.get("panels") or []:
-        found.append(panel)
-        found.extend(panel.get("panels") or [])
-    return found
 
 
 def _for_dashboards(message: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from grafana_foundation_sdk.builders.dashboard import Row
 
-from .panels import BYTES, CELSIUS, COUNT, NO_INFINIBAND, PERCENT, dashboard, drill, graph, listing, single
+from .panels import BYTES, CELSIUS, COUNT, NO_INFINIBAND, PERCENT, collapsed_row, dashboard, drill, graph, listing, single
 
 UID = "vigil-disks"
 _TO_NODE = drill("Node ${__field.labels.node}", "vigil-node", ("node",))
@@ -64,11 +64,11 @@ def build():
              .with_panel(graph("Predicted free space in 24 h", f"predict_linear(node_filesystem_avail_bytes{{{FS}}}"
                                "[1h], 86400)", BYTES, "Space left in a day at the last hour's rate: below zero, "
                                "the filesystem fills within the day.")))
-    return (board.with_row(Row("InfiniBand"))
-            .with_panel(graph("InfiniBand port state", "max by (node, device, port) (vigil_infiniband_port_up)", COUNT,
-                              "1 when a port is ACTIVE and LinkUp.", links=[_TO_NODE], minimum=0, maximum=1,
-                              empty=NO_INFINIBAND))
-            .with_panel(graph("InfiniBand port errors", "sum by (node, device, port, counter) (increase("
-                              "vigil_infiniband_port_errors_total[$__rate_interval]))", COUNT,
-                              "Error counters (symbol errors, link downed, receive errors, ...).", links=[_TO_NODE],
-                              empty=NO_INFINIBAND)))
+    return board.with_row(collapsed_row(
+        "InfiniBand",
+        graph("InfiniBand port state", "max by (node, device, port) (vigil_infiniband_port_up)", COUNT,
+              "1 when a port is ACTIVE and LinkUp.", links=[_TO_NODE], minimum=0, maximum=1, empty=NO_INFINIBAND),
+        graph("InfiniBand port errors", "sum by (node, device, port, counter) (increase("
+              "vigil_infiniband_port_errors_total[$__rate_interval]))", COUNT,
+              "Error counters (symbol errors, link downed, receive errors, ...).", links=[_TO_NODE],
+              empty=NO_INFINIBAND)))

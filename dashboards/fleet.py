@@ -7,7 +7,7 @@ from __future__ import annotations
 from grafana_foundation_sdk.builders.dashboard import Row
 
 from .panels import (BYTES, CELSIUS, COUNT, GPU_HOURS, GPU_JOB, NO_XID, PERCENT, SECONDS, WATTS, dashboard, drill, graph,
-                     heat, joined, listing, profiling, single, xids)
+                     heat, joined, listing, or_zero, profiling, single, xids)
 
 UID = "vigil-fleet"
 NODE_UID, GPU_UID, JOB_UID = "vigil-node", "vigil-gpu", "vigil-job"
@@ -66,7 +66,7 @@ def _usage(board):
 def _errors(board):
     return (board.with_row(Row("Errors"))
             .with_panel(graph("XID errors by class",
-                              f"sum by (class) ({xids()})", COUNT,
+                              or_zero(f"sum by (class) ({xids()})"), COUNT,
                               "XID errors by class: critical (hardware), warning, application, unknown.",
                               stacked=True, empty=NO_XID))
             .with_panel(graph("ECC errors by type",

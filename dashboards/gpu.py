@@ -7,7 +7,7 @@ from grafana_foundation_sdk.builders.dashboard import Row
 from grafana_foundation_sdk.models import common
 
 from .panels import (BYTES, CELSIUS, COUNT, HERTZ, NO_XID, PERCENT, WATTS, dashboard, drill, graph, listing, profiling,
-                     single, variable, xids)
+                     or_zero, single, variable, xids)
 
 UID = "vigil-gpu"
 NODE_UID, JOB_UID = "vigil-node", "vigil-job"
@@ -62,7 +62,7 @@ def build():
             .with_panel(graph("Clock events", f'vigil_gpu_clock_event_active{{{G}, reason!="gpu_idle"}}', COUNT,
                               "1 while a reason (power cap, thermal, hardware slowdown) holds the clocks down.",
                               width=8))
-            .with_panel(graph("XID errors", f"sum by (xid, class) ({xids(f'{{{G}}}')})", COUNT,
+            .with_panel(graph("XID errors", or_zero(f"sum by (xid, class) ({xids(f'{{{G}}}')})"), COUNT,
                               "XID errors by code and class.", width=8, empty=NO_XID))
             .with_panel(graph("ECC errors", _increase("vigil_gpu_ecc_errors_total", "error_type, counter_type"),
                               COUNT, "Corrected and uncorrected ECC errors.", width=8))

@@ -7,8 +7,8 @@ from __future__ import annotations
 from grafana_foundation_sdk.builders.dashboard import Row
 
 from .fleet import THROTTLE_REASONS
-from .panels import (BYTES, COUNT, PERCENT, WATTS, dashboard, drill, graph, listing, profiling, single, variable,
-                     xids)
+from .panels import (BYTES, COUNT, NO_PROFILING, NO_XID, PERCENT, WATTS, dashboard, drill, graph, listing, or_zero,
+                     profiling, single, variable, xids)
 
 UID = "vigil-job"
 GPU_UID = "vigil-gpu"
@@ -49,15 +49,16 @@ def build():
              .with_panel(graph("Power", f"sum({on_job('vigil_gpu_power_watts')})", WATTS,
                                "Power drawn by all the job's GPUs.", width=8))
              .with_panel(graph("Tensor pipe active by GPU", on_job("vigil_gpu_tensor_pipe_active_ratio"), PERCENT,
-                               "Tensor-core activity of each GPU of the job.", width=8, links=[_TO_GPU],
-                               minimum=0, maximum=1)))
+                               "Tensor-core activity of each GPU of the job (DCGM profiling).", width=8,
+                               links=[_TO_GPU], minimum=0, maximum=1, empty=NO_PROFILING)))
     throttled = on_job(f'max by (node, gpu) (vigil_gpu_clock_event_active{{reason=~"{THROTTLE_REASONS}"}})')
     job_xids = on_job(f"sum by (node, gpu) ({xids()})")
     return (board.with_row(Row("Trouble while the job ran"))
             .with_panel(graph("GPUs throttled", f"sum({throttled})", COUNT,
                               "How many of the job's GPUs a power cap, thermal or hardware slowdown held back.",
                               width=8))
-            .with_panel(graph("XID errors", f"sum by (node, gpu) ({job_xids})", COUNT,
-                              "XID errors on the job's GPUs while it held them.", width=8, links=[_TO_GPU]))
+            .with_panel(graph("XID errors", or_zero(f"sum by (node, gpu) ({job_xids})"), COUNT,
+                              "XID errors on the job's GPUs while it held them.", width=8, links=[_TO_GPU],
+                              empty=NO_XID))
             .with_panel(listing("GPUs of the job", HELD, COUNT, "Node, GPU and UUID of each GPU the job holds.",
                                 width=8, links=[_TO_GPU])))

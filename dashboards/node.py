@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from grafana_foundation_sdk.builders.dashboard import Row
 
-from .panels import (BYTES, CELSIUS, COUNT, GPU_JOB, NO_INFINIBAND, NO_XID, PERCENT, SECONDS, WATTS, dashboard, drill,
-                     graph, listing, single, variable, xids)
+from .panels import (BYTES, CELSIUS, COUNT, GPU_JOB, NO_INFINIBAND, NO_PROFILING, NO_XID, PERCENT, SECONDS, WATTS,
+                     collapsed_row, dashboard, drill, graph, listing, or_zero, single, variable, xids)
 
 UID = "vigil-node"
 GPU_UID, JOB_UID = "vigil-gpu", "vigil-job"
@@ -44,10 +44,11 @@ def build():
              .with_panel(_gpu_graph("Utilization", "vigil_gpu_utilization_ratio", PERCENT,
                                     "Each GPU's utilization; click one for the GPU.", minimum=0, maximum=1))
              .with_panel(_gpu_graph("SM active", "vigil_gpu_sm_active_ratio", PERCENT,
-                                    "Share of time the SMs had work (DCGM profiling).", minimum=0, maximum=1))
+                                    "Share of time the SMs had work (DCGM profiling).", minimum=0, maximum=1,
+                                    empty=NO_PROFILING))
              .with_panel(_gpu_graph("Tensor pipe active", "vigil_gpu_tensor_pipe_active_ratio", PERCENT,
                                     "Share of cycles the tensor cores were busy (DCGM profiling).", minimum=0,
-                                    maximum=1))
+                                    maximum=1, empty=NO_PROFILING))
              .with_panel(_gpu_graph("Memory used", "vigil_gpu_memory_used_bytes", BYTES, "Framebuffer memory used."))
              .with_panel(_gpu_graph("Power", "vigil_gpu_power_watts", WATTS, "Power drawn by each GPU."))
              .with_panel(graph("Temperature", f'vigil_gpu_temperature_celsius{{{N}, sensor="gpu"}}', CELSIUS,
@@ -55,16 +56,17 @@ def build():
              .with_panel(graph("Clock events", f'sum by (gpu, reason) (vigil_gpu_clock_event_active{{{N}, '
                                f'reason!="gpu_idle"}})', COUNT, "Reasons holding each GPU's clocks down.", width=12,
                                links=[_TO_GPU]))
-             .with_panel(graph("XID errors", f"sum by (gpu, class) ({xids(f'{{{N}}}')})", COUNT,
+             .with_panel(graph("XID errors", or_zero(f"sum by (gpu, class) ({xids(f'{{{N}}}')})"), COUNT,
                                "XID errors by GPU and class.", width=12,
                                links=[_TO_GPU], empty=NO_XID)))
-    return (board.with_row(Row("Disks, network, jobs"))
+    return (board.with_row(Row("Disks and jobs"))
             .with_panel(listing("Disks", [(f"vigil_disk_smart_healthy{{{N}}}", "healthy"),
                                           (f"vigil_disk_temperature_celsius{{{N}}}", "temperature")], COUNT,
-                                "SMART health (1 healthy) and temperature of each disk.", width=8))
-            .with_panel(graph("InfiniBand port errors", f"sum by (device, port, counter) (increase("
-                              f"vigil_infiniband_port_errors_total{{{N}}}[$__rate_interval]))", COUNT,
-                              "Error counters of the node's InfiniBand ports.", width=8, empty=NO_INFINIBAND))
+                                "SMART health (1 healthy) and temperature of each disk.", width=12))
             .with_panel(listing("Jobs", f"job_node:vigil_gpu_job:count{{{N}}}", COUNT,
                                 "Jobs on this node and how many of its GPUs each holds; click one for the job.",
-                                width=8, links=[_TO_JOB])))
+                                width=12, links=[_TO_JOB], empty="no job on this node"))
+            .with_row(collapsed_row("InfiniBand", graph(
+                "InfiniBand port errors", f"sum by (device, port, counter) (increase("
+                f"vigil_infiniband_port_errors_total{{{N}}}[$__rate_interval]))", COUNT,
+                "Error counters of the node's InfiniBand ports.", width=24, empty=NO_INFINIBAND))))

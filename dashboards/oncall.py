@@ -60,7 +60,7 @@ def build():
     return (board.with_row(Row("On-call KPIs (the notifier's trailing window)"))
             .with_panel(single("KPI window", "max(vigil_oncall_window_seconds)", SECONDS,
                                "The trailing window the KPIs below cover (incidents opened in it).", width=4))
-            .with_panel(single("Incidents in the window", "sum(vigil_oncall_incidents)", COUNT,
+            .with_panel(single("Incidents in the window", "sum(vigil_oncall_incidents) or vector(0)", COUNT,
                                "Incidents opened in the window, all teams.", width=4))
             .with_panel(graph("SLA breaches", "sum by (priority, target) (increase(vigil_notifier_sla_breaches_total"
                               "[$__rate_interval]))", COUNT,

@@ -10,6 +10,7 @@ fleet → node → GPU → job.
 from __future__ import annotations
 
 from grafana_foundation_sdk.builders import common as common_builders
+from grafana_foundation_sdk.builders.dashboard import Row
 from grafana_foundation_sdk.builders import dashboard as dash
 from grafana_foundation_sdk.builders import heatmap, prometheus, stat, table, timeseries
 from grafana_foundation_sdk.models import common
@@ -42,6 +43,15 @@ PROFILING = (("vigil_gpu_utilization_ratio", "utilization (a kernel ran)"), ("vi
              ("vigil_gpu_tensor_pipe_active_ratio", "tensor pipe active"), ("vigil_gpu_dram_active_ratio", "DRAM active"))
 
 
+def panels(model: dict) -> list[dict]:
+    """Every panel of a dashboard's JSON model, those inside collapsed rows included."""
+    found = []
+    for panel in model.get("panels") or []:
+        found.append(panel)
+        found.extend(panel.get("panels") or [])
+    return found
+
+
 def profiling(wrap) -> list[tuple[str, str]]:
     """(query, legend) of utilization and each profiling metric, `wrap(metric)` giving the query."""
     return [(wrap(metric), legend) for metric, legend in PROFILING]
@@ -53,6 +63,12 @@ def xids(selector: str = "", window: str = "$__rate_interval") -> str:
     the window: their increase; series born inside it: their whole value."""
     series = f"vigil_gpu_xid_errors_total{selector}"
     return f"(increase({series}[{window}]) and {series} offset {window}) or {series}"
+
+
+def or_zero(expr: str) -> str:
+    """`expr`, or a single 0 when it has no series: a count of nothing reads 0, not "No data" (`on ()`: the
+    0 joins only when `expr` is empty, whatever its labels)."""
+    return f"({expr}) or on () vector(0)"
 
 
 def query(expr: str, legend: str = "", ref: str = "A", instant: bool = False) -> prometheus.Dataquery:
@@ -75,6 +91,7 @@ def _queries(panel, queries):
 # what a panel says instead of "No data" when nothing is wrong or its source is missing (`empty=`)
 NO_XID = "0: no XID"
 NO_INFINIBAND = "no InfiniBand port here"
+NO_PROFILING = "needs dcgm-exporter's profiling fields (DCP): NVML has none"
 
 
 def _common(panel, title: str, description: str, unit: str, width: int, height: int, links, empty: str | None = None):
@@ -136,6 +153,16 @@ def joined(title: str, key: str, queries: list[tuple[str, str]], unit: str, desc
     order = {key: 0, **{name: index + 1 for index, name in enumerate(names)}}
     return panel.with_transformation(DataTransformerConfig(id_val="organize", options={
         "excludeByName": hidden, "renameByName": names, "indexByName": order}))
+
+
+def collapsed_row(title: str, *items) -> Row:
+    """A row Grafana shows folded, its panels queried only once someone opens it: for a part of the fleet
+    most hosts lack (InfiniBand), so the dashboard opens without empty graphs. `build` lays the panels
+    out under the row."""
+    row = Row(title).collapsed(True)
+    for item in items:
+        row = row.with_panel(item)
+    return row
 
 
 def heat(title: str, expr: str, unit: str, description: str, width: int = 12, height: int = 8) -> heatmap.Panel:

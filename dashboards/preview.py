@@ -12,7 +12,8 @@ from datetime import datetime, timezone
 
 from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
 
-from .check import expand, panels
+from .check import expand
+from .panels import panels
 from .live import LIVE_BUILTINS, variable_values
 
 ROW_INCH, COLUMN_INCH = 0.42, 0.8  # one grid unit

@@ -1,4 +1,4 @@
-"""`vigil dashboards build [--output DIR] [--check]`, `check [FILES]`, `preview` and `provision`: the Grafana
+"""`vigil dashboards build [--output DIR] [--check]`, `check [FILES]`, `preview`, `coverage` and `provision`: the Grafana
 dashboards generated from Python (docs/dashboards.md), the offline checks of dashboard JSON, and putting
 them into a running Grafana over its API (also what `vigil up --grafana-url` does once the stack is up)."""
 
@@ -209,6 +209,49 @@ def preview(prometheus_url: str | None, run_dir: Path, output: Path | None, vari
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
         raise click.ClickException(f"cannot write under {output}: {exc.strerror}") from None
+
+
+@dashboards.command()
+@click.option("--prometheus", "--prometheus-url", "prometheus_url", type=HttpUrl(), default=None,
+              help="The Prometheus to run the queries on.  [default: the stack's in --run-dir, else "
+                   f"{DEFAULT_PROMETHEUS_URL}]")
+@click.option("--run-dir", type=click.Path(path_type=Path), default=Path(".vigil"), show_default=True,
+              help="Run directory of the `vigil up` stack whose Prometheus to ask.")
+@click.option("--var", "variables", multiple=True, metavar="NAME=VALUE",
+              help="A dashboard variable's value, as Grafana's var-NAME (repeatable); the others take their first "
+                   "value, as Grafana does.")
+@click.option("--json", "as_json", is_flag=True, help="Print every query and its result as JSON.")
+def coverage(prometheus_url: str | None, run_dir: Path, variables: tuple[str, ...], as_json: bool):
+    """Run every panel query as Grafana would and say which return data; each empty one with the reason it
+    may be empty (a healthy fleet, a DCGM-only field, no InfiniBand), or as unexplained. Exit 1 when a
+    query fails or is empty without a known reason."""
+    from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
+    from vigil.dashboards.build import dashboard_models
+    from vigil.dashboards.live import allowed_empty, run_dashboard
+
+    chosen = _variables(variables)
+    stack_url, _, _ = _stack_focus(run_dir)
+    client = PrometheusClient(prometheus_url or stack_url or DEFAULT_PROMETHEUS_URL)
+    try:
+        found = [r for model in dashboard_models() for r in run_dashboard(model, client, chosen)]
+    except PrometheusUnavailable as exc:
+        raise click.ClickException(str(exc)) from None
+    with_data = sum(r.series > 0 for r in found)
+    bad = [r for r in found if r.error or (r.series == 0 and not allowed_empty(r))]
+    if as_json:
+        click.echo(json.dumps({"queries": len(found), "with_data": with_data, "results": [
+            {"dashboard": r.dashboard, "panel": r.panel, "ref": r.ref, "query": r.query, "series": r.series,
+             "error": r.error, "empty_because": allowed_empty(r) if r.series == 0 else None} for r in found]},
+            indent=2))
+    else:
+        for r in found:
+            if r.series == 0:
+                why = r.error or allowed_empty(r) or "UNEXPLAINED: no data"
+                click.echo(f"{r.dashboard} / {r.panel} ({r.ref}): {why}")
+        click.echo(f"{with_data} of {len(found)} panel queries return data ({with_data / max(1, len(found)):.0%}); "
+                   f"{len(bad)} failed or empty without a reason")
+    if bad:
+        raise SystemExit(1)
 
 
 @dashboards.command()
