@@ -11,15 +11,22 @@ from vigil.notifier.store.prepared import on_cursor
 READ_ONLY = "vigil_read_only"
 _GATE = "vigil_write_gate"
 GATE_WAIT_S = 30.0  # as long as SQLite's busy timeout; past it, the BEGIN waits in SQLite as without the gate
+# Connections kept open: the delivery worker's 16 senders, the webhook's request threads, the engine's
+# loops and the console all hold one at once under a storm. SQLAlchemy's default pool keeps 5 and opens
+# and closes the rest on every use: under paging that churn took 6 % of the notifier's CPU samples.
+POOL = {"pool_size": 32, "max_overflow": 32}
+POSTGRES_POOL = {"pool_size": 20, "max_overflow": 20}  # each one is a server process: fewer kept
 
 
 def engine_for(url: str) -> sa.Engine:
     """An engine for `url`; SQLite gets WAL, full sync, a busy timeout and write-locking BEGINs."""
     if url.startswith("postgresql://"):
-        return sa.create_engine("postgresql+psycopg://" + url.removeprefix("postgresql://"))
+        return sa.create_engine("postgresql+psycopg://" + url.removeprefix("postgresql://"), **POSTGRES_POOL)
     if not url.startswith("sqlite"):
         return sa.create_engine(url)
-    engine = sa.create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+    in_memory = url in ("sqlite://", "sqlite:///:memory:")  # one connection is the database: its own pool
+    engine = sa.create_engine(url, connect_args={"timeout": 30, "check_same_thread": False},
+                              **({} if in_memory else POOL))
 
     @sa.event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record):
