@@ -24,17 +24,23 @@ def build():
              .with_variable(variable("metric", "Metric", "label_values(vigil_baseline_expected, metric)")))
     board = (board.with_row(Row("AIOps service"))
              .with_panel(single("Series with a baseline", "sum(vigil_baseline_series)", COUNT,
-                                "Series the baseline store holds a model for.", width=6))
+                                "Series the baseline store holds a model for.", width=5))
              .with_panel(single("Since the last fit", "time() - max(vigil_baseline_last_fit_timestamp_seconds)",
                                 SECONDS, "Age of the baselines (refit every --refit-interval); red after two days.",
-                                width=6,
+                                width=5,
                                 thresholds=((None, "green"), (172800, "red"))))
              .with_panel(single("Failure-risk refresh working", "min(vigil_failure_risk_up)", COUNT,
-                                "1 when the last refresh of the risks from Prometheus succeeded.", width=6,
+                                "1 when the last refresh of the risks from Prometheus succeeded.", width=5,
                                 thresholds=((None, "red"), (1, "green"))))
              .with_panel(single("Since the last risk refresh",
                                 "time() - max(vigil_failure_risk_last_success_timestamp_seconds)", SECONDS,
-                                "Age of the exported risks.", width=6, thresholds=((None, "green"), (900, "red")))))
+                                "Age of the exported risks.", width=5, thresholds=((None, "green"), (900, "red"))))
+             .with_panel(single("GPUs outside their band now",
+                                f"count(({UTIL} > on(node, gpu) group_left vigil_baseline_upper{{{U}}}) or "
+                                f"({UTIL} < on(node, gpu) group_left vigil_baseline_lower{{{U}}})) or vector(0)",
+                                COUNT, "GPUs whose utilization sits outside its learned band now (0 on a healthy "
+                                "fleet; the graph below shows which).", width=4,
+                                thresholds=((None, "green"), (1, "orange")))))
     board = (board.with_row(Row("Baselines: $metric"))
              .with_panel(graph("Series and baseline band", [
                  (f"vigil_baseline_lower{{{M}}}", "lower {{node}} {{gpu}}"),
@@ -46,7 +52,8 @@ def build():
                  (f"{UTIL} > on(node, gpu) group_left vigil_baseline_upper{{{U}}}", "above {{node}} {{gpu}}"),
                  (f"{UTIL} < on(node, gpu) group_left vigil_baseline_lower{{{U}}}", "below {{node}} {{gpu}}")],
                  PERCENT, "GPU utilization samples above or below their learned band (the GpuLoadOutsideBaseline "
-                 "alert of rules/specs/baselines.yaml pages on a GPU staying outside it).", links=[_TO_GPU]))
+                 "alert of rules/specs/baselines.yaml pages on a GPU staying outside it).", links=[_TO_GPU],
+                 empty="no GPU outside its band"))
              .with_panel(graph("Series with a model by class", "sum by (class) (vigil_baseline_series_by_class)",
                                COUNT, "How the baselines classified the series (periodic, ...): each class has "
                                "its own model.")))

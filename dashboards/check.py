@@ -23,7 +23,7 @@ from vigil.common.durations import parse_prometheus_duration
 from vigil.rules.lint_query import AlertQuery, check_query
 
 from .build import dashboard_models
-from .panels import DATASOURCE_UID, panels
+from .panels import CLUSTER, DATASOURCE_TYPE, DATASOURCE_UID, PANEL_DATASOURCE_UID, panels
 
 GRID_WIDTH = 24
 # Metrics a dashboard may read that no catalogued exporter provides: name -> its labels (None: unknown).
@@ -137,8 +137,12 @@ def check_panels(model: dict, source: str, catalog: MetricCatalog) -> list[Probl
 
     for var in variables:
         where = f"{source}: variable {var.get('name')!r}"
-        if (var.get("datasource") or {}).get("uid") != DATASOURCE_UID:
-            problems.append(Problem(where, f"datasource is not uid {DATASOURCE_UID!r}"))
+        if var.get("type") == "datasource":
+            problems.extend(_datasource_variable(var, where))
+            continue
+        if (var.get("datasource") or {}).get("uid") != PANEL_DATASOURCE_UID:
+            problems.append(Problem(where, f"datasource is not uid {PANEL_DATASOURCE_UID!r}"))
+        used.add(CLUSTER)
         expr = variable_query(var)  # label_values(selector, label): the label must be on the selector's metric
         if expr is not None:
             query(where, expr)
@@ -150,17 +154,29 @@ def check_panels(model: dict, source: str, catalog: MetricCatalog) -> list[Probl
             used.update(expand(text, {})[1])
         if not ((panel.get("fieldConfig") or {}).get("defaults") or {}).get("unit"):
             problems.append(Problem(where, "panel has no unit (fieldConfig.defaults.unit)"))
-        if (panel.get("datasource") or {}).get("uid") != DATASOURCE_UID:
-            problems.append(Problem(where, f"panel datasource is not uid {DATASOURCE_UID!r}"))
+        if (panel.get("datasource") or {}).get("uid") != PANEL_DATASOURCE_UID:
+            problems.append(Problem(where, f"panel datasource is not uid {PANEL_DATASOURCE_UID!r}"))
+        used.add(CLUSTER)
         targets = panel.get("targets") or []
         if not targets:
             problems.append(Problem(where, "panel has no query"))
         for target in targets:
-            if (target.get("datasource") or {}).get("uid") != DATASOURCE_UID:
-                problems.append(Problem(where, f"query {target.get('refId')} datasource is not uid {DATASOURCE_UID!r}"))
+            if (target.get("datasource") or {}).get("uid") != PANEL_DATASOURCE_UID:
+                problems.append(Problem(where, f"query {target.get('refId')} datasource is not uid "
+                                               f"{PANEL_DATASOURCE_UID!r}"))
             query(where, target.get("expr", ""))
     problems.extend(Problem(f"{source}: variable {name!r}", "variable is used by no query, title or other variable")
                     for name in sorted(names - used))
+    return problems
+
+
+def _datasource_variable(var: dict, where: str) -> list[Problem]:
+    """The `cluster` variable: Prometheus datasources, the provisioned one by default."""
+    problems = []
+    if var.get("name") != CLUSTER or var.get("query") != DATASOURCE_TYPE:
+        problems.append(Problem(where, f"a datasource variable must be ${CLUSTER} over {DATASOURCE_TYPE!r} datasources"))
+    if ((var.get("current") or {}).get("value")) != DATASOURCE_UID:
+        problems.append(Problem(where, f"its default is not the provisioned datasource {DATASOURCE_UID!r}"))
     return problems
 
 

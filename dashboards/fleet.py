@@ -120,7 +120,7 @@ def _kpis(board):
                                COUNT, "Critical (hardware) XIDs per 1,000 GPU-days of healthy GPUs.", width=6))
             .with_panel(single("MTTR", "max by (team) (vigil_oncall_mttr_seconds)", SECONDS,
                                "Mean time to resolve each team's incidents (the notifier's on-call window).",
-                               width=6)))
+                               width=6, empty="no incident resolved in the window")))
 
 
 def build():

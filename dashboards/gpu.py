@@ -40,7 +40,7 @@ def build():
              .with_panel(single("Last XID", [(LAST_XID, "XID {{xid}}")], COUNT,
                                 "The XID the GPU reported last: by its per-XID time (NVML exporter) or its "
                                 "last XID code (DCGM). Empty: none since the exporter started.",
-                                thresholds=((None, "orange"),))
+                                thresholds=((None, "orange"),), empty="none")
                          .text_mode(common.BigValueTextMode.NAME))
              .with_panel(single("Jobs", f"count(vigil_gpu_job{{{G}}}) or vector(0)", COUNT,
                                 "Jobs holding the GPU now.")))
@@ -77,4 +77,4 @@ def build():
                 "Interconnect errors: NVLink by type, PCIe replays.", width=8))
             .with_panel(listing("Jobs on this GPU", f"vigil_gpu_job{{{G}}}", COUNT,
                                 "The jobs holding the GPU now; click one for the job's view.", width=8,
-                                links=[_TO_JOB])))
+                                links=[_TO_JOB], empty="no job holds this GPU")))

@@ -39,6 +39,8 @@ EMPTY_WHEN_HEALTHY = {
     ("vigil-gpu", "Jobs on this GPU"): _PLAIN_NODE,
     ("vigil-job", "Average utilization"): _RECORDED,
     ("vigil-stack", "Page delivery latency (p95)"): "nothing pages in a healthy demo",
+    ("vigil-aiops", "Anomalies: outside the band"): "a healthy GPU's load sits inside its learned band (the count "
+                                                     "beside it reads 0; tests/test_stack_aiops_e2e.py drives one out)",
     ("vigil-oncall", "Firing alerts on nodes"): "no node alert fires in a healthy demo (the chaos test checks it)",
     **{("vigil-oncall", title): _ONCALL_WINDOW for title in (
         "Pages per person in the window", "Escalation ratio", "Acknowledged ratio",
@@ -76,6 +78,7 @@ class LiveResult:
     series: int
     error: str | None = None
     unresolved: bool = False  # a variable of the query had no value in this Prometheus
+    folded: bool = False  # in a collapsed row: Grafana runs it only once someone opens the row
 
     @property
     def key(self) -> tuple[str, str]:
@@ -106,6 +109,7 @@ def run_dashboard(model: dict, client: PrometheusClient, chosen: dict[str, str] 
     """Each query of each panel, instant, at now, the variables as Grafana sets them (`chosen`, else each
     one's first value); a query Prometheus refuses has its error instead."""
     values = variable_values(model, client, chosen)
+    folded = {id(inner) for row in model.get("panels") or [] for inner in row.get("panels") or []}
     results = []
     for panel in panels(model):
         for target in panel.get("targets") or []:
@@ -115,7 +119,7 @@ def run_dashboard(model: dict, client: PrometheusClient, chosen: dict[str, str] 
             except PrometheusUnavailable as exc:
                 series, error = 0, str(exc)
             results.append(LiveResult(model["uid"], panel.get("title", ""), target.get("refId", ""), query, series,
-                                      error, bool(unresolved)))
+                                      error, bool(unresolved), id(panel) in folded))
     return results
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from grafana_foundation_sdk.builders.dashboard import Row
 
-from .panels import COUNT, PERCENT, SECONDS, dashboard, drill, graph, listing, single
+from .panels import COUNT, NO_INCIDENT, PERCENT, SECONDS, dashboard, drill, graph, listing, single
 
 UID = "vigil-oncall"
 NODE_UID = "vigil-node"
@@ -17,7 +17,7 @@ _TO_NODE = drill("Node ${__field.labels.node}", NODE_UID, ("node",))
 
 
 def _kpi(title: str, metric: str, unit: str, description: str, legend: str = "{{team}} {{priority}}"):
-    return graph(title, [(f"{BY_TEAM} ({metric})", legend)], unit, description, width=8)
+    return graph(title, [(f"{BY_TEAM} ({metric})", legend)], unit, description, width=8, empty=NO_INCIDENT)
 
 
 def build():
@@ -45,7 +45,7 @@ def build():
                                  width=6))
              .with_panel(listing("Firing alerts on nodes", f'sum by (alertname, severity, node) ({FIRING[:-1]}, '
                                  'node!=""})', COUNT, "Alerts firing on a node now; click one for the node.", width=6,
-                                 links=[_TO_NODE])))
+                                 links=[_TO_NODE], empty="none firing")))
     board = (board.with_row(Row("Pages"))
              .with_panel(graph("Pages sent by channel and result", "sum by (channel, result) (increase("
                                "vigil_notifier_deliveries_total[$__rate_interval]))", COUNT,
@@ -53,7 +53,8 @@ def build():
                                width=8))
              .with_panel(graph("Pages per person in the window", "sum by (person, channel, outside_hours) "
                                "(vigil_oncall_pages)", COUNT, "Firing pages each person got in the notifier's "
-                               "window, by channel; outside_hours=\"true\" is the on-call load that hurts.", width=8))
+                               "window, by channel; outside_hours=\"true\" is the on-call load that hurts.", width=8,
+                               empty="nobody paged in the window"))
              .with_panel(graph("Escalation tiers paged", "sum by (tier) (increase(vigil_notifier_escalations_total"
                                "[$__rate_interval]))", COUNT, "Tiers paged (0 = first); later tiers mean nobody "
                                "acknowledged in time.", width=8)))
@@ -70,7 +71,8 @@ def build():
             .with_panel(_kpi("MTTR", "vigil_oncall_mttr_seconds", SECONDS, "Mean time from opening to resolution."))
             .with_panel(graph("SLA compliance", [("max by (team, priority, target) (vigil_oncall_sla_compliance_ratio)",
                                                   "{{team}} {{priority}} {{target}}")], PERCENT,
-                              "Met / (met + breached) of the ack and resolve targets.", width=8, minimum=0, maximum=1))
+                              "Met / (met + breached) of the ack and resolve targets.", width=8, minimum=0, maximum=1,
+                              empty=NO_INCIDENT))
             .with_panel(_kpi("Escalation ratio", "vigil_oncall_escalation_ratio", PERCENT,
                              "Share of incidents that paged a later tier or that a person escalated."))
             .with_panel(_kpi("Acknowledged ratio", "vigil_oncall_acknowledged_ratio", PERCENT,

@@ -20,9 +20,13 @@ from grafana_foundation_sdk.models.dashboard import (
 )
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
-DATASOURCE_UID = "vigil-prometheus"
+DATASOURCE_UID = "vigil-prometheus"  # the datasource the provisioning creates: the `cluster` variable's default
 DATASOURCE_TYPE = "prometheus"
-DATASOURCE = DataSourceRef(type_val=DATASOURCE_TYPE, uid=DATASOURCE_UID)
+# Every panel, query, variable and annotation reads the Prometheus the `cluster` variable picks: one shard
+# or cluster of a fleet that has several, or the global view (VictoriaMetrics), each a Grafana datasource
+CLUSTER = "cluster"
+PANEL_DATASOURCE_UID = "${" + CLUSTER + "}"
+DATASOURCE = DataSourceRef(type_val=DATASOURCE_TYPE, uid=PANEL_DATASOURCE_UID)
 TAG = "vigil"
 GPU_JOB = "vigil-gpu"  # the GPU exporters' scrape job (vigil.stack.config.prometheus.GPU_JOB)
 
@@ -91,6 +95,7 @@ def _queries(panel, queries):
 # what a panel says instead of "No data" when nothing is wrong or its source is missing (`empty=`)
 NO_XID = "0: no XID"
 NO_INFINIBAND = "no InfiniBand port here"
+NO_INCIDENT = "no incident in the window yet"
 NO_PROFILING = "needs dcgm-exporter's profiling fields (DCP): NVML has none"
 
 
@@ -119,9 +124,9 @@ def graph(title: str, queries, unit: str, description: str, width: int = 12, hei
 
 
 def single(title: str, queries, unit: str, description: str, width: int = 4, height: int = 4, links=(),
-           thresholds: tuple[tuple[float, str], ...] = ()) -> stat.Panel:
+           thresholds: tuple[tuple[float, str], ...] = (), empty: str | None = None) -> stat.Panel:
     """A stat panel (instant queries): one big number per series, coloured by `thresholds`."""
-    panel = _common(stat.Panel(), title, description, unit, width, height, list(links))
+    panel = _common(stat.Panel(), title, description, unit, width, height, list(links), empty)
     panel = (panel.graph_mode(common.BigValueGraphMode.NONE).color_mode(common.BigValueColorMode.BACKGROUND)
              .reduce_options(common_builders.ReduceDataOptions().calcs(["lastNotNull"]).values(False)))
     if thresholds:
@@ -172,6 +177,14 @@ def heat(title: str, expr: str, unit: str, description: str, width: int = 12, he
     return _queries(panel, expr)
 
 
+def cluster_variable() -> dash.DatasourceVariable:
+    """`$cluster`: which Prometheus datasource the dashboard reads (default the provisioned one)."""
+    return (dash.DatasourceVariable(CLUSTER).label("Cluster").type(DATASOURCE_TYPE)
+            .description("The Prometheus to read: a shard or cluster of a fleet that has several, or the global "
+                         "view (VictoriaMetrics) that holds them all; each is a Grafana datasource.")
+            .current(VariableOption(selected=True, text="vigil Prometheus", value=DATASOURCE_UID)))
+
+
 def variable(name: str, label: str, expr: str, multi: bool = False) -> dash.QueryVariable:
     """A template variable whose values are a label's values (`label_values(...)`), refreshed with the time range."""
     var = (dash.QueryVariable(name).label(label).datasource(DATASOURCE).query(expr)
@@ -198,6 +211,7 @@ def dashboard(uid: str, title: str, description: str, tags: tuple[str, ...] = ()
     the notifier's open incidents (`incidents_expr`) as annotations."""
     return (dash.Dashboard(title).uid(uid).description(description).tags([TAG, *tags]).time("now-6h", "now")
             .refresh("30s").timezone("utc").tooltip(DashboardCursorSync.CROSSHAIR).readonly()
+            .with_variable(cluster_variable())
             .annotation(incidents(incidents_expr))
             .link(dash.DashboardLink("vigil dashboards").type(DashboardLinkType.DASHBOARDS).tags([TAG])
                   .as_dropdown(True).keep_time(True).include_vars(True)))

@@ -48,4 +48,5 @@ def build():
                               "Page deliveries by state: a growing pending count is outbox lag.", width=8))
             .with_panel(graph("Page delivery latency (p95)", "histogram_quantile(0.95, sum by (le, channel) ("
                               "rate(vigil_notifier_delivery_latency_seconds_bucket[$__rate_interval])))", SECONDS,
-                              "From the page entering the outbox to the channel accepting it.", width=8)))
+                              "From the page entering the outbox to the channel accepting it.", width=8,
+                              empty="no page sent in the time range")))

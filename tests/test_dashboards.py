@@ -52,19 +52,27 @@ def test_build_writes_a_folder_and_check_names_each_stale_file(tmp_path):
     assert "Traceback" not in result.output
 
 
-def test_json_is_sorted_and_every_panel_and_query_uses_the_provisioned_datasource():
+def test_json_is_sorted_and_every_panel_and_query_reads_the_cluster_variable_defaulting_to_the_provisioned_datasource():
     datasource = yaml.safe_load(render()[DATASOURCE_FILE])["datasources"][0]
     assert datasource["type"] == "prometheus" and datasource["uid"] == "vigil-prometheus"
     for path, text in render().items():
         if path.endswith(".json"):
             assert text == json.dumps(json.loads(text), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     for uid, model in models().items():
+        # $cluster picks a Prometheus datasource (a shard, a cluster, the global view); the provisioned one first
+        [cluster] = [v for v in model["templating"]["list"] if v["name"] == "cluster"]
+        assert (cluster["type"], cluster["query"], cluster["current"]["value"]) == ("datasource", "prometheus",
+                                                                                   datasource["uid"])
+        assert model["templating"]["list"][0] is cluster  # before the variables whose queries read it
+        reads = {"type": "prometheus", "uid": "${cluster}"}
+        assert all(v["datasource"] == reads for v in model["templating"]["list"] if v["type"] == "query"), uid
+        assert all(a["datasource"] == reads for a in model["annotations"]["list"] if a["name"] == "Incidents"), uid
         for panel in panels(model):
             if panel["type"] == "row":
                 continue
-            assert panel["datasource"]["uid"] == datasource["uid"], (uid, panel["title"])
+            assert panel["datasource"] == reads, (uid, panel["title"])
             assert panel["fieldConfig"]["defaults"]["unit"], (uid, panel["title"])
-            assert panel["targets"] and all(t["datasource"]["uid"] == datasource["uid"] for t in panel["targets"])
+            assert panel["targets"] and all(t["datasource"] == reads for t in panel["targets"])
     provider = yaml.safe_load(render()[PROVIDER_FILE])["providers"][0]
     assert provider["type"] == "file" and provider["options"]["path"]
 
@@ -155,7 +163,7 @@ def test_disk_dashboard_covers_smart_nvme_filesystems_infiniband_and_the_risk_ra
 def test_aiops_dashboard_shows_baseline_bands_anomalies_risk_and_its_own_health():
     board = models()["vigil-aiops"]
     exprs = {panel["title"]: [t["expr"] for t in panel["targets"]] for panel in panels(board) if "targets" in panel}
-    (metric,) = board["templating"]["list"]
+    (cluster, metric) = board["templating"]["list"]
     assert metric["name"] == "metric" and "vigil_baseline_expected" in str(metric["query"])
     band = exprs["Series and baseline band"]
     assert [e.split("{")[0] for e in band] == ["vigil_baseline_lower", "vigil_baseline_expected", "vigil_baseline_upper"]

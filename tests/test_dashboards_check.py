@@ -50,7 +50,7 @@ def test_a_broken_dashboard_reports_every_problem_at_once(tmp_path):
         "sum by (class) (increase(vigil_gpu_xid_errors_total{team=\"a\"}[10s]))")  # unknown label, short window
     by_title(fleet, "GPU utilization by node")["fieldConfig"]["defaults"]["links"][0]["url"] = (
         "/d/vigil-nowhere?${__url_time_range}&var-node=${__field.labels.node}")
-    node["templating"]["list"].append(dict(node["templating"]["list"][0], name="rack"))  # used nowhere
+    node["templating"]["list"].append(dict(node["templating"]["list"][1], name="rack"))  # used nowhere
     for name, model in (("fleet.json", fleet), ("node.json", node)):
         (tmp_path / name).write_text(json.dumps(model))
 
@@ -66,7 +66,7 @@ def test_a_broken_dashboard_reports_every_problem_at_once(tmp_path):
         "'Nodes down': overlaps panel",
         "is also the id of panel 'GPUs healthy'",
         "'Power': panel has no unit",
-        "'GPU memory': panel datasource is not uid 'vigil-prometheus'",
+        "'GPU memory': panel datasource is not uid '${cluster}'",
         "'vigil_gpu_xid_errors_total' has no label 'team'",
         "increase() over [10s] sees fewer than 4 scrapes",
         "points at dashboard 'vigil-nowhere', which is neither checked nor shipped",
@@ -80,7 +80,7 @@ def test_a_broken_dashboard_reports_every_problem_at_once(tmp_path):
 def test_variables_are_substituted_before_parsing_and_label_values_are_checked(catalog):
     model = copy.deepcopy(next(m for m in dashboard_models() if m["uid"] == "vigil-gpu"))
     assert check_dashboards({"gpu": model}, catalog) == []  # $node, $gpu, $__rate_interval all resolve
-    model["templating"]["list"][1]["query"] = 'label_values(vigil_gpu_up{node="$node"}, gpuid)'
+    model["templating"]["list"][2]["query"] = 'label_values(vigil_gpu_up{node="$node"}, gpuid)'
     problems = [str(p) for p in check_dashboards({"gpu": model}, catalog)]
     assert problems == [p for p in problems if "variable 'gpu'" in p] and len(problems) == 1
     assert "label 'gpuid' is not on the series" in problems[0]
@@ -96,3 +96,12 @@ def test_a_file_that_is_not_json_is_a_clean_error(tmp_path):
     assert f"{bad}: not a dashboard JSON file" in result.output and "Traceback" not in result.output
     assert f"{worse}: not a dashboard JSON file" in result.output  # every bad file named, not only the first
     assert f"{listed}: not a dashboard JSON file: a JSON list, not an object" in result.output
+
+
+def test_the_cluster_variable_must_list_prometheus_datasources_and_default_to_the_provisioned_one(catalog):
+    model = copy.deepcopy(next(m for m in dashboard_models() if m["uid"] == "vigil-node"))
+    cluster = model["templating"]["list"][0]
+    cluster["query"], cluster["current"]["value"] = "loki", "elsewhere"
+    problems = [str(p) for p in check_dashboards({"node": model}, catalog)]
+    assert problems == ["node: variable 'cluster': a datasource variable must be $cluster over 'prometheus' datasources",
+                        "node: variable 'cluster': its default is not the provisioned datasource 'vigil-prometheus'"]
