@@ -5,6 +5,7 @@ are checked after a fault instead (a GPU falls off the bus: XID 79)."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 
@@ -116,6 +117,20 @@ def test_every_panel_query_returns_data_from_the_demo_prometheus(prometheus):
     # metric has no value without the AIOps service: its queries are listed in EMPTY_METRICS)
     assert [r for r in found if r.unresolved and not allowed_empty(r)] == []
     assert any(r.unresolved for r in found if r.dashboard == "vigil-aiops")
+    # the same measure from the CLI, as a user checks their own Prometheus
+    from click.testing import CliRunner
+
+    from vigil.cli import main
+
+    said = CliRunner().invoke(main, ["dashboards", "coverage", "--prometheus-url", prometheus.url])
+    assert said.exit_code == 0, said.output
+    summary = re.search(r"^(\d+) of (\d+) panel queries return data .*; 0 failed or empty without a reason$",
+                        said.output, re.M)
+    assert summary and int(summary.group(2)) == len(found), said.output
+    assert "vigil-disks / InfiniBand port state (A): the demo's node health exporter reads" in said.output
+    as_json = CliRunner().invoke(main, ["dashboards", "coverage", "--prometheus-url", prometheus.url, "--json"])
+    listed = json.loads(as_json.output)
+    assert listed["queries"] == len(found) and any(r["folded"] for r in listed["results"])
 
 
 def test_preview_draws_every_dashboard_from_live_data(prometheus, tmp_path):
