@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import socket
 import time
+from dataclasses import replace
 from typing import Callable
 
 import requests
@@ -29,6 +30,7 @@ from vigil.exporters.background import BackgroundSnapshot
 from vigil.exporters.dcgm_fields import FIELD_MAPS
 from vigil.exporters.dcgm_source import REASONS, Page, PageError, parse_page, read_page
 from vigil.exporters.gpu_isolation import StallGuard
+from vigil.exporters.gpu_specs import PROFILING
 from vigil.exporters.metric_families import add, family
 from vigil.exporters.spec import MetricSpec
 
@@ -83,10 +85,7 @@ SPECS: list[MetricSpec] = [
     _spec("vigil_gpu_last_xid_code", "gauge", "", "Last XID DCGM saw (0 = none). A gauge: repeats are invisible; "
           "vigil_gpu_xid_errors_total needs the NVML backend."),
     _spec("vigil_gpu_graphics_engine_active_ratio", "gauge", "ratio", "Fraction of time the graphics/compute engine was active."),
-    _spec("vigil_gpu_sm_active_ratio", "gauge", "ratio", "Fraction of time at least one warp was resident, averaged over SMs."),
-    _spec("vigil_gpu_sm_occupancy_ratio", "gauge", "ratio", "Resident warps relative to the SM maximum."),
-    _spec("vigil_gpu_tensor_pipe_active_ratio", "gauge", "ratio", "Fraction of cycles the tensor pipe was active."),
-    _spec("vigil_gpu_dram_active_ratio", "gauge", "ratio", "Fraction of cycles the memory interface was busy."),
+    *(replace(spec, source=_SRC) for spec in PROFILING),  # the NVML backend's profiling metrics, read from DCGM
     _node_spec("vigil_node_gpus_visible", "", "GPUs on the current dcgm-exporter page; 0 while dcgm_up is 0."),
     _node_spec("vigil_node_gpus_expected", "", "GPUs the node should have (--expected-gpus, else the most seen on "
                "one page since the exporter started)."),

@@ -93,15 +93,20 @@ class GpuReader:
         try:
             return getattr(self.nvml, fn_name)(*args)
         except self.nvml.NVMLError as error:
-            code = getattr(error, "value", -1)
-            if count:
-                self.errors[self.error_name(error)] += 1
-            if code in self._lost_codes:
-                self._refused.clear()  # a GPU that comes back (reset, MIG mode changed) is asked afresh
-                raise GpuLost(fn_name) from error
-            if code in self._permanent_codes:
+            if self.refusal(fn_name, error, count=count):
                 self._refused.add(key)
             return None
+
+    def refusal(self, fn_name: str, error: Exception, *, count: bool = True) -> bool:
+        """Count an NVML error of `fn_name`; raise GpuLost when it says the GPU is gone; True when it is a
+        refusal that holds for the whole NVML session (NOT_SUPPORTED, FUNCTION_NOT_FOUND)."""
+        code = getattr(error, "value", -1)
+        if count:
+            self.errors[self.error_name(error)] += 1
+        if code in self._lost_codes:
+            self._refused.clear()  # a GPU that comes back (reset, MIG mode changed) is asked afresh
+            raise GpuLost(fn_name) from error
+        return code in self._permanent_codes
 
     def read(self, memo: GpuMemo, rows: Rows, driver: str, cuda: str) -> None:
         """Append every available field of the GPU to `rows`; raises GpuLost."""

@@ -15,6 +15,21 @@ def _spec(name: str, type_: str, unit: str, labels: tuple[str, ...], help_: str,
     return MetricSpec(name=name, type=type_, unit=unit, labels=labels, help=help_, source=source)
 
 
+# The DCGM profiling metrics, declared once for both backends (`exporters.dcgm` publishes these with its
+# own source). NVML computes them with GPM (GPU Performance Monitoring, Hopper and newer) between the
+# samples of two consecutive cycles (`exporters.gpm`): (name, NVML_GPM_METRIC_* it comes from, help).
+_PROFILING = (
+    ("vigil_gpu_sm_active_ratio", "SM_UTIL", "Fraction of time at least one warp was resident, averaged over SMs."),
+    ("vigil_gpu_sm_occupancy_ratio", "SM_OCCUPANCY", "Resident warps relative to the SM maximum."),
+    ("vigil_gpu_tensor_pipe_active_ratio", "ANY_TENSOR_UTIL", "Fraction of cycles the tensor pipe was active."),
+    ("vigil_gpu_dram_active_ratio", "DRAM_BW_UTIL", "Fraction of cycles the memory interface was busy."),
+)
+GPM_METRICS = {name: f"NVML_GPM_METRIC_{metric}" for name, metric, _ in _PROFILING}  # metric -> pynvml constant
+PROFILING: list[MetricSpec] = [
+    _spec(name, "gauge", "ratio", GPU, help_,
+          f"nvmlGpmMetricsGet {GPM_METRICS[name]} / 100 (Hopper and newer; from the second cycle on)")
+    for name, _, help_ in _PROFILING]
+
 SPECS: list[MetricSpec] = [
     _spec("vigil_gpu_up", "gauge", "", GPU,
           "1 when NVML answers for the GPU, 0 when it is lost (GPU_IS_LOST, RESET_REQUIRED, GPU_NOT_FOUND)",
@@ -30,6 +45,7 @@ SPECS: list[MetricSpec] = [
     _spec("vigil_gpu_memory_utilization_ratio", "gauge", "ratio", GPU,
           "Fraction of the last sample period during which device memory was read or written",
           "nvmlDeviceGetUtilizationRates().memory"),
+    *PROFILING,
     _spec("vigil_gpu_memory_used_bytes", "gauge", "bytes", GPU, "Device memory in use", "nvmlDeviceGetMemoryInfo().used"),
     _spec("vigil_gpu_memory_free_bytes", "gauge", "bytes", GPU, "Device memory free", "nvmlDeviceGetMemoryInfo().free"),
     _spec("vigil_gpu_memory_total_bytes", "gauge", "bytes", GPU, "Device memory installed", "nvmlDeviceGetMemoryInfo().total"),

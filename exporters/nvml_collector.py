@@ -3,7 +3,8 @@
 `collect()` never calls NVML, so a stuck NVML call (a hung driver) cannot stall `/metrics`: the loop
 just stops refreshing and `vigil_exporter_last_collection_timestamp_seconds` goes stale. The NVML
 library is a parameter: `NvmlCollector(pynvml, node)` on a GPU host, or a `SimulatedNvml` in the
-simulated fleet and in tests; the collector never imports the simulator.
+simulated fleet and in tests; the collector never imports the simulator. The profiling ratios of Hopper
+and newer GPUs come from NVML's GPM, between each GPU's samples of two consecutive cycles (`exporters.gpm`).
 
     registry = CollectorRegistry()
     collector = NvmlCollector(pynvml, "gpu-host-1", interval=5.0)
@@ -20,6 +21,7 @@ from typing import Any, Callable, Iterator
 
 from prometheus_client.core import Metric
 
+from vigil.exporters.gpm import GpmSampler
 from vigil.exporters.gpu_isolation import StallGuard
 from vigil.exporters.gpu_reader import GpuLost, GpuMemo, GpuReader, Rows, text
 from vigil.exporters.exposition import render
@@ -44,6 +46,7 @@ class NvmlCollector:
         self.clock = clock
         self._errors: Counter[str] = Counter()
         self._reader = GpuReader(nvml, node, self._errors, nvlink_per_link=nvlink_per_link)
+        self._gpm = GpmSampler(self._reader)  # profiling metrics of Hopper+ GPUs, between two cycles' samples
         self._memos: dict[int, GpuMemo] = {}
         self._initialized = False
         self._system: tuple[str, str] = ("", "")  # driver, cuda
@@ -88,6 +91,9 @@ class NvmlCollector:
             self._thread.join(timeout=self.interval + 1)
         if self._guard is not None:
             self._guard.close()
+        if self._thread is None or not self._thread.is_alive():  # not under a cycle still inside NVML
+            for index in list(self._memos):
+                self._forget_gpm(index)
         if self._initialized:
             try:
                 self.nvml.nvmlShutdown()
@@ -132,6 +138,7 @@ class NvmlCollector:
                 self._initialized = True
                 for memo in self._memos.values():  # an earlier NVML session's handles are invalid, and
                     memo.handle = memo.info = memo.nvlinks = None  # a reloaded driver may be a new version
+                    self._forget_gpm(memo.index)
                 self._reader.forget_refused()
                 self._system = (text(call("nvmlSystemGetDriverVersion") or ""),
                                 _cuda_version(call("nvmlSystemGetCudaDriverVersion")))
@@ -161,6 +168,8 @@ class NvmlCollector:
             up = stalled = False
             if count is not None and index < count and memo.handle is not None:
                 up, stalled = self._read_gpu(memo, rows)
+                if not (up or stalled):  # lost: GPM's next metrics start from a new pair of samples
+                    self._gpm.forget(index)
             memo.up = up
             visible += up
             labels = (self.node, str(index), memo.uuid)
@@ -182,16 +191,26 @@ class NvmlCollector:
         """Read one GPU into `rows`; (up, stalled). Each read fills its own rows, merged only when it
         completes, so a stuck read that returns late cannot touch a snapshot already published."""
         own: Rows = {}
+
+        def read() -> None:
+            self._reader.read(memo, own, *self._system)
+            self._gpm.read(memo, own)
+
         try:
             if self._guard is None:
-                self._reader.read(memo, own, *self._system)
-            elif not self._guard.run(memo.index, lambda: self._reader.read(memo, own, *self._system)):
+                read()
+            elif not self._guard.run(memo.index, read):
                 return False, True
         except GpuLost:
             return False, False
         for name, samples in own.items():
             rows.setdefault(name, []).extend(samples)
         return True, False
+
+    def _forget_gpm(self, index: int) -> None:
+        """Free the GPU's held GPM sample, unless a read stuck in NVML may still be using it."""
+        if self._guard is None or not self._guard.stalled(index):
+            self._gpm.forget(index)
 
     def _xid_rows(self, rows: Rows) -> None:
         uuids = {i: m.uuid for i, m in list(self._memos.items())}  # list(): safe while a cycle adds GPUs

@@ -24,6 +24,7 @@ from vigil.exporters.sim import faults as F
 from vigil.exporters.sim.identity import device_uuid  # noqa: F401 - part of this module's API (vigil.stack.history uses it)
 from vigil.exporters.sim.jobs import HUNG_MEMORY, IDLE_MEMORY, GpuJob, JobSchedule
 from vigil.exporters.sim.load import gpu_load, gpu_power, gpu_temperature
+from vigil.exporters.sim.nvml_gpm import GpmCalls
 from vigil.exporters.sim.nvml_mig import MigCalls, SimMigHandle
 from vigil.exporters.sim.nvml_static import MEM_CLOCK_MHZ, POWER_LIMIT_W, SM_CLOCK_MAX_MHZ, StaticCalls
 from vigil.exporters.sim.nvml_health import HealthCalls, SimEventData, SimEventSet, raise_nvml as _raise
@@ -49,16 +50,17 @@ H100_SXM_REFUSED = frozenset({"nvmlDeviceGetFanSpeed", "nvmlDeviceGetRetiredPage
                               "nvmlDeviceGetRetiredPagesPendingStatus"})
 
 
-class SimulatedNvml(StaticCalls, HealthCalls, MigCalls):
+class SimulatedNvml(StaticCalls, HealthCalls, MigCalls, GpmCalls):
     """Simulated NVML of one node with `gpus` H100-like GPUs; thread-safe like the real library.
 
     `unsupported` names pynvml functions that raise NOT_SUPPORTED on this node (`H100_SXM_REFUSED` is what
-    a real H100 SXM refuses; the fleet passes it); `clock` gives the Unix time (tests pass a fake clock).
+    a real H100 SXM refuses; the fleet passes it); `clock` gives the Unix time (tests pass a fake clock);
+    GPUs in `gpm_unsupported` have no GPM, as a pre-Hopper GPU (`exporters.sim.nvml_gpm`).
     """
 
     def __init__(self, node: str = "node-1", gpus: int = 8, *, unsupported: frozenset[str] = frozenset(),
                  nvlinks: int = NVLINKS, mig_gpus: dict[int, int] | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, gpm_unsupported: frozenset[int] = frozenset()) -> None:
         self.node = node
         self.gpu_count = gpus
         self.nvlinks = nvlinks
@@ -73,6 +75,8 @@ class SimulatedNvml(StaticCalls, HealthCalls, MigCalls):
         self._driver_loaded = True
         self.mig_gpus = dict(mig_gpus or {})
         self._mig_cache: dict[int, list[SimMigHandle]] = {}
+        self.gpm_unsupported = frozenset(gpm_unsupported)
+        self._gpm_samples: dict[int, Any] = {}  # address -> GPM sample (exporters.sim.nvml_gpm)
         self.memory_total = MEMORY_TOTAL
         # set by the fleet on nodes with job slots: load, memory and processes then follow the jobs
         self.jobs: JobSchedule | None = None
