@@ -3,7 +3,7 @@ template variables take the first value their own query returns there (in order,
 `$node`), Grafana's built-in variables a window that fits a young demo stack.
 
 Queries that are legitimately empty in a healthy demo are listed with the reason: by panel (or one
-query of a panel) in EMPTY_WHEN_HEALTHY, by metric the demo lacks in EMPTY_METRICS (DCGM-only fields, InfiniBand); the
+query of a panel) in EMPTY_WHEN_HEALTHY, by metric the demo lacks in EMPTY_METRICS (DCGM's last XID code, InfiniBand); the
 end-to-end test requires data from every other query and checks the error panels after a fault.
 """
 
@@ -48,7 +48,7 @@ EMPTY_WHEN_HEALTHY = {
     **{("vigil-oncall", title): _ONCALL_WINDOW + "; and only once a person acknowledges or resolves an incident"
        for title in ("MTTA", "MTTR", "SLA compliance")},
 }
-_DCGM = "a DCGM field (profiling, last XID code): the demo's simulated fleet speaks NVML, which has none"
+_DCGM = "DCGM's last XID code: the demo's simulated fleet speaks NVML, which has none (its per-XID times serve)"
 _NO_IB = "the demo's node health exporter reads this host's sysfs, which has no InfiniBand device"
 _NO_PAGE_RETIREMENT = ("the simulated fleet answers as a real H100 does: since Ampere a GPU remaps rows instead of "
                        "retiring pages, and NVML refuses the retired-page calls (docs/exporters-real-gpu.md)")
@@ -56,8 +56,6 @@ _NO_AIOPS = ("written by the AIOps service, which the dashboards' demo stack doe
              "tests/test_dashboards_aiops_e2e.py runs these queries in a stack with it")
 # metrics the demo does not have -> why: a query reading one of them may be empty
 EMPTY_METRICS = {
-    "vigil_gpu_sm_active_ratio": _DCGM, "vigil_gpu_sm_occupancy_ratio": _DCGM,
-    "vigil_gpu_tensor_pipe_active_ratio": _DCGM, "vigil_gpu_dram_active_ratio": _DCGM,
     "vigil_gpu_last_xid_code": _DCGM,
     "vigil_infiniband_port_errors_total": _NO_IB, "vigil_infiniband_port_up": _NO_IB,
     "vigil_gpu_retired_pages_pending": _NO_PAGE_RETIREMENT, "vigil_gpu_retired_pages_total": _NO_PAGE_RETIREMENT,

@@ -96,7 +96,7 @@ def _queries(panel, queries):
 NO_XID = "0: no XID"
 NO_INFINIBAND = "no InfiniBand port here"
 NO_INCIDENT = "no incident in the window yet"
-NO_PROFILING = "needs dcgm-exporter's profiling fields (DCP): NVML has none"
+NO_PROFILING = "no profiling fields: needs NVML's GPM (Hopper and newer) or dcgm-exporter's DCP fields"
 
 
 def _common(panel, title: str, description: str, unit: str, width: int, height: int, links, empty: str | None = None):
