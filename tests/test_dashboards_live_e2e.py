@@ -153,6 +153,14 @@ def test_preview_draws_every_dashboard_from_live_data(prometheus, tmp_path):
                                        "--var", "gpu=1"])
     assert chosen.exit_code == 0, chosen.output
     assert re.search(r"/vigil-gpu\.png: \d+ of \d+ panels with data \(node=node-2, gpu=1\)", chosen.output), chosen.output
+    # the job dashboard opens on the job holding the incident's GPU
+    from vigil.cli.dashboards import _job_on
+
+    held = prometheus.query("vigil_gpu_job")
+    assert held, "the demo's jobs hold GPUs"
+    node, gpu, job_id = (held[0].labels[k] for k in ("node", "gpu", "job_id"))
+    assert _job_on(prometheus.url, {"node": node, "gpu": gpu}) == job_id
+    assert _job_on(prometheus.url, {"node": "node-1", "gpu": "0"}) is None  # node-1 hosts no job
     bad = CliRunner().invoke(main, ["dashboards", "preview", "--var", "node"])
     assert bad.exit_code == 2 and "expected NAME=VALUE" in bad.output
 

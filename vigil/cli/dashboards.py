@@ -167,7 +167,25 @@ def _stack_focus(run_dir: Path) -> tuple[str | None, dict[str, str], str]:
     newest = (on_gpu or open_ones)[-1]  # a GPU's fault before a node-wide one: the GPU dashboard shows it
     labels = newest["labels"]
     focus = {key: str(labels[key]) for key in ("node", "gpu") if labels.get(key) not in (None, "")}
+    job = labels.get("job_id") or _job_on(client.prometheus, focus)
+    if job:
+        focus["job_id"] = str(job)
     return client.prometheus, focus, f"incident #{newest['id']} ({labels.get('alertname', '?')})"
+
+
+def _job_on(prometheus_url: str, focus: dict[str, str]) -> str | None:
+    """The training job holding the incident's GPU (`vigil_gpu_job` keeps a lost GPU in its job), if any:
+    the job dashboard then opens on the job the fault stopped."""
+    from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
+
+    if "node" not in focus or "gpu" not in focus:
+        return None
+    selector = f'vigil_gpu_job{{node="{focus["node"]}", gpu="{focus["gpu"]}"}}'
+    try:
+        held = PrometheusClient(prometheus_url).query(selector)
+    except PrometheusUnavailable:
+        return None
+    return sorted(sample.labels.get("job_id", "") for sample in held)[0] if held else None
 
 
 @dashboards.command()
