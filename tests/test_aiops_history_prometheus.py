@@ -21,7 +21,9 @@ from click.testing import CliRunner
 from vigil.aiops.baseline.models import band
 from vigil.aiops.baseline.store import load_store
 from vigil.aiops.history.openmetrics import write_openmetrics
+from vigil.aiops.baseline.train import TrainSettings, history_from_prometheus
 from vigil.aiops.history.prometheus import PrometheusReader
+from vigil.aiops.history.prometheus_batches import BatchedHistory
 from vigil.aiops.history.series import HistoryError
 from vigil.common.ports import free_port
 from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
@@ -55,6 +57,7 @@ def counter_values(n: int) -> np.ndarray:
     return ((np.arange(n) % 1000) + 1) * 3.0
 
 
+BATCH_LABELS = ({"node": "a"}, {"node": "a", "extra": "b"}, {"node": 'q"uo\\te|.*'})
 STALLED = ("n2", 1)  # this GPU's last 15 minutes read 0: the contract rule must catch it
 
 
@@ -74,11 +77,14 @@ def backfilled(tmp_path_factory):
     end -= end % 60
     t = end - STEP * np.arange(POINTS)[::-1]
     series = [
-        ("vigil_gpu_utilization_ratio", {"node": n, "gpu": str(g), "job": "gpu", "instance": f"{n}:9400"}, t, simulated_utilization(n, g, t))
+        ("vigil_gpu_utilization_ratio", {"node": n, "gpu": str(g), "uuid": f"GPU-{n}-{g}", "job": "gpu", "instance": f"{n}:9400"},
+         t, simulated_utilization(n, g, t))
         for n in NODES
         for g in GPUS
     ]
     series.append(("vigil_test_events_total", {"node": "n1", "job": "node"}, t, counter_values(POINTS)))
+    # no label tells these apart, one has a label more than another, one a value PromQL and RE2 must escape
+    series += [("vigil_test_batch", labels, t[-48:], np.arange(48.0) + i) for i, labels in enumerate(BATCH_LABELS)]
     om = work / "history.om"
     write_openmetrics(om, series, types={"vigil_test_events_total": "counter"})
     subprocess.run(
@@ -127,6 +133,21 @@ def test_chunked_query_range_matches_one_query(backfilled):
     expected = [gpu_load("n1", 0, s) for s in chunked[0].timestamps]
     assert np.allclose(chunked[0].values, expected)
 
+    # the whole selector a batch at a time (3 series, chunked the same way): the same series, in order
+    history = BatchedHistory(small, ["vigil_gpu_utilization_ratio"], start, end, STEP, batch_size=3)
+    assert history.count == 4 and history.plan[0].label == "uuid"  # one regex over uuid per batch
+    batches = list(history.batches())
+    assert [len(batch) for batch in batches] == [3, 1]
+    assert_same_series([s for batch in batches for s in batch],
+                       PrometheusReader(url).query_range("vigil_gpu_utilization_ratio", start, end, STEP))
+
+
+def assert_same_series(got: list, expected: list) -> None:
+    assert [s.key for s in got] == [s.key for s in expected]
+    for a, b in zip(got, expected):
+        assert np.array_equal(a.timestamps, b.timestamps) and np.array_equal(a.values, b.values), a.describe()
+        assert a.is_counter == b.is_counter
+
 
 def test_prometheus_refuses_more_than_11000_points_and_reader_splits(backfilled):
     url, end, _ = backfilled
@@ -143,6 +164,12 @@ def test_bad_query_and_unreachable_prometheus_give_the_reason(backfilled):
         PrometheusReader(url).query_range("rate(vigil_gpu_utilization_ratio[5m]", end - 3600, end, STEP)
     with pytest.raises(HistoryError, match="cannot reach Prometheus at http://127.0.0.1:1"):
         PrometheusReader("http://127.0.0.1:1", timeout=2).query_range("up", end - 3600, end, STEP)
+    # the same reasons from the batched reading: a query is read (and refused) when iterated,
+    # a selector is listed (and refused) at once
+    with pytest.raises(HistoryError, match="bad_data.*parse error"):
+        list(history_from_prometheus(url, ["rate(vigil_gpu_utilization_ratio[5m]"], TrainSettings(), end=end))
+    with pytest.raises(HistoryError, match="cannot reach Prometheus at http://127.0.0.1:1"):
+        history_from_prometheus("http://127.0.0.1:1", ["up"], TrainSettings(), end=end)
 
 
 def test_train_against_backfilled_prometheus_covers_held_out_load(backfilled, tmp_path):

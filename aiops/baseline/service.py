@@ -23,7 +23,7 @@ from vigil.aiops.baseline.store import StoreError, load_store, store_path
 from vigil.aiops.baseline.train import TrainSettings, history_from_prometheus, save_result, train
 from vigil.aiops.history.series import HistoryError
 from vigil.aiops.risk import risk_collectors
-from vigil.common.http_server import GetAndPostHandler, http_server
+from vigil.common.http_server import GetAndPostHandler, HangupTolerantServer, http_server
 
 log = logging.getLogger("vigil.aiops.baseline")
 RETRY_AFTER_FAILURE_S = 60.0
@@ -74,8 +74,8 @@ class BaselineService:
             self.load()
             return
         settings = self.config.settings
-        raw = history_from_prometheus(self.config.prometheus_url, self.config.selectors, settings)
-        result = train(raw, settings)
+        # streamed a batch of series at a time: between refits the service holds models, not histories
+        result = train(history_from_prometheus(self.config.prometheus_url, self.config.selectors, settings), settings)
         if not result.entries:
             raise HistoryError(f"no series with enough history for {', '.join(self.config.selectors)}")
         save_result(self.config.model_dir, result, settings, source=self.config.prometheus_url)
@@ -163,7 +163,8 @@ def make_http_server(host: str, port: int, registry: CollectorRegistry, service:
         def log_message(self, fmt, *args):
             log.debug("%s " + fmt, self.address_string(), *args)
 
-    server = http_server(host, port, Handler)
+    # a probe that gave up waiting (the stack's health check waits half a second) is a debug line, not a traceback
+    server = http_server(host, port, Handler, HangupTolerantServer)
     server.daemon_threads = True
     return server
 

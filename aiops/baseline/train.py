@@ -1,4 +1,7 @@
-"""Training baselines for many series: fetch history, clean it, fit each series, build the store entries."""
+"""Training baselines for many series: fetch history, clean it, fit each series, build the store entries.
+
+History from Prometheus streams (`history_from_prometheus`: a batch of series at a time), so training
+memory grows with the batch and the models, not with the fleet's history."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from vigil.aiops.baseline.store import save_store
 from vigil.aiops.history.clean import prepare
 from vigil.aiops.history.files import read_series_file
 from vigil.aiops.history.prometheus import PrometheusReader
+from vigil.aiops.history.prometheus_batches import DEFAULT_BATCH_SERIES, BatchedHistory
 from vigil.aiops.history.series import Series
 
 # Labels that name the scrape target rather than the thing measured: dropped from baseline series so
@@ -38,6 +42,7 @@ class TrainResult:
     skipped: list[str] = field(default_factory=list)
     fit_seconds: float = 0.0
     finished_at: float = 0.0
+    read: int = 0  # series read, fitted or skipped
 
     def by_class(self) -> Counter:
         return Counter(entry["class"] for entry in self.entries)
@@ -50,23 +55,27 @@ def baseline_labels(metric: str, labels: dict[str, str]) -> dict[str, str]:
     return out
 
 
+def history_window(settings: TrainSettings, end: float | None = None) -> tuple[float, float]:
+    """(start, end) of the lookback window ending at `end` (default: now), aligned to the step so
+    repeated trainings query the same points."""
+    end = time.time() if end is None else end
+    end -= end % settings.step
+    return end - settings.lookback, end
+
+
 def history_from_prometheus(
     url: str,
     selectors: Iterable[str],
     settings: TrainSettings,
     end: float | None = None,
     max_points: int | None = None,
-    on_chunk: Callable[[], None] | None = None,
-) -> list[Series]:
-    """All series matching `selectors` over the lookback window ending at `end` (default: now)."""
+    batch_size: int = DEFAULT_BATCH_SERIES,
+) -> BatchedHistory:
+    """The series matching `selectors` over the lookback window ending at `end` (default: now): listed
+    now (`count`), read `batch_size` at a time as they are iterated, so `train` holds one batch at most."""
     reader = PrometheusReader(url) if max_points is None else PrometheusReader(url, max_points=max_points)
-    end = time.time() if end is None else end
-    end -= end % settings.step  # align to the grid, so repeated trainings query the same points
-    start = end - settings.lookback
-    series: list[Series] = []
-    for selector in selectors:
-        series.extend(reader.query_range(selector, start, end, settings.step, on_chunk=on_chunk))
-    return series
+    start, end = history_window(settings, end)
+    return BatchedHistory(reader, selectors, start, end, settings.step, batch_size)
 
 
 def history_from_files(paths: Iterable[str | Path]) -> list[Series]:
@@ -78,21 +87,30 @@ def history_from_files(paths: Iterable[str | Path]) -> list[Series]:
 
 
 def train(
-    raw: list[Series],
+    raw: Iterable[Series],
     settings: TrainSettings,
     on_series: Callable[[], None] | None = None,
 ) -> TrainResult:
-    """Fit every series; series too short, or duplicates once job/instance are dropped, are skipped."""
-    started = time.perf_counter()
+    """Fit every series; series too short, or duplicates once job/instance are dropped, are skipped.
+
+    `raw` is read once, in order: a generator (`history_from_prometheus`) is consumed a series at a time
+    and only the entries are kept, so the histories are never all in memory. `fit_seconds` counts the
+    fitting only, not the reading a generator does between series.
+    """
+    fit_seconds = 0.0
     entries: dict[tuple, dict] = {}
     skipped: list[str] = []
+    read = 0
     for series in raw:
+        read += 1
+        started = time.perf_counter()
         try:
             entry = fit_series(prepare(series, settings.step, settings.max_gap), settings.step, settings.sensitivity)
         except NotEnoughData as exc:
             skipped.append(str(exc))
             continue
         finally:
+            fit_seconds += time.perf_counter() - started
             if on_series is not None:
                 on_series()
         key = (series.name, tuple(sorted(baseline_labels(series.name, series.labels).items())))
@@ -107,7 +125,7 @@ def train(
                 entries[key] = entry
             continue
         entries[key] = entry
-    return TrainResult(list(entries.values()), skipped, time.perf_counter() - started, time.time())
+    return TrainResult(list(entries.values()), skipped, fit_seconds, time.time(), read)
 
 
 def save_result(model_dir: str | Path, result: TrainResult, settings: TrainSettings, source: str) -> Path:

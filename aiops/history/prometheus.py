@@ -1,16 +1,19 @@
 """Reading history from Prometheus' HTTP API (`/api/v1/query_range`), chunked for long ranges.
 
 The requests go through the shared client (`vigil.common.prometheus_api`); this module adds the
-chunking, the merge of chunks per series and the conversion to `Series`.
+chunking, the merge of chunks per series and the conversion to `Series` (through one numpy array per
+series and chunk, not a Python tuple per point) and the listing of a selector's series
+(`/api/v1/series`), which `prometheus_batches.BatchedHistory` uses to read a fleet a batch at a time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import requests
 
+from vigil.aiops.history.promql_selectors import SeriesKey, series_key
 from vigil.aiops.history.series import HistoryError, Series, looks_like_counter
 from vigil.common.prometheus_api import PrometheusClient, PrometheusUnavailable
 
@@ -52,34 +55,51 @@ class PrometheusReader:
         start: float,
         end: float,
         step: float,
-        on_chunk: Callable[[], None] | None = None,
+        keep: set[SeriesKey] | None = None,
     ) -> list[Series]:
-        """All series `query` returns between `start` and `end` (Unix seconds) at `step` seconds.
+        """All series `query` returns between `start` and `end` (Unix seconds) at `step` seconds (only
+        those whose identity is in `keep`, when given).
 
         Chunks are merged per label set; series come back sorted by identity so results are
-        deterministic. `on_chunk` is called after each chunk (for progress bars).
+        deterministic.
         """
-        samples: dict[tuple, tuple[dict[str, str], list[np.ndarray]]] = {}
+        samples: dict[SeriesKey, tuple[dict[str, str], list[np.ndarray]]] = {}
         for chunk_start, chunk_end in chunk_ranges(start, end, step, self.max_points):
             try:
-                chunk = self.client.query_range(query, chunk_start, chunk_end, step)
+                raw = self.client.query_range_raw(query, chunk_start, chunk_end, step)
             except PrometheusUnavailable as exc:
                 raise HistoryError(str(exc)) from exc
-            for metric, points in chunk:
-                key = tuple(sorted(metric.items()))
-                pairs = np.array(points, dtype=np.float64).reshape(-1, 2)
-                samples.setdefault(key, (metric, []))[1].append(pairs)
-            if on_chunk is not None:
-                on_chunk()
+            for metric, pairs in _as_arrays(raw):
+                key = series_key(metric)
+                if keep is None or key in keep:
+                    samples.setdefault(key, (metric, []))[1].append(pairs)
         result = []
         for key in sorted(samples):
-            metric, chunks = samples[key]
+            metric, chunks = samples.pop(key)
             pairs = np.concatenate(chunks)
             labels = {k: v for k, v in metric.items() if k != "__name__"}
             name = metric.get("__name__", query)
             result.append(Series(name, labels, pairs[:, 0], pairs[:, 1], is_counter=looks_like_counter(name)))
         return result
 
+    def list_series(self, selector: str, start: float, end: float) -> list[SeriesKey]:
+        """The identities (sorted `(label, value)` pairs, `__name__` included) of the series `selector`
+        matches between `start` and `end`, sorted: `/api/v1/series`, labels only, no samples."""
+        try:
+            found = self.client.series(selector, start=start, end=end)
+        except PrometheusUnavailable as exc:
+            raise HistoryError(str(exc)) from exc
+        return sorted({series_key(labels) for labels in found})
+
     def chunk_count(self, start: float, end: float, step: float) -> int:
         """How many requests `query_range` makes per query for this range."""
         return sum(1 for _ in chunk_ranges(start, end, step, self.max_points))
+
+
+def _as_arrays(raw: list[dict]) -> Iterator[tuple[dict[str, str], np.ndarray]]:
+    """Each series of a raw matrix as `(labels, float64 array of (t, v) rows)`; each series' parsed points
+    are released as soon as they are converted, so the lists and the arrays never all live at once."""
+    raw.reverse()
+    while raw:
+        series = raw.pop()
+        yield series["metric"], np.array(series["values"], dtype=np.float64).reshape(-1, 2)

@@ -45,19 +45,19 @@ def train(prometheus_url, selectors, lookback, step, max_gap, inputs, model_dir,
         raise click.UsageError("--prometheus-url needs at least one --match SELECTOR")
     settings = TrainSettings(step=step, max_gap=max_gap, sensitivity=sensitivity, lookback=lookback)
     try:
-        if prometheus_url:
-            with tqdm(desc="query_range chunks", unit="chunk", leave=False) as bar:
-                raw = history_from_prometheus(prometheus_url, selectors, settings, on_chunk=lambda: bar.update())
-            source = prometheus_url
+        if prometheus_url:  # listed now, read a batch at a time while fitting
+            raw = history_from_prometheus(prometheus_url, selectors, settings)
+            total, source = raw.count, prometheus_url
         else:
             raw = history_from_files(inputs)
-            source = ", ".join(str(p) for p in inputs)
+            total, source = len(raw), ", ".join(str(p) for p in inputs)
+        if total != 0:
+            with tqdm(total=total, desc="reading and fitting baselines", unit="series") as bar:
+                result = train_baselines(raw, settings, on_series=lambda: bar.update())
     except HistoryError as exc:
         raise click.ClickException(str(exc)) from None
-    if not raw:
+    if total == 0 or result.read == 0:
         raise click.ClickException(f"no series found in {source} for {' '.join(selectors) or 'the input'}")
-    with tqdm(total=len(raw), desc="fitting baselines", unit="series") as bar:
-        result = train_baselines(raw, settings, on_series=lambda: bar.update())
     for reason in result.skipped:
         click.echo(f"skipped: {reason}", err=True)
     if not result.entries:

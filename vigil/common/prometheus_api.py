@@ -1,14 +1,16 @@
 """The one client of Prometheus's HTTP API: instant queries, range queries and series, with clear errors.
 
 Plain `requests`, no client library: callers want instant vectors as `(labels, value)`, range matrices
-as `(labels, [(t, v), ...])` and label sets, and one exception, `PrometheusUnavailable`, whose message
-says whether Prometheus could not be reached, did not answer like a Prometheus, or refused the query.
+as `(labels, [(t, v), ...])` (or as Prometheus sent them, to make arrays of) and label sets, and one
+exception, `PrometheusUnavailable`, whose message says whether Prometheus could not be reached, did not
+answer like a Prometheus, or refused the query.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import NamedTuple
+from urllib.parse import urlencode
 
 import requests
 
@@ -29,6 +31,11 @@ class RangeSeries(NamedTuple):
 
     labels: dict[str, str]
     points: list[tuple[float, float]]
+
+
+def _short(text: str, limit: int = 300) -> str:
+    """`text` cut to `limit` characters for an error message (a batch query can be kilobytes long)."""
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
 
 
 def format_time(seconds: float) -> str:
@@ -52,7 +59,14 @@ class LoadedRules:
 
 
 class PrometheusClient:
-    """Talks to the Prometheus at `url`; `session` reuses connections across many requests."""
+    """Talks to the Prometheus at `url`; `session` reuses connections across many requests.
+
+    Parameters longer than `max_url_query` characters (URL-encoded) go in a POSTed form instead of the
+    URL, which Prometheus and VictoriaMetrics read alike and proxies do not cut (a batch of series
+    selectors joined with `or` runs to kilobytes).
+    """
+
+    max_url_query = 4096
 
     def __init__(self, url: str, timeout: float = 10.0, session: requests.Session | None = None):
         self.url = url.rstrip("/")
@@ -71,12 +85,17 @@ class PrometheusClient:
 
     def query_range(self, promql: str, start: float, end: float, step: float) -> list[RangeSeries]:
         """Range query: one `RangeSeries(labels, [(t, v), ...])` per series, between `start` and `end`."""
+        return [RangeSeries(dict(series["metric"]), [(float(t), float(v)) for t, v in series["values"]])
+                for series in self.query_range_raw(promql, start, end, step)]
+
+    def query_range_raw(self, promql: str, start: float, end: float, step: float) -> list[dict]:
+        """Range query, its series as Prometheus sent them (`{"metric": labels, "values": [[t, "v"], ...]}`),
+        for callers that turn the points into arrays themselves rather than into a tuple per point."""
         params = {"query": promql, "start": format_time(start), "end": format_time(end), "step": format_time(step)}
         data = self._get("/api/v1/query_range", params, promql)
         if data.get("resultType") != "matrix":
-            raise PrometheusUnavailable(f"expected a range matrix from {promql!r}, got {data.get('resultType')}")
-        return [RangeSeries(dict(series["metric"]), [(float(t), float(v)) for t, v in series["values"]])
-                for series in data["result"]]
+            raise PrometheusUnavailable(f"expected a range matrix from {_short(promql)!r}, got {data.get('resultType')}")
+        return data["result"]
 
     def series(self, *selectors: str, start: float | None = None, end: float | None = None) -> list[dict[str, str]]:
         """The label sets of every series matching any of `selectors` (between `start` and `end` when given)."""
@@ -106,9 +125,14 @@ class PrometheusClient:
         return data["yaml"]
 
     def _get(self, path: str, params: dict, what: str) -> dict | list:
-        """GET `path`; return the answer's `data`, or raise PrometheusUnavailable saying what went wrong."""
+        """GET `path` (POST its form when the parameters are too long for a URL); return the answer's
+        `data`, or raise PrometheusUnavailable saying what went wrong."""
+        http = self.session or requests
         try:
-            response = (self.session or requests).get(self.url + path, params=params, timeout=self.timeout)
+            if len(urlencode(params, doseq=True)) > self.max_url_query:
+                response = http.post(self.url + path, data=params, timeout=self.timeout)
+            else:
+                response = http.get(self.url + path, params=params, timeout=self.timeout)
         except requests.RequestException as exc:
             raise PrometheusUnavailable(f"cannot reach Prometheus at {self.url}: {exc.__class__.__name__}: {exc}") from exc
         try:
@@ -119,6 +143,6 @@ class PrometheusClient:
         if response.status_code != 200 or not isinstance(body, dict) or body.get("status") != "success":
             body = body if isinstance(body, dict) else {}
             reason = body.get("error") or f"HTTP {response.status_code}"
-            raise PrometheusUnavailable(f"Prometheus at {self.url} refused {what!r}: "
+            raise PrometheusUnavailable(f"Prometheus at {self.url} refused {_short(what)!r}: "
                                         f"{body.get('errorType', 'error')}: {reason}")
         return body["data"]
