@@ -83,6 +83,43 @@ def test_a_symptom_that_fires_first_waits_and_joins_the_cause_which_alone_is_pag
         assert "\njob: job-7" in body
 
 
+def remap_failure(node="node-1", gpu="3", wait_s=60.0) -> dict:
+    """GpuRowRemapFailure: the cause of the XID 64 alert, itself a symptom of a GPU off the bus."""
+    body = alert(f"remap-{node}-{gpu}", alertname="GpuRowRemapFailure", node=node, gpu=gpu)
+    body["annotations"][symptoms.ANNOTATION] = symptom_annotation(wait_s)
+    return payload(body, group_key=f'{{}}:{{alertname="GpuRowRemapFailure", node="{node}", gpu="{gpu}"}}')
+
+
+def xid64(node="node-1", gpu="3", wait_s=60.0) -> dict:
+    body = alert(f"xid64-{node}-{gpu}", alertname="GpuCriticalXid", node=node, gpu=gpu, xid="64")
+    body["annotations"][symptoms.ANNOTATION] = symptoms.encode(symptoms.SymptomOf(
+        (symptoms.Cause(LOST, ("node", "gpu")), symptoms.Cause("GpuRowRemapFailure", ("node", "gpu"))), wait_s))
+    return payload(body, group_key=f'{{}}:{{alertname="GpuCriticalXid", node="{node}", gpu="{gpu}"}}')
+
+
+def test_a_held_cause_gathers_its_held_symptoms_and_takes_them_along_when_it_joins_its_own_cause(tmp_path):
+    """A row remap failure: XID 64's alert (a symptom of the remap failure) fires first and waits; the
+    remap failure fires and waits for a GPU off the bus itself. It gathers the XID alert at once, so when
+    its wait ends one page goes out, not two (a live run paged both, two seconds apart)."""
+    with NotifierServer(make_settings(tmp_path, port=free_port())) as server:
+        xid = post_alerts(server, xid64(wait_s=1))
+        remap = post_alerts(server, remap_failure(wait_s=1.5))
+        assert detail(server, xid)["part_of"] == remap and detail(server, remap)["held_until"] is not None
+        pages = wait_for(lambda: firing_pages(server))
+        # the XID alert's wait (1 s) ended before the remap failure's (1.5 s): had it not joined, its page
+        # would have come first
+        assert [p["incident_id"] for p in pages] == [remap]
+        assert "page_queued" not in kinds(server, xid)
+    chain = tmp_path / "chain"
+    chain.mkdir()
+    with NotifierServer(make_settings(chain, port=free_port())) as server:
+        xid = post_alerts(server, xid64(wait_s=60))
+        remap = post_alerts(server, remap_failure(wait_s=60))
+        cause = post_alerts(server, lost())  # the GPU is off the bus: the remap failure and the XID join it
+        assert detail(server, remap)["part_of"] == cause and detail(server, xid)["part_of"] == cause
+        assert [p["incident_id"] for p in wait_for(lambda: firing_pages(server))] == [cause]
+
+
 def test_a_symptom_whose_cause_never_fires_is_paged_after_its_wait(tmp_path):
     with NotifierServer(make_settings(tmp_path, port=free_port())) as server:
         symptom = post_alerts(server, job_xid(wait_s=1))

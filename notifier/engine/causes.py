@@ -10,7 +10,9 @@ incident (`EngineIntake.on_ingest`):
 - a symptom whose cause is not firing is **held**: its first page waits `wait` seconds (`held_until`,
   timeline `held`) in case the cause fires later, as a cause with a longer `for` does;
 - any new incident **gathers** the held symptoms it is a cause of: they join it before its own first
-  page, which so goes out first and alone (the P1 of a cause before anything lower of it);
+  page, which so goes out first and alone (the P1 of a cause before anything lower of it); a new
+  incident that is held itself gathers too, and when it joins its own cause later its symptoms move
+  with it (a remap failure gathers the XID 64 alert, and both join a GPU off the bus);
 - a symptom that files a ticket and arrives within `AFTERMATH_S` of its cause's resolution (a rate over
   a 15-minute window outlives the fault; Alertmanager delivers what the cause inhibited once it ends)
   joins the cause's resolved incident as its **aftermath**: one fault, one ticket. A symptom that pages
@@ -92,8 +94,11 @@ def _cause(conn: sa.Connection, symptom: SymptomOf, payload: WebhookPayload, inc
 
 
 def join(conn: sa.Connection, incident_id: int, cause_id: int, now: float, title: str | None = None) -> None:
-    """Make incident `incident_id` a symptom of incident `cause_id`: no page of its own from now on."""
+    """Make incident `incident_id` a symptom of incident `cause_id`: no page of its own from now on. The
+    symptoms that had joined `incident_id` (while it waited for its own cause) move to `cause_id`: joins
+    are never chained."""
     incident_state.update(conn, incident_id, cause_id=cause_id, held_until=None, ack_due_at=None, resolve_due_at=None)
+    conn.execute(sa.update(incidents).where(incidents.c.cause_id == incident_id).values(cause_id=cause_id))
     Escalations(conn.engine).delete(conn, incident_id)
     symptom = incident_state.row(conn, incident_id)
     cause = incident_state.row(conn, cause_id)

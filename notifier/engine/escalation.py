@@ -214,12 +214,14 @@ class EngineIntake:
                 if cause_id is not None:  # its cause's incident is open: it joins it, nobody is paged
                     causes.join(conn, incident_id, cause_id, now, event.title)
                     return 0
+                # the held symptoms it is a cause of join it now, even while it waits for a cause of its
+                # own (XID 64's alert waits for the remap failure, which waits for a GPU off the bus)
+                causes.gather(conn, incident_id, event.payload, now)
                 if symptom is not None and symptom.wait_s > 0:  # its cause may fire later: wait for it
                     until = causes.hold(conn, incident_id, symptom, now)
                     if routing.policy is not None:
                         Escalations(conn.engine).put(conn, incident_id, routing.policy, until)
                     return 0
-                causes.gather(conn, incident_id, event.payload, now)
                 return self._start(conn, incident_id, routing, now, event.counted)
             timeline.record_all(conn, [opened, routed, event_row(incident_id, now, "resolved", ALERTMANAGER)])
             return self._page_first_tier_resolved(conn, incident_id, routing, now)
