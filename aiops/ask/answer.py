@@ -5,13 +5,14 @@ from __future__ import annotations
 import math
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from vigil.common.prometheus_api import PrometheusClient
 
 from .compose import compose
 from .examples import load_examples, nearest
 from .intent import Intent, parse_question
+from .inventory import entity_readings
 from .knowledge import Knowledge, load_knowledge
 from .retrieve import Match, Unanswerable, best_metric
 from .subjects import owner, person_label
@@ -20,14 +21,32 @@ from .validate import InvalidQuery, validate
 MAX_QUESTION = 500
 
 
+@dataclass(frozen=True)
+class Reading:
+    """One reading of a question that has several ("per job": scrape jobs or training jobs)."""
+
+    meaning: str
+    promql: str
+    metrics: list[str]
+
+    def as_json(self) -> dict:
+        return {"meaning": self.meaning, "promql": self.promql, "metrics": self.metrics}
+
+
 @dataclass
 class Answer:
     promql: str
     metrics: list[str]
     explanation: str
+    readings: list[Reading] = field(default_factory=list)  # two or more when the question is ambiguous
+    ask_back: str = ""  # the question back to the user, when it is
 
     def as_json(self) -> dict:
-        return {"promql": self.promql, "metrics": self.metrics, "explanation": self.explanation}
+        body = {"promql": self.promql, "metrics": self.metrics, "explanation": self.explanation}
+        if len(self.readings) > 1:  # new fields only where there is something to say: the three are a contract
+            body["ask_back"] = self.ask_back
+            body["readings"] = [reading.as_json() for reading in self.readings]
+        return body
 
 
 # a request to change something, not a question: PromQL only reads, so any query would answer something else
@@ -48,23 +67,50 @@ def check_question(question: object) -> str:
 
 
 def ask(question: str, knowledge: Knowledge | None = None) -> Answer:
-    """Answer offline; raises `Unanswerable` (with the reason) when no metric fits."""
+    """Answer offline; raises `Unanswerable` (with the reason) when no metric fits. A question with two
+    readings ("how many jobs": training or scrape jobs) is answered with the first, and the answer carries
+    every reading and the question back (`readings`, `ask_back`)."""
     question = check_question(question)
     knowledge = knowledge or load_knowledge()
     examples = load_examples()
     intent = parse_question(question, knowledge)
+    things = entity_readings(intent, knowledge)
+    if things:
+        return _with_readings(intent, things, knowledge)
     near = nearest(set(intent.words), examples)
     match = _retrieve(intent, knowledge, near)
     composed = compose(intent, match, knowledge)
-    try:
-        metrics = validate(composed.promql, knowledge)
-    except InvalidQuery as exc:  # a composition bug: say so rather than answer with a broken query
-        raise Unanswerable(f"could not compose a valid query: {exc}") from None
-    steps = list(composed.steps)
+    metrics = _validated(composed, knowledge)
+    steps = _mended(intent) + list(composed.steps)
     alike = [example for _, example in near if set(example.metrics) & set(metrics)]
     if alike:
         steps.append(f"closest worked example: {alike[0].question!r} -> {alike[0].promql}")
     return Answer(composed.promql, metrics, "; ".join(steps))
+
+
+def _validated(composed, knowledge: Knowledge) -> list[str]:
+    try:
+        return validate(composed.promql, knowledge)
+    except InvalidQuery as exc:  # a composition bug: say so rather than answer with a broken query
+        raise Unanswerable(f"could not compose a valid query: {exc}") from None
+
+
+def _mended(intent: Intent) -> list[str]:
+    return [f"read as spelled: {', '.join(intent.mended)}"] if intent.mended else []
+
+
+def _with_readings(intent: Intent, things: list, knowledge: Knowledge) -> Answer:
+    """The answer to a question that counts or lists things; with two readings, both, and the question back."""
+    readings = [Reading(t.meaning, t.composed.promql, _validated(t.composed, knowledge)) for t in things]
+    first = readings[0]
+    steps = _mended(intent) + list(things[0].composed.steps)
+    if len(readings) == 1:
+        return Answer(first.promql, first.metrics, "; ".join(steps))
+    ask_back = (f"which do you mean: {' or '.join(r.meaning for r in readings)}? Answered as {first.meaning}; "
+                f"ask again with {' or '.join(repr(t.said) for t in things)} to choose")
+    steps.append(f"two readings ({' / '.join(r.meaning for r in readings)}): the first is answered, "
+                 "the others are under readings")
+    return Answer(first.promql, first.metrics, "; ".join(steps), readings, ask_back)
 
 
 def _best_with_labels(intent: Intent, knowledge: Knowledge, near: list, allowed) -> Match:

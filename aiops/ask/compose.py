@@ -1,9 +1,10 @@
 """Compose PromQL from intent pieces and the chosen metric (or derived measure), and say why.
 
 Order of composition (docs/ask.md): selector with the question's label filters (only labels the metric
-carries) and the examples' default values; the window (`increase`/`rate` for counters, `*_over_time` for
-gauges); a comparison or a down/up state; the aggregation across series (`by` the grouping or the entity
-a "which node" question asks for); the ranking (`topk`, `bottomk`, `sort_desc`).
+carries) and the examples' default values; a derived ratio over a scope (scope.py); the window
+(`increase`/`rate` for counters, `*_over_time` for gauges, a record's raw series: records.py); a comparison
+or a down/up state; a fraction of things or a share of the whole (scope.py); the aggregation across series
+(aggregate.py); the ranking (`topk`, `bottomk`, `sort_desc`).
 """
 
 from __future__ import annotations
@@ -11,19 +12,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from vigil.rules.promql import format_number, quote
+from vigil.rules.promql import quote
 
+from .aggregate import Facts, aggregate, condition, fraction_of_things, record_grouping, single, wanted_group
+from .groups import resolve
 from .intent import Intent
-from .knowledge import STACK_TARGET_LABELS, Knowledge, name_tokens, stem
+from .knowledge import Knowledge, name_tokens, stem
+from .records import raw_over_window
 from .retrieve import Match
+from .scope import count_fraction, is_share, scoped_ratio, share_of_whole
 
-ENTITY_LABELS = ("node", "gpu", "device", "job_id", "alertname", "mountpoint")
-_ENTITY_GROUP = {"node": ("node",), "device": ("node", "device"), "job": ("job_id",), "alert": ("alertname",),
-                 "team": ("team",), "target": ("job", "instance"), "reason": ("reason",), "channel": ("channel",)}
 DEFAULT_RATE_WINDOW = "5m"
-# "per GPU", "per device", "per target": the series are per that entity already (no aggregation)
-_FINE = {"gpu", "device", "pid", "mountpoint", "uuid", "link", "cpu", "instance", "job_id"}
-_SUMMED = ("bytes", "watts", "joules")  # amounts add up across series; ratios and temperatures average
 
 
 @dataclass
@@ -46,10 +45,6 @@ def _keep(labels: frozenset[str] | None, intent: Intent, metric: str) -> dict[st
         if label not in kept and (labels is None or label in labels) and (only is None or metric in only):
             kept[label] = value
     return kept
-
-
-def _is_flag(help_text: str) -> bool:
-    return help_text.startswith(("1 when", "1 while", "1 for"))
 
 
 def _sibling_record(name: str, intent: Intent, knowledge: Knowledge) -> str:
@@ -82,9 +77,17 @@ def compose(intent: Intent, match: Match, knowledge: Knowledge) -> Composed:
         metrics = list(measure["metrics"])
         matchers = _keep(labels, intent, metrics[0])
         parts = [_selector(m, {**defaults.get(m, {}), **matchers}) for m in metrics]
-        expr = measure["expr"].format(*parts)
         steps.append(f"'{measure['name']}' is derived: {measure['expr'].format(*metrics)}")
-        counter, help_text, unit, name = False, "", "ratio", metrics[0]
+        _say_filters(intent, matchers, steps)
+        if intent.agg in (None, "sum"):
+            group = resolve(wanted_group(intent, labels), labels, knowledge).labels
+            scoped = scoped_ratio(measure, parts, group, intent.scope, single(labels, matchers), intent.text,
+                                  intent.agg == "sum")
+            if scoped:
+                steps.append(scoped[1])
+                return _ranked(scoped[0], intent, metrics, steps)
+        expr = measure["expr"].format(*parts)
+        counter, help_text, unit, name, grouped = False, "", "ratio", metrics[0], ()
     else:
         name = _sibling_record(match.name, intent, knowledge)
         doc = knowledge.metrics[name]
@@ -94,19 +97,53 @@ def compose(intent: Intent, match: Match, knowledge: Knowledge) -> Composed:
         expr = _selector(name, matchers)
         steps.append(f"{name} ({doc.type}{', ' + doc.unit if doc.unit else ''}): "
                      f"{doc.help or 'matched on ' + ', '.join(sorted(match.matched))}")
+        _say_filters(intent, matchers, steps)
         counter, help_text, unit = doc.is_counter, doc.help, doc.unit
+        grouped = record_grouping(knowledge.records.get(name))
+    facts = Facts(name, labels, counter, help_text, unit, single(labels, matchers),
+                  any(phrase in intent.question.lower() for phrase in ("how many", "number of", "how much")),
+                  _counts_itself(name, intent, knowledge.lexicon["synonyms"]), grouped=grouped,
+                  fixed=frozenset(matchers))
+    expr = _over_window(expr, intent, facts, match.measure is not None, matchers, knowledge, steps)
+    conditioned = condition(expr, intent, facts, steps)
+    fraction = fraction_of_things(expr, conditioned, intent, facts, knowledge, steps) \
+        or _fraction_of_values(expr, intent, facts, matchers, knowledge, steps)
+    if fraction:
+        return _ranked(fraction, intent, metrics, steps)
+    group = wanted_group(intent, labels)
+    if conditioned == expr and facts.amount and is_share(intent.scope, group, intent.text, []):
+        steps.append(f"each {', '.join(group)}'s share of the whole")
+        return _ranked(share_of_whole(expr, group), intent, metrics, steps)
+    facts = replace(facts, filtered=conditioned != expr)
+    return _ranked(aggregate(conditioned, intent, facts, knowledge, steps), intent, metrics, steps)
+
+
+def _fraction_of_values(expr: str, intent: Intent, facts: Facts, matchers: dict[str, str], knowledge: Knowledge,
+                        steps: list[str]) -> str | None:
+    """"What fraction of the deliveries failed": the sum of those with the value over the sum of all (the
+    label the question's last value word fixed, `result="failed"`, left out below the line; an earlier one,
+    "SMS deliveries", filters both)."""
+    applied = [label for label, _, only in intent.value_words
+               if label in matchers and label not in intent.matchers and (only is None or facts.name in only)]
+    valued = set(applied[-1:])  # the last value word is the part ("SMS deliveries that failed": failed)
+    if not (intent.scope.fraction and valued and facts.amount) or intent.compare or facts.name.count(":") == 2:
+        return None
+    every = _selector(facts.name, {k: v for k, v in matchers.items() if k not in valued})
+    every = _over_window(every, intent, facts, False, matchers, knowledge, [])
+    group = resolve(wanted_group(intent, facts.labels), facts.labels, knowledge).labels
+    steps.append(f"the fraction with {', '.join(f'{k}={matchers[k]}' for k in sorted(valued))}: their sum over all")
+    return count_fraction(expr, every, group, "sum")
+
+
+def _say_filters(intent: Intent, matchers: dict[str, str], steps: list[str]) -> None:
     dropped = sorted(set(intent.matchers) - set(matchers))
     if matchers:
         steps.append("filters: " + ", ".join(f"{k}={v}" for k, v in sorted(matchers.items())))
     if dropped:
         steps.append(f"not on this metric, ignored: {', '.join(dropped)}")
-    facts = _Facts(name, labels, counter, help_text, unit, _single(labels, matchers),
-                   any(phrase in intent.question.lower() for phrase in ("how many", "number of", "how much")),
-                   _counts_itself(name, intent, knowledge.lexicon["synonyms"]))
-    expr = _over_window(expr, intent, facts, match.measure is not None, steps)
-    conditioned = _condition(expr, intent, facts, steps)
-    facts = replace(facts, filtered=conditioned != expr)
-    expr = _aggregate(conditioned, intent, facts, steps)
+
+
+def _ranked(expr: str, intent: Intent, metrics: list[str], steps: list[str]) -> Composed:
     if intent.rank:
         fn, k = intent.rank
         expr = f"{fn}({expr})" if fn in ("sort", "sort_desc") else f"{fn}({k}, {expr})"
@@ -114,26 +151,8 @@ def compose(intent: Intent, match: Match, knowledge: Knowledge) -> Composed:
     return Composed(expr, metrics, steps)
 
 
-@dataclass(frozen=True)
-class _Facts:
-    """What composition needs to know of the chosen metric and the question."""
-
-    name: str
-    labels: frozenset[str] | None
-    counter: bool
-    help: str
-    unit: str
-    single: bool  # the filters name one entity
-    how_many: bool  # "how many", "number of", "how much"
-    counts_itself: bool  # the series already count what is asked (vigil_node_gpus_visible)
-    filtered: bool = False  # a condition keeps some series (`> 0`, `== 1`, `< 0.1`)
-
-    @property
-    def zero_one(self) -> bool:
-        return _is_flag(self.help) or self.name.endswith("_up") or self.name == "up"
-
-
-def _over_window(expr: str, intent: Intent, facts: _Facts, derived: bool, steps: list[str]) -> str:
+def _over_window(expr: str, intent: Intent, facts: Facts, derived: bool, matchers: dict[str, str],
+                 knowledge: Knowledge, steps: list[str]) -> str:
     if facts.counter:
         if intent.window:
             fn = "rate" if intent.rate else "increase"
@@ -145,73 +164,12 @@ def _over_window(expr: str, intent: Intent, facts: _Facts, derived: bool, steps:
     elif intent.window and not derived:
         fn = intent.over_time or ("min" if intent.rank and intent.rank[0] in ("bottomk", "sort") else
                                   "max" if intent.rank else "avg")
+        raw = raw_over_window(facts.name, fn, intent.window, matchers, knowledge)
+        if raw:
+            steps.append(f"{fn}_over_time of {raw[1]} over the last {intent.window}, read inside the record "
+                         f"{facts.name}: a record has samples only since its rule was loaded, the raw series "
+                         "keep the history")
+            return raw[0]
         steps.append(f"a gauge over the last {intent.window}: {fn}_over_time")
         return f"{fn}_over_time({expr}[{intent.window}])"
     return expr
-
-
-def _condition(expr: str, intent: Intent, facts: _Facts, steps: list[str]) -> str:
-    """A comparison the question states, or the one a "which ... down/have/had" question implies."""
-    plain = not intent.rank and not intent.group_by and not intent.agg
-    if intent.compare:
-        op, value, unit_word = intent.compare
-        if unit_word in ("%", "percent") and facts.unit == "ratio":
-            value /= 100
-        steps.append(f"keep the series {op} {format_number(value)}")
-        return f"{expr} {op} {format_number(value)}"
-    tokens = name_tokens(facts.name)
-    if intent.down and (facts.zero_one or "ok" in tokens or "healthy" in tokens):
-        steps.append("down/failed: the series at 0")
-        return f"{expr} == 0"
-    if (intent.which or intent.listing or (intent.count and not facts.counts_itself)) and plain and facts.zero_one:
-        steps.append("a 0/1 series: the ones at 1")
-        return f"{expr} == 1"
-    if intent.which and plain and facts.counter and not intent.rate:
-        steps.append("a counter: the series that counted any")
-        return f"{expr} > 0"
-    return expr
-
-
-def _aggregate(expr: str, intent: Intent, facts: _Facts, steps: list[str]) -> str:
-    """Across series: count, by a grouping (asked, or the entity a ranked "which node" asks for), or all."""
-    labels = facts.labels
-    group = intent.group_by + tuple(w for w in intent.group_words if labels is not None and w in labels)
-    if intent.rank and intent.which in _ENTITY_GROUP and not group:
-        wanted = _ENTITY_GROUP[intent.which]
-        if labels is None or (set(wanted) <= labels and labels & {"gpu", "device"} - set(wanted)):
-            group = wanted
-    per_entity = bool(group)
-    if group and set(group) & _FINE and (labels is None or set(group) <= labels):
-        steps.append(f"the series are per {', '.join(group)} already")
-        group = ()
-    amount = facts.counter or facts.counts_itself or facts.unit in _SUMMED
-    # "how many GPUs had XID 79": the GPUs whose counter moved, counted; "how many XID errors": the sum
-    if (intent.count or (facts.how_many and intent.which)) and not facts.counts_itself \
-            and (not facts.counter or facts.filtered):
-        steps.append("count the series" + (f" per {', '.join(group)}" if group else ""))
-        return f"count{_by(group)}({expr})"
-    if group:
-        fn = intent.agg or ("count" if facts.name.startswith("ALERTS") else "sum" if amount else "avg")
-        steps.append(f"{fn} per {', '.join(group)}")
-        return f"{fn}{_by(group)}({expr})"
-    recorded = facts.name.count(":") == 2  # a recording rule's series are aggregated already
-    if intent.agg and not intent.rank and not facts.single and not recorded:
-        steps.append(f"{intent.agg} across the matching series")
-        return f"{intent.agg}({expr})"
-    if amount and not intent.rank and not facts.single and not intent.which and not per_entity \
-            and (intent.window or intent.rate or facts.how_many):
-        steps.append("sum across the matching series")
-        return f"sum({expr})"
-    return expr
-
-
-def _by(group: tuple[str, ...]) -> str:
-    return f" by ({', '.join(group)}) " if group else ""
-
-
-def _single(labels: frozenset[str] | None, matchers: dict[str, str]) -> bool:
-    """The filters name one entity: every entity label the metric has is fixed."""
-    if labels is None:
-        return False
-    entity = [label for label in ENTITY_LABELS if label in labels]
-    return bool(entity) and all(label in matchers for label in entity)

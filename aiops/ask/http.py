@@ -1,6 +1,7 @@
 """`POST /api/v1/ask` of the AIOps service: the same answer as `vigil ask --json`.
 
-Body: `{"question": "...", "run": false}`. Answers 200 `{"promql", "metrics", "explanation"[, "result"]}`;
+Body: `{"question": "...", "run": false}`. Answers 200 `{"promql", "metrics", "explanation"[, "result"]}`,
+with `"ask_back"` and `"readings"` added when the question has two readings (docs/ask.md "Asking back");
 400 `{"error"}` for a body that is not such an object; 422 `{"error", "reason": "unanswerable"}` for a
 question no metric of vigil answers; 502 when `run` is asked and the service's Prometheus fails.
 """

@@ -9,15 +9,18 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from .groups import read_grouping
 from .knowledge import Knowledge, stem, words
 from .retrieve import Unanswerable
-from .subjects import Component, find_component, find_person, find_xid
+from .scope import Scope, read_scope
+from .subjects import Component, SmartAttribute, find_component, find_person, find_smart_attribute, find_xid
+from .wording import regular
 
 MAX_WORDS = {"max", "maximum", "highest", "peak", "hottest", "warmest", "largest", "biggest", "worst", "top",
              "hotter", "most", "slowest"}
 MIN_WORDS = {"min", "minimum", "lowest", "coolest", "coldest", "smallest", "least", "bottom", "idlest", "fastest"}
 AVG_WORDS = {"average", "avg", "mean", "typical"}
-SUM_WORDS = {"total", "sum", "combined", "overall", "altogether"}
+SUM_WORDS = {"total", "sum"}  # "overall", "combined": a whole scope, aggregated as the measure adds up (scope.py)
 RANK_UP = {"hottest", "busiest", "highest", "most", "largest", "biggest", "top", "worst", "warmest", "max",
            "maximum", "peak", "slowest"}
 RANK_DOWN = {"coolest", "coldest", "idlest", "lowest", "least", "bottom", "smallest", "min", "minimum", "fastest"}
@@ -27,7 +30,7 @@ ENTITIES = {"gpu": "gpu", "gpus": "gpu", "card": "gpu", "cards": "gpu", "node": 
             "device": "device", "devices": "device", "alert": "alert", "alerts": "alert", "target": "target",
             "targets": "target", "job": "job", "jobs": "job", "team": "team", "teams": "team",
             "process": "process", "processes": "process", "series": "series", "reason": "reason",
-            "reasons": "reason", "channel": "channel", "channels": "channel"}
+            "reasons": "reason", "channel": "channel", "channels": "channel", "xid": "xid", "xids": "xid"}
 _UNITS = {"s": 1, "sec": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "minute": 60, "minutes": 60,
           "h": 3600, "hour": 3600, "hours": 3600, "d": 86400, "day": 86400, "days": 86400, "w": 604800,
           "week": 604800, "weeks": 604800}
@@ -36,16 +39,25 @@ _NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "fi
 _WINDOW = re.compile(r"\b(?:in|over|during|for|within|across)?\s*(?:the\s+)?(?:last|past|previous|recent)\s+"
                      r"(\d+|a|an|one|two|three|four|five|six|seven|ten|twelve)?\s*"
                      r"(s|sec|seconds?|m|min|minutes?|h|hours?|d|days?|w|weeks?)\b")
+_COUNTING_START = re.compile(r"(?:^|\b(?:the|a|what|whats|is|show|me|get|give|total|gpu|card|node|host|disk|"
+                             r"drive|device|target|job)s?)\s*$")
 _NEGATIVE_WINDOW = re.compile(r"\b(?:last|past|previous|recent|in|over|during|within|across)\s+-\s*\d")
 MAX_WINDOW_S = 10 * 365 * 86400  # a window longer than any retention
 MAX_RANK = 10_000  # a longer top-k list is no answer to read (and Prometheus's k is an int64)
 _SHORT_WINDOW = re.compile(r"\b(?:in|over|last|past)\s+(\d+)(s|m|h|d|w)\b")
-_TODAY = re.compile(r"\b(today|since yesterday|this week)\b")
-_COMPARE = re.compile(r"\b(above|over|more than|greater than|higher than|exceeding|exceeds|hotter than|"
-                      r"below|under|less than|lower than|cooler than|at least|at most)\s+"
+# "averaged over 10 minutes", "in 2 hours": a span without "last"/"past" (a number alone is a comparison)
+_BARE_WINDOW = re.compile(r"\b(?:in|over|during|within|across)\s+(\d+|a|an|one|two|three|four|five|six|seven|ten|twelve)"
+                          r"\s*(sec|seconds?|min|minutes?|hours?|days?|weeks?)\b")
+_TODAY = re.compile(r"\b(today|since yesterday|this week|hourly|daily|weekly)\b")
+_PERIODS = {"this week": "7d", "weekly": "7d", "hourly": "1h"}  # the rest: a day
+_COMPARE = re.compile(r"\b(above|over|more than|greater than|higher than|exceeding|exceeds|hotter than|busier than|"
+                      r"warmer than|larger than|bigger than|below|under|less than|lower than|cooler than|"
+                      r"smaller than|idler than|at least|at most)\s+"
                       r"(-?\d+(?:\.\d+)?)\s*(%|percent|degrees|°c|c|w|watts|gb|gib|mb|mib|mhz|ghz)?(?![\w-])")
-_OPS = {"below": "<", "under": "<", "less than": "<", "lower than": "<", "cooler than": "<", "at least": ">=",
-        "at most": "<="}
+_OPS = {"below": "<", "under": "<", "less than": "<", "lower than": "<", "cooler than": "<", "smaller than": "<",
+        "idler than": "<", "at least": ">=", "at most": "<="}
+_COMPARE_CONCEPT = {"hotter than": " temperature ", "cooler than": " temperature ", "warmer than": " temperature ",
+                    "busier than": " utilization ", "idler than": " utilization "}
 _UNIT_CONCEPT = {"degrees": " temperature ", "°c": " temperature ", "c": " temperature ", "w": " power ",
                  "watts": " power ", "mhz": " clock ", "ghz": " clock "}
 _SCALE = {"gb": 1e9, "gib": 2 ** 30, "mb": 1e6, "mib": 2 ** 20, "mhz": 1e6, "ghz": 1e9}
@@ -55,8 +67,7 @@ _NODE = re.compile(r"\b(?:node|host)[- ]?(\d+)\b")
 _GPU = re.compile(r"\b(?:gpu|card)\s*(?:#|index\s*)?(\d+)\b")
 _XID = re.compile(r"\bxid\s*(\d+)\b")
 _JOB_ID = re.compile(r"\bjob\s+(?:id\s+)?(\d{3,})\b")
-_DEVICE = re.compile(r"\b(nvme\d+n\d+|nvme\d+|sd[a-z]|vd[a-z]|mlx\d+_\d+)\b")
-_GROUP = re.compile(r"\b(?:per|by|for each|for every|each|broken down by|grouped by)\s+([a-z_]+)")
+_DEVICE = re.compile(r"(?<![\w/])((?:/dev/)?(?:nvme\d+n\d+|nvme\d+|sd[a-z]|vd[a-z]|mlx\d+_\d+))\b")  # as written
 _STATE_DOWN = re.compile(r"\b(down|lost|unreachable|not up|failed|failing health|unhealthy|missing)\b")
 # superlatives that also name what is measured ("hottest": temperature): kept for retrieval
 _CONCEPT_SUPERLATIVES = {"hottest", "warmest", "coolest", "coldest", "busiest", "idlest", "slowest", "fastest"}
@@ -65,6 +76,10 @@ _STOP = set("a an the is are was were be been being of on in at to for from with
             "me show list give tell right now currently current now any all every each our my we value "
             "values ran run running get got than over under past during across within hour "
             "hours minute minutes day days week weeks today please can you i".split())
+# the words the reader itself knows, beside the catalog's and the lexicon's (spelling.py mends the rest)
+KNOWN_WORDS = frozenset(_STOP | MAX_WORDS | MIN_WORDS | AVG_WORDS | SUM_WORDS | RANK_UP | RANK_DOWN | set(ENTITIES)
+                        | set(_UNITS) | set(_NUMBER_WORDS) | {"hourly", "daily", "weekly", "fleet", "cluster", "whole",
+                                                             "entire", "overall", "fraction", "percentage", "share"})
 
 
 @dataclass
@@ -89,6 +104,11 @@ class Intent:
     value_words: list[tuple[str, str, tuple[str, ...] | None]] = field(default_factory=list)
     component: Component | None = None  # "the notifier": its scrape job and its own series (subjects.py)
     person: str | None = None  # "did ana get": a matcher on the metric's per-person label
+    scope: Scope = field(default_factory=Scope)  # "of the fleet", "what fraction of all GPUs" (scope.py)
+    smart: SmartAttribute | None = None  # "reallocated sectors": SMART attribute 5 (subjects.py)
+    mended: list[str] = field(default_factory=list)  # typos and shorthand mended ("hotest -> hottest")
+    text: str = ""  # the question as read: lowercased, mended, made regular (wording.py)
+    scrape_jobs: bool = False  # "scrape jobs": Prometheus's `job` label, not training jobs
 
 
 def _number(text: str | None, default: int) -> int:
@@ -100,7 +120,7 @@ def _number(text: str | None, default: int) -> int:
 def _window(text: str, intent: Intent) -> str:
     if _NEGATIVE_WINDOW.search(text):
         raise Unanswerable("a time window must be a positive span, such as 'the last 5 minutes'")
-    match = _WINDOW.search(text) or _SHORT_WINDOW.search(text)
+    match = _WINDOW.search(text) or _SHORT_WINDOW.search(text) or _BARE_WINDOW.search(text)
     if match:
         count = _number(match.group(1), 1)
         unit = _UNITS[match.group(2)]
@@ -112,7 +132,7 @@ def _window(text: str, intent: Intent) -> str:
         return text[:match.start()] + " " + text[match.end():]
     match = _TODAY.search(text)
     if match:
-        intent.window = "7d" if match.group(1) == "this week" else "1d"
+        intent.window = _PERIODS.get(match.group(1), "1d")
         return text[:match.start()] + " " + text[match.end():]
     return text
 
@@ -144,7 +164,7 @@ def _filters(text: str, intent: Intent, knowledge: Knowledge) -> str:
             text = text[:match.start()] + " " + text[match.end():]
     for job in ("node-exporter", "prometheus", "alertmanager", "vigil-gpu", "vigil-aiops", "vigil-notifier",
                 "vigil-node-health"):
-        match = re.search(rf"\b(?:the\s+)?{job}\s+(?:job|target|scrape)", text)
+        match = re.search(rf"(?<!does )(?<!do )(?<!did )\b(?:the\s+)?{job}\s+(?:job|target|scrape)", text)
         if match:
             intent.matchers["job"] = job
             text = text[:match.start()] + " target " + text[match.end():]
@@ -154,7 +174,7 @@ def _filters(text: str, intent: Intent, knowledge: Knowledge) -> str:
 def _ranking(text: str, tokens: list[str], intent: Intent) -> None:
     match = _TOPN.search(text)
     which = re.search(r"\b(?:which|what)\s+(?:\w+\s+)?(gpus?|cards?|nodes?|hosts?|machines?|servers?|disks?|drives?|"
-                      r"devices?|alerts?|targets?|jobs?|teams?|process(?:es)?|channels?|reasons?)\b", text)
+                      r"devices?|alerts?|targets?|jobs?|teams?|process(?:es)?|channels?|reasons?|xids?)\b", text)
     leading = re.match(r"\s*(gpus|nodes|hosts|disks|drives|devices|alerts|targets|jobs|processes)\b", text)
     # "the hottest GPU": a superlative that names its measure, put before a thing, asks which one it is
     named = re.search(r"\b(?:%s)\s+(gpus?|cards?|nodes?|hosts?|machines?|servers?|disks?|drives?|devices?)\b"
@@ -167,7 +187,10 @@ def _ranking(text: str, tokens: list[str], intent: Intent) -> None:
     elif leading:  # "GPUs throttled by ...": a list of the flagged ones, like "which GPUs ..."
         intent.listing = True
     many = re.search(r"\b(?:how many|number of|count of|count)\s+(?:\w+\s+)?(gpus|cards|nodes|hosts|machines|servers|"
-                     r"disks|drives|devices|alerts|targets|jobs|processes|series|teams)\b", text)
+                     r"disks|drives|devices|alerts|targets|jobs|processes|series|teams)\b", text) \
+        or re.search(r"\b(gpu|card|node|host|disk|drive|device|target|job)s?\s+count\b(?!\s+of)", text)
+    if many and re.match(r"\s*count", text[many.start():]) and not _COUNTING_START.search(text[:many.start()]):
+        many = None  # "timeout count of the disks": a measurement named "count", not a count of disks
     if many:
         intent.count = True
         intent.which = intent.which or ENTITIES[many.group(1)]
@@ -215,7 +238,9 @@ def _aggregation(tokens: list[str], intent: Intent) -> None:
 
 def parse_question(question: str, knowledge: Knowledge) -> Intent:
     intent = Intent(question)
-    text = " " + question.lower().replace("?", " ").replace(",", " ") + " "
+    text, intent.mended = regular(question, knowledge, KNOWN_WORDS)
+    intent.text = text
+    intent.scope = read_scope(text)
     text = _window(text, intent)
     text = _filters(text, intent, knowledge)
     intent.component = find_component(text, knowledge)
@@ -231,23 +256,19 @@ def parse_question(question: str, knowledge: Knowledge) -> Intent:
         if not math.isfinite(value):
             raise Unanswerable(f"{match.group(2)} is too large a number to compare with")
         intent.compare = (op, value, match.group(3))
-        concept = " temperature " if match.group(1) in ("hotter than", "cooler than") else " "
+        concept = _COMPARE_CONCEPT.get(match.group(1), " ")
         concept += _UNIT_CONCEPT.get(match.group(3) or "", "")
         text = text[:match.start()] + concept + text[match.end():]
     tokens = [t for t in re.findall(r"[a-z0-9_]+", text)]
     _ranking(text, tokens, intent)
     _aggregation(tokens, intent)
-    if re.search(r"\b(rate|per second|per sec|/s|throughput|how fast|speed)\b", text):
+    if re.search(r"\b(rate|per second|per sec|/s|/sec|throughput|how fast|speed)\b", text):
         intent.rate = True
     if _STATE_DOWN.search(text):
         intent.down = True
-    for match in _GROUP.finditer(text):
-        label_word = stem(match.group(1))
-        labels = knowledge.lexicon["group_labels"].get(label_word) or knowledge.lexicon["group_labels"].get(match.group(1))
-        if labels:
-            intent.group_by = tuple(dict.fromkeys(intent.group_by + tuple(labels)))
-        elif label_word not in ("second", "sec", "minute", "hour", "day"):
-            intent.group_words += (match.group(1),)
+    intent.scrape_jobs = bool(re.search(r"\b(?:scrape|prometheus|exporter)\s+jobs?\b", text)
+                              or re.search(r"\btargets?\b", text) and re.search(r"\bjobs?\b", text))
+    intent.group_by, intent.group_words = read_grouping(text, knowledge, set(ENTITIES), intent.scrape_jobs)
     values = knowledge.lexicon.get("values", {})
     for token in tokens:
         found = values.get(token, [])
@@ -264,4 +285,11 @@ def parse_question(question: str, knowledge: Knowledge) -> Intent:
     if described:  # "fell off the bus": XID 79 of the XID counter, whose words these are not
         intent.matchers["xid"] = described[0]
         intent.words = [w for w in intent.words if w not in described[1]] + ["xid"]
+    if intent.scrape_jobs:  # the targets' job label: no training job's metric answers
+        intent.words = [("target" if w == "job" else w) for w in intent.words]
+    intent.smart = find_smart_attribute(intent.words, knowledge)
+    if intent.smart:  # "reallocated sectors": attribute 5 of the SMART attribute gauge
+        intent.matchers["attribute_id"] = intent.smart.attribute_id
+        dropped = intent.smart.words | {"sector"}
+        intent.words = [w for w in intent.words if w not in dropped] + ["smart", "attribute"]
     return intent

@@ -8,6 +8,10 @@ instant against the same Prometheus, are the same (docs/ask.md "How accuracy is 
   the order of the series (`sort_desc`, `topk`) is not compared;
 - two empty results count as the same answer only when both queries read the same metrics (an empty
   answer from the wrong metric is wrong).
+
+A question marked `ambiguous` (it has two readings: bench/ask/outside_questions.yaml) is answered right
+when `vigil ask` says so and one of the readings it offers gives the result of the gold query or of one
+of its `also` queries; a question that is not ambiguous is judged by the main answer alone.
 """
 
 from __future__ import annotations
@@ -64,10 +68,15 @@ class Outcome:
     correct: bool
     why: str
     gold_series: int = -1  # how many series the gold query returned (-1: not run)
+    asked_back: bool = False  # the answer offered several readings (docs/ask.md "Asking back")
 
 
 def load_questions(path: Path) -> list[dict]:
     return yaml.safe_load(path.read_text(encoding="utf-8"))["questions"]
+
+
+def _rows(client: PrometheusClient, promql: str, at: float) -> list[dict]:
+    return [{"labels": s.labels, "value": s.value} for s in client.query(promql, at=at)]
 
 
 def judge_one(entry: dict, client: PrometheusClient, at: float, knowledge: Knowledge) -> Outcome:
@@ -77,11 +86,35 @@ def judge_one(entry: dict, client: PrometheusClient, at: float, knowledge: Knowl
         answer = ask(question, knowledge)
     except Unanswerable as exc:
         return Outcome(question, category, split, gold, None, False, f"refused: {exc}")
-    gold_rows = [{"labels": s.labels, "value": s.value} for s in client.query(gold, at=at)]
+    gold_rows = _rows(client, gold, at)
+    asked_back = len(answer.readings) > 1
+    if entry.get("ambiguous"):
+        return _judge_readings(entry, answer, client, at, knowledge, gold_rows)
     try:
-        rows = [{"labels": s.labels, "value": s.value} for s in client.query(answer.promql, at=at)]
+        rows = _rows(client, answer.promql, at)
     except PrometheusUnavailable as exc:
         return Outcome(question, category, split, gold, answer.promql, False, f"Prometheus refused it: {exc}",
-                       len(gold_rows))
+                       len(gold_rows), asked_back)
     correct, why = same_answer(gold_rows, rows, set(validate(gold, knowledge)), set(answer.metrics))
-    return Outcome(question, category, split, gold, answer.promql, correct, why, len(gold_rows))
+    return Outcome(question, category, split, gold, answer.promql, correct, why, len(gold_rows), asked_back)
+
+
+def _judge_readings(entry: dict, answer, client: PrometheusClient, at: float, knowledge: Knowledge,
+                    gold_rows: list[dict]) -> Outcome:
+    """An ambiguous question: right when the answer offers readings and one of them gives a gold result."""
+    gold, question, category, split = entry["gold"], entry["question"], entry.get("category", ""), entry.get("split", "")
+    shown = " | ".join(reading.promql for reading in answer.readings) or answer.promql
+    if len(answer.readings) < 2:
+        return Outcome(question, category, split, gold, shown, False, "two readings, but it answered one without "
+                       "saying so", len(gold_rows))
+    golds = [(gold, gold_rows)] + [(other, _rows(client, other, at)) for other in entry.get("also", ())]
+    for reading in answer.readings:
+        try:
+            rows = _rows(client, reading.promql, at)
+        except PrometheusUnavailable:
+            continue
+        for promql, wanted in golds:
+            if same_answer(wanted, rows, set(validate(promql, knowledge)), set(reading.metrics))[0]:
+                return Outcome(question, category, split, gold, shown, True, "", len(gold_rows), True)
+    return Outcome(question, category, split, gold, shown, False, "asked back, but no reading gives a gold result",
+                   len(gold_rows), True)

@@ -77,6 +77,7 @@ class Knowledge:
     alerts: dict[str, tuple[str, str]]  # alert name -> (severity, team)
     # alert name -> its words (name parts, summary): a state only a rule defines ("hung") is its alert
     alert_docs: dict[str, MetricDoc] = field(default_factory=dict)
+    records: dict[str, str] = field(default_factory=dict)  # recorded series -> the expression it records
 
     @property
     def teams(self) -> frozenset[str]:
@@ -134,11 +135,13 @@ def load_knowledge() -> Knowledge:
     catalog = load_catalog()
     alerts: dict[str, tuple[str, str]] = {}
     alert_docs: dict[str, MetricDoc] = {}
+    records: dict[str, str] = {}
     try:
         rule_set = load_specs(default_spec_paths())
         catalog = with_records(catalog, rule_set.records)
         alerts = {a.name: (a.severity, dict(a.labels).get("team", "")) for a in rule_set.alerts}
         alert_docs = {a.name: _alert_doc(a.name, a.summary) for a in rule_set.alerts}
+        records = {r.name: r.expr for r in rule_set.records}
     except SpecError:
         pass  # `vigil rules check` reports those; ask still knows the scraped series
     lexicon = _stemmed_lexicon(yaml.safe_load(LEXICON_PATH.read_text(encoding="utf-8")))
@@ -151,7 +154,7 @@ def load_knowledge() -> Knowledge:
         unit, help_text = docs.get(name, ("", extra_help.get(name, "")))
         metrics[name] = MetricDoc(name, info.type, info.labels, unit, help_text, _name_words(name),
                                   frozenset(words(help_text + " " + unit)))
-    return Knowledge(metrics, catalog, lexicon, alerts, alert_docs)
+    return Knowledge(metrics, catalog, lexicon, alerts, alert_docs, records)
 
 
 def _alert_doc(name: str, summary: str) -> MetricDoc:

@@ -7,7 +7,10 @@
   word knows, in the place of a person; it becomes a matcher on the per-person label of the metric
   (`person`, `user`), and a question about a metric without one is refused, not answered for everyone;
 - an **XID by what it means** ("fell off the bus" is XID 79): the words of the XID catalogue's names
-  (`vigil.rules.xid_catalog`) fix the `xid` label of the XID counter.
+  (`vigil.rules.xid_catalog`) fix the `xid` label of the XID counter;
+- a **SMART attribute by its name** ("reallocated sectors" is attribute 5, "pending sectors" 197): the
+  words of the exporter's attribute names (`vigil.exporters.smart.ATA_ATTRIBUTES`) fix `attribute_id` of
+  the SMART attribute gauge, on a question about disks.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from vigil.exporters.smart import ATA_ATTRIBUTES
+from vigil.exporters.smart_raw import RULES as SMART_RULES
 from vigil.rules.xid_catalog import XID_CATALOG
 
 from .knowledge import Knowledge, stem, words
@@ -105,3 +110,35 @@ def find_xid(question_words: list[str], knowledge: Knowledge) -> tuple[str, froz
             score = (hit, hit / len(own), str(xid), used)
             best = max(best, score) if best else score
     return (best[2], best[3]) if best else None
+
+
+_SMART_GLUE = {"count", "celsius", "on"}
+# words that put a question on disks, where a SMART attribute's words mean that attribute
+_DISK_WORDS = {"disk", "drive", "sector", "smart", "ssd", "hdd", "sata", "device"}
+
+
+@dataclass(frozen=True)
+class SmartAttribute:
+    attribute_id: str
+    words: frozenset[str]  # the question words that named it
+    counts: bool  # its value counts events (sectors, errors, timeouts): "disks with ..." are those above 0
+
+
+def find_smart_attribute(question_words: list[str], knowledge: Knowledge) -> SmartAttribute | None:
+    """The SMART attribute the question names by its words ("reallocated sectors": 5), on a question about
+    disks (or in words no metric uses): at least two of the name's own words, and two thirds of them."""
+    seen = set(question_words)
+    best: tuple[int, float, int, frozenset[str]] | None = None
+    for attribute_id, name in ATA_ATTRIBUTES.items():
+        own = set(words(name.replace("_", " "))) - _SMART_GLUE
+        used = frozenset(own & seen)
+        if len(used) >= 2 and len(used) >= 2 / 3 * len(own):
+            score = (len(used), len(used) / len(own), attribute_id, used)
+            best = max(best, score) if best else score
+    if best is None:
+        return None
+    _, _, attribute_id, used = best
+    if not (seen & _DISK_WORDS or any(word not in knowledge.idf for word in used)):
+        return None
+    counts = SMART_RULES.get(attribute_id, ("",))[0] in ("count", "lowest16")
+    return SmartAttribute(str(attribute_id), used, counts)

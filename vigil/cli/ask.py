@@ -30,6 +30,10 @@ def _print_text(answer: Answer, result: list[dict] | None) -> None:
     click.echo(answer.promql)
     click.echo(f"metrics: {', '.join(answer.metrics)}")
     click.echo(f"why: {answer.explanation}")
+    if len(answer.readings) > 1:  # the question has several readings: say so, and show each
+        click.echo(f"ambiguous: {answer.ask_back}")
+        for number, reading in enumerate(answer.readings, 1):
+            click.echo(f"  reading {number} ({reading.meaning}): {reading.promql}")
     if result is not None:
         click.echo(f"result ({len(result)} series):")
         for row in result:
@@ -40,7 +44,8 @@ def _print_text(answer: Answer, result: list[dict] | None) -> None:
 
 @click.command("ask")
 @click.argument("question")
-@click.option("--json", "as_json", is_flag=True, help='Print {"promql", "metrics", "explanation"[, "result"]}.')
+@click.option("--json", "as_json", is_flag=True, help='Print {"promql", "metrics", "explanation"[, "result"]}; a '
+              'question with several readings adds "ask_back" and "readings".')
 @click.option("--run", "run", is_flag=True, help="Also run the query on Prometheus and show the result.")
 @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Run directory of the stack whose Prometheus --run queries [default: .vigil]; implies --run.")

@@ -1,0 +1,27 @@
+"""The text of a question made regular before it is read (`intent.parse_question`): typos and shorthand
+mended (`spelling.py`), a bare "%" spelled "percent", and the ways operators name an XID's number ("XID
+code", "by error code" on a question about XIDs) turned into the label's own word, `xid`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .knowledge import Knowledge
+from .spelling import mend
+
+_PERCENT = re.compile(r"(\d\s*)?%")
+_XID_CODE = re.compile(r"\bxid\s+(?:error\s+)?(?:codes?|numbers?|ids?|types?)\b")
+_BY_CODE = re.compile(r"\b(by|per|each|every|which|what)\s+(?:error\s+)?codes?\b")
+
+
+def regular(question: str, knowledge: Knowledge, known: frozenset[str]) -> tuple[str, list[str]]:
+    """(" lowercased text ", what was mended) with the spellings above made regular."""
+    text = " " + question.lower().replace("?", " ").replace(",", " ") + " "
+    text, mended = mend(text, knowledge, known)
+    text = _PERCENT.sub(lambda m: m.group(0) if m.group(1) else " percent ", text)
+    text = re.sub(r"\b(?:broken\s+down|grouped|split|aggregated)\s+by\b", "by", text)  # "down" is no state here
+    text = _XID_CODE.sub("xid", text)
+    if re.search(r"\bxids?\b", text):
+        text = _BY_CODE.sub(r"\1 xid", text)
+    return text, mended
