@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from vigil.common.times import parse_time
@@ -92,7 +92,21 @@ def wait_until(condition, timeout: float, every: float = 2.0) -> bool:
     return False
 
 
+def job_now(apis: StackClient, step: Step) -> str | None:
+    """The job holding the step's GPU now: jobs come and go (45 to 105 minutes), so the one planned at the
+    start of an hour-long run has often ended by the time its step runs (a JobHung page then names another)."""
+    if step.fault in WHOLE_NODE:
+        return None
+    try:
+        fleet = apis.chaos("GET", "/chaos")
+    except Exception:  # noqa: BLE001 - keep the planned one
+        return step.job
+    return next((job["job_id"] for job in fleet.get("jobs", []) for g in job["gpus"]
+                 if (g["node"], g["gpu"]) == (step.node, step.gpu)), None)
+
+
 def run_step(apis: StackClient, run_dir: Path, step: Step, window_s: float) -> dict:
+    step = replace(step, job=job_now(apis, step))
     started = time.time()
     if step.fault == REBOOT:
         outcome = _planned_reboot(apis, run_dir, step.node, window_s)
