@@ -326,8 +326,9 @@ def test_explain_marks_each_detectors_warm_up_rows(tmp_path, detector):
     rows = doc["rows"]
     warm = [i for i, r in enumerate(rows) if (r["explanation"] or "").startswith("warm-up")]
     assert warm == list(range(doc["warmup_rows"])), (detector, warm[:5], doc["warmup_rows"])
-    own = {"vigil": 200, "evt": 400, "evt-alarms": 400, "windowed-gaussian": 1, "null": 0}[detector]
-    assert doc["warmup_rows"] == own  # evt: 2.5 days at 5 minutes is 720 points, more than the file
+    own = {"vigil": 200, "vigil-points": 288, "evt": 400, "evt-alarms": 400, "windowed-gaussian": 1, "null": 0}[detector]
+    # evt: 2.5 days at 5 minutes is 720 points, more than the file; vigil-points: one day, 288 points
+    assert doc["warmup_rows"] == own
     assert all(r["anomaly_score"] == 0 for r in rows[:own])
     assert all(r["label"] == 0 for r in rows[:own])
     hinted = run("aiops", "detect", str(source), "--detector", detector).stderr

@@ -107,3 +107,19 @@ def test_alarm_mode_raises_one_alarm_where_the_dense_labels_start():
     first = 4500 + int(np.argmax(dense[4500:]))
     assert alarms[4500:4700].sum() == 1 and alarms[first]
     assert alarms.sum() <= dense.sum() and set(np.flatnonzero(alarms)) <= set(np.flatnonzero(dense))
+
+
+def test_a_traffic_profile_refitted_over_dead_days_does_not_divide_by_zero():
+    # a positive daily curve (its profile scales) goes dead for 6 days: a daily refit over those days
+    # once held 0 at some times of day, and `vigil aiops detect --detector evt` stopped with
+    # ZeroDivisionError (AIOps-2018 KPI da403e4e)
+    from datetime import datetime, timedelta
+
+    i = np.arange(288 * 16)
+    values = 100 + 50 * np.sin(2 * np.pi * i / 288) + np.random.default_rng(1).normal(0, 2, i.size)
+    values[288 * 4:288 * 10] = 0.0
+    stamps = [f"{datetime(2024, 3, 1) + timedelta(minutes=5 * int(k)):%Y-%m-%d %H:%M:%S}" for k in i]
+    detector = EvtDetector()
+    scores = detector.score_series(stamps, values)
+    assert detector.kind == "periodic" and np.isfinite(scores).all()
+    assert scores[288 * 4:288 * 4 + 7].max() > 0.5  # the curve going dead is flagged

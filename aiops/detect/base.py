@@ -14,6 +14,13 @@ from typing import Sequence
 import numpy as np
 
 
+def check_warmup(name: str, warmup: int | None, probe: int) -> None:
+    """ValueError for a warm-up that ends before the `probe` intervals a detector learns its step from."""
+    if warmup is not None and warmup <= probe:
+        raise ValueError(f"the {name} detector needs a warm-up of more than {probe} points "
+                         f"(it learns the sampling interval from the first {probe}), got {warmup}")
+
+
 class Detector(ABC):
     """A streaming anomaly detector. Make a new instance per series (it keeps per-series state)."""
 

@@ -46,7 +46,7 @@ import numpy as np
 from vigil.aiops.baseline.classify import classify
 from vigil.aiops.baseline.robust import DAY_S, robust_sigma
 from vigil.aiops.baseline.seasonal import seasonal_fit
-from vigil.aiops.detect.base import Detector
+from vigil.aiops.detect.base import Detector, check_warmup
 from vigil.aiops.detect.evt import Spot
 from vigil.aiops.detect.evt_hold import HeldStretch
 from vigil.common.times import parse_time
@@ -120,9 +120,7 @@ class EvtDetector(Detector):
 
     def __init__(self, params: EvtParameters | None = None):
         p = self.params = params or EvtParameters()
-        if p.warmup is not None and p.warmup <= p.period_probe:
-            raise ValueError(f"the evt detector needs a warm-up of more than {p.period_probe} points "
-                             f"(it learns the sampling interval from the first {p.period_probe}), got {p.warmup}")
+        check_warmup("evt", p.warmup, p.period_probe)
         self._times: list[float] = []
         self._values: list[float] = []
         self._warmup: int | None = None
@@ -201,6 +199,9 @@ class EvtDetector(Detector):
         self._stretch.forget_levels()
         t, x = (np.asarray(c) for c in zip(*self._history))
         self._profile = seasonal_fit(t, x, self._step, weekly=False)
+        if getattr(self, "_scales", False):  # a scaling profile stays positive (a refit over a dead stretch can hold 0)
+            profile = self._profile.profile
+            np.maximum(profile, 1e-3 * max(float(profile.max()), 1e-6), out=profile)
         self._next_refit = t[-1] + DAY_S
 
     def _base(self, t: float) -> float:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from vigil.aiops.detect import DETECTORS, SERIES_DETECTORS, default_threshold, make_detector
+from vigil.aiops.detect import DETECTORS, LABELS, SERIES_DETECTORS, default_threshold, detector_for, labelling_of, make_detector
 from vigil.aiops.detect.labels import label_series, parse_sensitivity, threshold_for, to_csv, to_json
 from vigil.aiops.detect.series import SeriesFormatError, read_series
 
@@ -46,8 +46,11 @@ class Sensitivity(click.ParamType):
 @click.option("--allow-unsorted", is_flag=True,
               help="Accept timestamps that step back and score rows in file order (default: an error).")
 @click.option("--detector", type=click.Choice(sorted(DETECTORS)), default="vigil", show_default=True)
+@click.option("--labels", type=click.Choice(LABELS),
+              help="points: label every point of an anomalous stretch (how KPI data is labelled); alarms: one "
+                   "alarm per episode (NAB's, a pager's). Default: the detector's own (alarms for vigil).")
 def detect(file: Path, output: Path | None, threshold: float | None, sensitivity: float | None, warmup: int | None,
-           fmt: str, explain: bool, allow_unsorted: bool, detector: str):
+           fmt: str, explain: bool, allow_unsorted: bool, detector: str, labels: str | None):
     """Score every row of FILE (CSV with a `timestamp,value` header, rows in time order).
 
     Writes `timestamp,value,anomaly_score,label` for every row (and `explanation` with --explain), as CSV
@@ -55,6 +58,10 @@ def detect(file: Path, output: Path | None, threshold: float | None, sensitivity
     """
     if threshold is not None and sensitivity is not None:
         raise click.UsageError("give --threshold or --sensitivity, not both")
+    try:
+        detector = detector_for(detector, labels)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--labels") from None
     try:
         scorer = make_detector(detector, warmup=warmup, sensitivity=sensitivity)
     except ValueError as exc:
@@ -72,8 +79,8 @@ def detect(file: Path, output: Path | None, threshold: float | None, sensitivity
             threshold = threshold_for(threshold, sensitivity)
     result = label_series(scorer, series.timestamps, series.values, threshold, warmup or 0, explain)
     if fmt == "json":
-        text = to_json(result, {"file": str(file), "detector": detector, "threshold": threshold,
-                                "sensitivity": sensitivity, "warmup": warmup})
+        text = to_json(result, {"file": str(file), "detector": detector, "labels": labelling_of(detector),
+                                "threshold": threshold, "sensitivity": sensitivity, "warmup": warmup})
     else:
         text = to_csv(result)
     if output is None:
