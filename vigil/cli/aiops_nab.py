@@ -14,7 +14,7 @@ from vigil.aiops.detect import DETECTORS, LABELS, SERIES_DETECTORS, default_thre
 from vigil.aiops.detect.labels import label_series, parse_sensitivity, threshold_for, to_csv, to_json
 from vigil.aiops.detect.series import SeriesFormatError, read_series
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]  # vigil/cli/aiops_nab.py -> the repository
 
 
 class Sensitivity(click.ParamType):
