@@ -5,6 +5,7 @@ fires after it, and pages on its own when no cause comes or the cause is another
 from __future__ import annotations
 
 import time
+from datetime import datetime, timezone
 
 import requests
 
@@ -155,8 +156,28 @@ def test_a_ticket_that_outlives_its_cause_joins_the_resolved_incident_a_page_doe
         assert detail(server, after)["part_of"] == cause
         joined = next(e for e in detail(server, after)["timeline"] if e["kind"] == "joined")
         assert joined["detail"].get("aftermath") is True
-        paging = post_alerts(server, job_xid(gpu="3", wait_s=0, node="node-1") | {"groupKey": "other"})
-        assert detail(server, paging)["part_of"] is None  # a page-worthy symptom is a new fault: it pages
+        # a page-worthy symptom whose alert began after the repair is a new fault: it pages
+        later = job_xid(gpu="3", wait_s=0, node="node-1") | {"groupKey": "other"}
+        after_repair = datetime.fromtimestamp(time.time() + 120, timezone.utc)  # the notifier's clock is real
+        later["alerts"][0]["startsAt"] = after_repair.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        paging = post_alerts(server, later)
+        assert detail(server, paging)["part_of"] is None
+
+
+def test_a_page_whose_alert_began_while_its_cause_fired_joins_it_though_it_arrives_after_the_repair(tmp_path):
+    """A GPU fewer than expected (GpuMissing, `for: 5m`) began when the GPU fell off the bus; a quick repair
+    resolved the GPU's incident before Alertmanager sent the missing GPU's firing: the same fault, no page
+    of its own (a drill in CI met exactly this)."""
+    with NotifierServer(make_settings(tmp_path, port=free_port())) as server:
+        cause = post_alerts(server, lost())
+        wait_for(lambda: len(firing_pages(server)) == 1)
+        post_alerts(server, lost(status="resolved"))
+        wait_for(lambda: detail(server, cause)["status"] == "resolved")
+        late = post_alerts(server, job_xid(wait_s=0) | {"groupKey": "late"})  # began 2026-11-21, long before
+        assert detail(server, late)["part_of"] == cause
+        joined = next(e for e in detail(server, late)["timeline"] if e["kind"] == "joined")
+        assert joined["detail"].get("aftermath") is True
+        assert {p["incident_id"] for p in firing_pages(server)} == {cause}
 
 
 def test_the_generated_rules_carry_the_causes_the_notifier_reads():

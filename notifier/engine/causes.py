@@ -16,7 +16,8 @@ incident (`EngineIntake.on_ingest`):
 - a symptom that files a ticket and arrives within `AFTERMATH_S` of its cause's resolution (a rate over
   a 15-minute window outlives the fault; Alertmanager delivers what the cause inhibited once it ends)
   joins the cause's resolved incident as its **aftermath**: one fault, one ticket. A symptom that pages
-  never does: a new page-worthy fault after a repair must page.
+  does so only when its alerts began before the cause resolved (its `for` ran out just after a quick
+  repair: the same fault); one that began after the repair is a new fault and pages.
 
 Joined incidents are never chained: a symptom joins only an incident that joined nothing itself.
 """
@@ -68,13 +69,17 @@ def _is_cause(symptom: SymptomOf, symptom_labels: list[dict], cause_labels: list
 def cause_incident(conn: sa.Connection, symptom: SymptomOf, payload: WebhookPayload, incident_id: int,
                    now: float | None = None) -> int | None:
     """The firing incident (not joined to another, not `incident_id`) of one of `symptom`'s causes; with
-    `now`, for a symptom that files a ticket and when none fires, one resolved in the last AFTERMATH_S."""
+    `now` and when none fires, one resolved in the last AFTERMATH_S if the symptom files a ticket, or if
+    its alerts began before that cause resolved (a `for` that ran out after the repair: the same fault)."""
     found = _cause(conn, symptom, payload, incident_id, incidents.c.status == "firing")
+    if found is not None or now is None:
+        return found
     ticket = payload.commonLabels.get("notify") == "ticket"
-    if found is None and ticket and now is not None:
-        found = _cause(conn, symptom, payload, incident_id,
-                       sa.and_(incidents.c.status == "resolved", incidents.c.resolved_at >= now - AFTERMATH_S))
-    return found
+    began = min((alert.starts_at.timestamp() for alert in payload.alerts if alert.status == "firing"), default=now)
+    resolved = sa.and_(incidents.c.status == "resolved", incidents.c.resolved_at >= now - AFTERMATH_S)
+    if not ticket:  # a page joins only a cause that was still firing when the symptom began
+        resolved = sa.and_(resolved, incidents.c.resolved_at >= began)
+    return _cause(conn, symptom, payload, incident_id, resolved)
 
 
 def _cause(conn: sa.Connection, symptom: SymptomOf, payload: WebhookPayload, incident_id: int, state) -> int | None:
