@@ -5,11 +5,11 @@ fires after it, and pages on its own when no cause comes or the cause is another
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
 
 import requests
 
 from vigil.common import symptoms
+from vigil.common.times import parse_time, rfc3339
 from vigil.stack.client import StackClient
 from vigil.stack.drill import Drill, DrillFailed, shipped_fault_expectations
 from vigil.rules import SPECS_DIR, load_specs, prometheus_rule_file
@@ -158,8 +158,8 @@ def test_a_ticket_that_outlives_its_cause_joins_the_resolved_incident_a_page_doe
         assert joined["detail"].get("aftermath") is True
         # a page-worthy symptom whose alert began after the repair is a new fault: it pages
         later = job_xid(gpu="3", wait_s=0, node="node-1") | {"groupKey": "other"}
-        after_repair = datetime.fromtimestamp(time.time() + 120, timezone.utc)  # the notifier's clock is real
-        later["alerts"][0]["startsAt"] = after_repair.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        repaired = parse_time(detail(server, cause)["resolved_at"])  # as the notifier recorded it
+        later["alerts"][0]["startsAt"] = rfc3339(repaired + 60)
         paging = post_alerts(server, later)
         assert detail(server, paging)["part_of"] is None
 
