@@ -14,21 +14,21 @@ from __future__ import annotations
 import gzip
 import logging
 import socket
-import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Callable, NamedTuple
 from urllib.parse import parse_qs, urlsplit
 
-from vigil.common.http_server import http_server
+from vigil.common.http_server import HangupTolerantServer, http_server
 
 _log = logging.getLogger(__name__)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 Body = Callable[[dict[str, str]], bytes]
 
 
-class _TrackingHTTPServer(ThreadingHTTPServer):
-    """Remembers its open connections so `close()` can cut them.
+class _TrackingHTTPServer(HangupTolerantServer):
+    """Remembers its open connections so `close()` can cut them (a scraper that hangs up mid-answer is
+    a debug line: `HangupTolerantServer`).
 
     Prometheus keeps scrape connections alive: closing only the listening socket would leave the old
     connection answering, and a simulated `node-down` would never be seen as down.
@@ -48,12 +48,6 @@ class _TrackingHTTPServer(ThreadingHTTPServer):
         with self.connections_lock:
             self.connections.discard(request)
         super().shutdown_request(request)
-
-    def handle_error(self, request, client_address) -> None:
-        """socketserver prints a traceback on stderr for every exception of a handler; a client that
-        went away mid-answer (a scraper's timeout) is not worth one, anything else is logged."""
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            _log.exception("error while serving %s", client_address)
 
     def cut_connections(self) -> None:
         with self.connections_lock:
