@@ -144,17 +144,26 @@ def _variables(pairs: tuple[str, ...]) -> dict[str, str]:
     return chosen
 
 
+def _stack_client(run_dir: Path):
+    """The client of the stack running in `run_dir` (its URLs from the run state), or None."""
+    from vigil.stack.client import StackClient
+    from vigil.stack.runstate import NoStack
+
+    try:
+        return StackClient.from_run_dir(run_dir)
+    except NoStack:
+        return None
+
+
 def _stack_focus(run_dir: Path) -> tuple[str | None, dict[str, str], str]:
     """(the stack's Prometheus URL, the node and GPU of its newest open incident, what was chosen) of the
     stack running in `run_dir`; (None, {}, "") when none runs there."""
     import requests
 
-    from vigil.stack.client import StackClient, StackRequestError
-    from vigil.stack.runstate import NoStack
+    from vigil.stack.client import StackRequestError
 
-    try:
-        client = StackClient.from_run_dir(run_dir)
-    except NoStack:
+    client = _stack_client(run_dir)
+    if client is None:
         return None, {}, ""
     try:
         open_ones = [i for i in client.incidents(200) if i.get("state") != "resolved" and i.get("part_of") is None
@@ -248,8 +257,8 @@ def coverage(prometheus_url: str | None, run_dir: Path, variables: tuple[str, ..
     from vigil.dashboards.live import allowed_empty, run_dashboard
 
     chosen = _variables(variables)
-    stack_url, _, _ = _stack_focus(run_dir)
-    client = PrometheusClient(prometheus_url or stack_url or DEFAULT_PROMETHEUS_URL)
+    stack = None if prometheus_url else _stack_client(run_dir)
+    client = PrometheusClient(prometheus_url or (stack.prometheus if stack else DEFAULT_PROMETHEUS_URL))
     try:
         found = [r for model in dashboard_models() for r in run_dashboard(model, client, chosen)]
     except PrometheusUnavailable as exc:
