@@ -29,7 +29,6 @@ from vigil.common.times import rfc3339
 from vigil.oncall.model import OncallConfig
 from vigil.oncall.plan import UnknownPolicy, is_ticket, policy_spec, sla_for
 
-TARGETS = SLA_TARGETS
 BATCH = 100
 
 
@@ -37,7 +36,7 @@ def check(store: Store, oncall: OncallConfig, now: float, metrics: NotifierMetri
     """Mark every incident whose target passed by `now` (a paused escalation's acknowledge target is
     moved on instead); returns how many breaches were recorded."""
     found = 0
-    for which in TARGETS:
+    for which in SLA_TARGETS:
         with reading(store.engine) as conn:
             overdue = incident_state.overdue(conn, which, now, BATCH)
         for incident_id in overdue:
