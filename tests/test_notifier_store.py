@@ -131,3 +131,21 @@ def test_several_ingests_share_one_transaction(store):
         results = [ingest_in(conn, store.notifications, WebhookPayload.model_validate(b), 1000.0, page_everyone)
                    for b in bodies]
     assert [r.incident_id for r in results] == [1, 2] and store.outbox.states() == {"pending": 2}
+
+
+@pytest.mark.parametrize("first", ["alertmanager", "reconciliation"])
+def test_reconciliation_and_alertmanagers_retry_of_one_group_open_one_incident_in_either_order(store, first):
+    # at start reconciliation reads the store, then Alertmanager's retried notification may land before
+    # reconciliation's own one is stored: whichever comes second joins the first's incident, unpaged
+    from_alertmanager = payload(alert("a"))
+    from_reconciliation = payload(alert("a", starts="2026-11-21T20:00:00.123Z"),
+                                  group_key='reconciled:vigil:{"alertname": "GpuLost"}')
+    bodies = [from_alertmanager, from_reconciliation]
+    if first == "reconciliation":
+        bodies.reverse()
+    opened, joined = (ingest(store, body) for body in bodies)
+    assert not opened.duplicate and not joined.duplicate
+    assert joined.incident_id == opened.incident_id and joined.deliveries == 0
+    [incident] = store.notifications.list_incidents(10)
+    assert incident["status"] == "firing" and incident["group_key"] == '{}:{alertname="GpuLost"}'
+    assert store.outbox.states() == {"pending": 1}

@@ -134,10 +134,15 @@ class Notifications:
 
     def _latest_incident(self, conn, payload: WebhookPayload) -> IncidentState | None:
         row = _LATEST.first(conn, {"group_key": payload.groupKey})
-        if (row is None or row[1] == "resolved") and _reconciled_firing(conn):
+        if row is None and payload.groupKey.startswith(RECONCILED_PREFIX):
+            # reconciliation's own notification: Alertmanager's retry may have opened the group's incident
+            # since reconciliation read the store; checked here, inside the write transaction, it joins that
+            joined = self._firing_sharing(conn, payload, reconciled_only=False)
+            row = None if joined is None else _INCIDENT.first(conn, {"id": joined})
+        elif (row is None or row[1] == "resolved") and _reconciled_firing(conn):
             # an incident opened by reconciliation (no groupKey known then) is adopted by the first
             # notification that shares one of its alerts (the join only runs while such an incident is firing)
-            adopted = self._reconciled_sharing(conn, payload)
+            adopted = self._firing_sharing(conn, payload, reconciled_only=True)
             if adopted is not None:
                 incident_state.update(conn, adopted, group_key=payload.groupKey)
                 row = _INCIDENT.first(conn, {"id": adopted})
@@ -146,14 +151,14 @@ class Notifications:
         keys = _ALERT_KEYS.rows(conn, {"incident_id": row[0]})
         return IncidentState(row[0], row[1], frozenset(k for (k,) in keys), row[2], resolving=row[3] is not None)
 
-    def _reconciled_sharing(self, conn, payload: WebhookPayload) -> int | None:
+    def _firing_sharing(self, conn, payload: WebhookPayload, reconciled_only: bool) -> int | None:
+        """The oldest firing incident holding one of `payload`'s alerts (only reconciliation's, if asked)."""
         keys = [alert.firing_key() for alert in payload.alerts]
-        return conn.execute(
-            sa.select(incidents.c.id).join(incident_alerts, incident_alerts.c.incident_id == incidents.c.id)
-            .where(incidents.c.group_key.startswith(RECONCILED_PREFIX), incidents.c.status == "firing",
-                   incident_alerts.c.alert_key.in_(keys))
-            .order_by(incidents.c.id).limit(1)
-        ).scalar()
+        query = (sa.select(incidents.c.id).join(incident_alerts, incident_alerts.c.incident_id == incidents.c.id)
+                 .where(incidents.c.status == "firing", incident_alerts.c.alert_key.in_(keys)))
+        if reconciled_only:
+            query = query.where(incidents.c.group_key.startswith(RECONCILED_PREFIX))
+        return conn.execute(query.order_by(incidents.c.id).limit(1)).scalar()
 
     def incident_labels(self, conn: sa.Connection, incident_id: int) -> dict:
         """The common labels of incident `incident_id`, read on `conn`."""
