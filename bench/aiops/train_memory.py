@@ -8,7 +8,12 @@ job, instance; a daily cycle, a weekend dip and noise) of 14 days at a 5-minute 
   Prometheus on a free loopback port (`vigil.stack.tsdb_readback.prometheus_on`, the stack's launcher),
   and runs `vigil aiops train --prometheus URL --match vigil_gpu_utilization_ratio` against it;
 - writes the same series to a wide Parquet file (one column per series) and runs
-  `vigil aiops train --input FILE`, the reference.
+  `vigil aiops train --input FILE`, the reference;
+- starts the service as a deployment runs it (`vigil aiops serve --prometheus-url URL --match …`, a fresh
+  model directory, so it trains at start), waits for its `/healthz` to answer 200 (trained), scrapes its
+  `/metrics` 20 times, and reads its resident memory (`VmRSS`) and high-water mark (`VmHWM`) from
+  `/proc/PID/status`: what a Kubernetes memory limit must hold (`deploy/k8s/sizes.py` derives the
+  overlays' AIOps limits from this column).
 Each `train` is a child process; its peak RSS is the kernel's high-water mark for that child alone
 (`os.wait4`'s rusage), so neither this process nor promtool nor Prometheus counts. `--record` writes
 the table into section `aiops-train-memory` of docs/benchmarks.md.
@@ -33,10 +38,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import requests
 
 from vigil.aiops.baseline.store import load_store
 from vigil.aiops.benchmark_record import add_record_option, machine_summary, utc_now, write_section
 from vigil.exporters.sim.identity import device_uuid
+from vigil.common.ports import free_port
 from vigil.stack.components import SYSTEM_BINARIES, vigil_argv
 from vigil.stack.config import RunLayout
 from vigil.stack.history import BACKFILLED_METRIC, STEP_S, backfill_series, history_end
@@ -55,6 +62,13 @@ class Run:
     seconds: float
     peak_mib: float
     baselines: int
+
+
+@dataclass(frozen=True)
+class Served:
+    seconds_to_ready: float
+    peak_mib: float  # VmHWM: the service's high-water mark, its start-up training included
+    serving_mib: float  # VmRSS after the /metrics scrapes
 
 
 def fleet_labels(n: int) -> list[dict[str, str]]:
@@ -127,6 +141,52 @@ def run_train(args: list[str], work: Path, name: str, timeout_s: float) -> Run:
     return Run(seconds, usage.ru_maxrss / 1024, len(load_store(model_dir)["series"]))
 
 
+def proc_status_mib(pid: int) -> dict[str, float]:
+    """VmRSS and VmHWM of process `pid` in MiB (Linux /proc)."""
+    found = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            found[key] = int(value.split()[0]) / 1024
+    return found
+
+
+def run_service(prometheus_url: str, work: Path, timeout_s: float, scrapes: int = 20) -> Served:
+    """`vigil aiops serve` training at start from `prometheus_url`: time to ready and its memory."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = work / "serve.log"
+    started = time.monotonic()
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(vigil_argv("aiops", "serve", "--listen", f"127.0.0.1:{port}", "--model-dir",
+                                           str(work / "models-serve"), "--prometheus-url", prometheus_url,
+                                           "--match", BACKFILLED_METRIC), stdout=out, stderr=subprocess.STDOUT)
+    try:
+        while True:  # wait on the condition: trained (200), still training (503), not listening yet
+            if proc.poll() is not None:
+                raise SystemExit(f"aiops serve exited {proc.returncode}:\n{log.read_text(errors='replace')[-2000:]}")
+            if time.monotonic() - started > timeout_s:
+                raise SystemExit(f"aiops serve not ready after {timeout_s:.0f} s")
+            try:
+                if requests.get(url + "/healthz", timeout=5).status_code == 200:
+                    break
+            except requests.RequestException:
+                pass
+            time.sleep(0.5)
+        ready = time.monotonic() - started
+        for _ in range(scrapes):
+            requests.get(url + "/metrics", timeout=30).raise_for_status()
+        memory = proc_status_mib(proc.pid)
+        return Served(ready, memory["VmHWM"], memory["VmRSS"])
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def check_disk(work: Path, n: int, points: int) -> None:
     need = n * points * OPENMETRICS_BYTES_PER_SAMPLE
     free = shutil.disk_usage(work).free
@@ -135,7 +195,7 @@ def check_disk(work: Path, n: int, points: int) -> None:
                          f"{free / 2**30:.1f} GiB free (set TMPDIR elsewhere)")
 
 
-def measure(n: int, days: float, timeout_s: float, promtool: str) -> tuple[int, Run, Run]:
+def measure(n: int, days: float, timeout_s: float, promtool: str) -> tuple[int, Run, Run, Served]:
     with tempfile.TemporaryDirectory(prefix="vigil-train-memory-") as scratch:
         work = Path(scratch)
         check_disk(work, n, int(days * DAY_S / STEP_S))
@@ -146,16 +206,19 @@ def measure(n: int, days: float, timeout_s: float, promtool: str) -> tuple[int, 
         with prometheus_on(tsdb, work, ready_timeout_s=300) as prometheus:
             from_prometheus = run_train(["--prometheus", prometheus.url, "--match", BACKFILLED_METRIC,
                                          "--lookback", lookback], work, "prometheus", timeout_s)
+            served = run_service(prometheus.url, work, timeout_s)
         from_file = run_train(["--input", str(parquet)], work, "file", timeout_s)
-    return points, from_prometheus, from_file
+    return points, from_prometheus, from_file, served
 
 
-def table(rows: list[tuple[int, int, Run, Run]]) -> str:
-    lines = ["| series | points | Prometheus: seconds | Prometheus: peak RSS MiB | file: seconds | file: peak RSS MiB |",
-             "|---:|---:|---:|---:|---:|---:|"]
-    for n, points, prom, file in rows:
+def table(rows: list[tuple[int, int, Run, Run, Served]]) -> str:
+    lines = ["| series | points | Prometheus: seconds | Prometheus: peak RSS MiB | file: seconds | file: peak RSS MiB "
+             "| service: ready s | service: peak RSS MiB | service: RSS serving MiB |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for n, points, prom, file, served in rows:
         lines.append(f"| {n:,} | {n * points:,} | {prom.seconds:.1f} | {prom.peak_mib:.0f} | "
-                     f"{file.seconds:.1f} | {file.peak_mib:.0f} |")
+                     f"{file.seconds:.1f} | {file.peak_mib:.0f} | {served.seconds_to_ready:.1f} | "
+                     f"{served.peak_mib:.0f} | {served.serving_mib:.0f} |")
     return "\n".join(lines)
 
 
@@ -172,12 +235,13 @@ def main() -> None:
         raise SystemExit("promtool is not installed (Debian package prometheus)")
     rows = []
     for n in sizes:
-        points, prom, file = measure(n, args.days, args.timeout, promtool)
+        points, prom, file, served = measure(n, args.days, args.timeout, promtool)
         if prom.baselines != file.baselines:
             raise SystemExit(f"{n} series: {prom.baselines} baselines from Prometheus but {file.baselines} from the file")
-        rows.append((n, points, prom, file))
+        rows.append((n, points, prom, file, served))
         print(f"{n} series: Prometheus {prom.seconds:.1f} s {prom.peak_mib:.0f} MiB; "
-              f"file {file.seconds:.1f} s {file.peak_mib:.0f} MiB", file=sys.stderr, flush=True)
+              f"file {file.seconds:.1f} s {file.peak_mib:.0f} MiB; service ready in {served.seconds_to_ready:.1f} s, "
+              f"peak {served.peak_mib:.0f} MiB, serving {served.serving_mib:.0f} MiB", file=sys.stderr, flush=True)
     text = f"""## AIOps: training memory (`vigil aiops train`, Prometheus against a file)
 
 Machine: {machine_summary()}. Date: {utc_now()}. Command: `.venv/bin/python bench/aiops/train_memory.py
@@ -187,6 +251,9 @@ GPU-like series (the demo's labels, 8 GPUs a node) of {args.days:g} days at 5 mi
 promtool into a real Prometheus and trained with `vigil aiops train --prometheus URL --match
 {BACKFILLED_METRIC}`; the reference trains on the same series from a wide Parquet file (`--input`).
 Peak RSS is each `train` process's own high-water mark (kernel rusage at exit); seconds are its wall time.
+The service (`vigil aiops serve --prometheus-url URL --match {BACKFILLED_METRIC}`, trained at start): seconds
+until `/healthz` answers 200, its high-water mark and its resident memory after 20 `/metrics` scrapes
+(`/proc/PID/status`); `deploy/k8s/sizes.py` derives the overlays' AIOps memory from the service's peak.
 
 {table(rows)}
 """
