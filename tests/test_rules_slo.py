@@ -57,8 +57,9 @@ def test_the_shipped_slos_expand_to_the_workbook_rules():
         '(sum(rate(vigil_notifier_deliveries_total{result=~"sent|failed|retry"}[5m])) > 0)')
     assert group["rules"][0]["labels"] == {"slo": "NotifierPageDelivery"}
     by_name = {r.get("record"): r for r in group["rules"]}
-    # the gauge is read once (a count per value); its sum and count are taken from that record
-    assert by_name["slo:gpu_availability_up:by_value"]["expr"] == 'count_values("value", vigil_gpu_up)'
+    # the gauge is read once (a count per value and node: a sharded fleet's shards each count their own
+    # GPUs); its fleet-wide sum and count are taken from that record
+    assert by_name["slo:gpu_availability_up:by_value"]["expr"] == 'count_values by (node) ("value", vigil_gpu_up)'
     assert by_name["slo:gpu_availability_up:sum"]["expr"] == (
         'sum(slo:gpu_availability_up:by_value{value="1"}) or (0 * sum(slo:gpu_availability_up:by_value))')
     assert by_name["slo:gpu_availability_up:count"]["expr"] == "sum(slo:gpu_availability_up:by_value)"
