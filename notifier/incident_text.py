@@ -76,6 +76,12 @@ def _incident_text(kind: str, d: dict, tier: str) -> str:
 def _cause_text(kind: str, d: dict) -> str:
     """The words of causes and symptoms (`engine/causes.py`), of a resolution's wait (`engine/settle.py`)
     and of a person's mark on the page."""
+    if kind == "held" and d.get("after_cause"):
+        return (f"its cause, incident #{d['after_cause']}, resolved while it still fires: it pages at "
+                f"{utc_text(d.get('until'))} unless it resolves first")
+    if kind == "stands_alone":
+        return (f"still firing {format_duration(float(d.get('cause_resolved_s') or 0))} after its cause, incident "
+                f"#{d.get('cause')}, resolved: a fault of its own now")
     if kind == "held":
         causes = " or ".join(d.get("causes") or ["its cause"])
         return f"first page held until {utc_text(d.get('until'))}: waiting for {causes}"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from vigil.notifier.engine import causes
 from vigil.notifier.engine.paging import contact_pages
 from vigil.notifier.engine.pause import paused_by
 from vigil.notifier.engine.repage import lapse_acknowledgement
@@ -64,6 +65,7 @@ def resolve(store: Store, incident_id: int, by: str, now: float, reason: str | N
         incident_state.resolve(conn, incident_id, by, now)
         store.escalations.delete(conn, incident_id)
         store.timeline.record(conn, incident_id, now, "resolved", by, **({"reason": reason} if reason else {}))
+        causes.after_cause_resolved(conn, incident_id, now)
         pages = contact_pages(conn, incident, store.escalations.paged_contacts(conn, incident_id), "resolved", now,
                               f"resolved:{by}:{now!r}", note=f"resolved by {by}" + (f": {reason}" if reason else ""))
         store.outbox.enqueue_pages(conn, incident_id, "resolved", pages, now)

@@ -18,6 +18,11 @@ incident (`EngineIntake.on_ingest`):
   joins the cause's resolved incident as its **aftermath**: one fault, one ticket. A symptom that pages
   does so only when its alerts began before the cause resolved (its `for` ran out just after a quick
   repair: the same fault); one that began after the repair is a new fault and pages.
+- a symptom joined to a cause that resolved (when it resolves, `after_cause_resolved`, or as its
+  aftermath) is **held** until it has outlived the resolution by AFTERMATH_S (a ticket: twice that): one
+  that resolves meanwhile was the same fault and never pages; one still firing then was not cured by the
+  repair, **stands alone** and pages (`stand_alone`, from `escalation.run_step`), as Alertmanager sends
+  an inhibited alert once the inhibiting one resolves. A cause of it that fires again keeps it joined.
 
 Joined incidents are never chained: a symptom joins only an incident that joined nothing itself.
 """
@@ -29,6 +34,7 @@ import json
 import sqlalchemy as sa
 
 from vigil.common import symptoms
+from vigil.common.durations import format_duration
 from vigil.common.times import rfc3339
 from vigil.common.symptoms import SymptomOf
 from vigil.notifier.core.models import WebhookPayload
@@ -112,6 +118,10 @@ def join(conn: sa.Connection, incident_id: int, cause_id: int, now: float, title
     timeline.record(conn, incident_id, now, "joined", cause=cause_id, cause_title=cause.title, **aftermath)
     timeline.record(conn, cause_id, now, "also_firing", incident=incident_id, title=title or symptom.title,
                     priority=symptom.priority, **aftermath)
+    if aftermath and symptom.policy is not None and cause.resolved_at is not None:
+        # it may outlive the cause's resolution only so long: then it is a fault of its own (`stand_alone`)
+        _hold_past_cause(conn, incident_id, symptom.policy, json.loads(symptom.labels), cause_id,
+                         cause.resolved_at, now)
 
 
 def hold(conn: sa.Connection, incident_id: int, symptom: SymptomOf, now: float) -> float:
@@ -141,6 +151,56 @@ def gather(conn: sa.Connection, cause_id: int, payload: WebhookPayload, now: flo
             join(conn, symptom_id, cause_id, now)
             joined.append(symptom_id)
     return joined
+
+
+def _outlived_by(labels: dict) -> float:
+    """How long a symptom may outlive its cause's resolution before it is a fault of its own: AFTERMATH_S
+    for a page, twice that for a ticket (a rate over a 15-minute window outlives the fault by that much)."""
+    return 2 * AFTERMATH_S if labels.get("notify") == "ticket" else AFTERMATH_S
+
+
+def _hold_past_cause(conn: sa.Connection, incident_id: int, policy: str, labels: dict, cause_id: int,
+                     resolved_at: float, now: float) -> None:
+    until = max(now, resolved_at + _outlived_by(labels))
+    incident_state.update(conn, incident_id, held_until=until)
+    Escalations(conn.engine).put(conn, incident_id, policy, until)
+    Timeline(conn.engine).record(conn, incident_id, now, "held", until=rfc3339(until), after_cause=cause_id)
+
+
+def after_cause_resolved(conn: sa.Connection, cause_id: int, now: float) -> list[int]:
+    """The incident `cause_id` resolved: each symptom that joined it and still fires is held (its escalation
+    due once it outlived the cause by `_outlived_by`); the ids of those held."""
+    rows = conn.execute(sa.select(incidents.c.id, incidents.c.policy, incidents.c.labels)
+                        .where(incidents.c.cause_id == cause_id, incidents.c.status == "firing",
+                               incidents.c.policy.is_not(None))
+                        .order_by(incidents.c.id)).all()
+    for row in rows:
+        _hold_past_cause(conn, row.id, row.policy, json.loads(row.labels), cause_id, now, now)
+    return [row.id for row in rows]
+
+
+def stand_alone(conn: sa.Connection, incident, now: float) -> str | None:
+    """At its held escalation's due time, a symptom whose cause resolved and stayed resolved becomes a fault
+    of its own (no `cause_id`, timeline `stands_alone`): why it pages. None when a cause of it fires (its
+    own again, or a new incident of its cause: it joins that one) — its escalation ends, nobody is paged."""
+    firing = incident.cause_id if cause_firing(conn, incident) else None
+    if firing is None:
+        latest = latest_payload(conn, incident.id)
+        symptom = symptom_of(latest) if latest is not None else None
+        firing = cause_incident(conn, symptom, latest, incident.id) if symptom is not None else None
+        if firing is not None:
+            join(conn, incident.id, firing, now)
+    if firing is not None:
+        Escalations(conn.engine).delete(conn, incident.id)
+        incident_state.update(conn, incident.id, held_until=None)
+        return None
+    cause = incident_state.row(conn, incident.cause_id)
+    since = round(now - cause.resolved_at) if cause is not None and cause.resolved_at is not None else None
+    incident_state.update(conn, incident.id, cause_id=None, held_until=None)
+    Timeline(conn.engine).record(conn, incident.id, now, "stands_alone", cause=incident.cause_id,
+                                 cause_resolved_s=since)
+    after = f" {format_duration(float(since))}" if since is not None else ""
+    return f"still firing{after} after its cause, incident #{incident.cause_id}, resolved"
 
 
 def joined_symptoms(conn: sa.Connection, cause_id: int) -> tuple[tuple[int, dict], ...]:

@@ -82,10 +82,18 @@ def run_step(conn: sa.Connection, oncall: OncallConfig, escalation: Escalation, 
         escalations.put(conn, incident.id, escalation.policy, max(incident.resolving_at, escalation.due_at),
                         tier=escalation.tier, repeat=escalation.repeat, round=escalation.round, mode=escalation.mode)
         return 0
+    alone = None
+    if incident.cause_id is not None:  # a symptom held after its cause resolved (`causes.after_cause_resolved`)
+        alone = causes.stand_alone(conn, incident, now)
+        if alone is None:
+            return 0
+        incident = incident_state.row(conn, incident.id, lock=True)
     held = pause.holding(conn, oncall, incident, now)
     if pause.before_step(conn, oncall, spec, incident, escalation, held, now):
         return 0
-    if escalation.mode == REPAGE and incident.acknowledged_at is not None:
+    if alone is not None:
+        why = alone
+    elif escalation.mode == REPAGE and incident.acknowledged_at is not None:
         escalation = repage.expire_acknowledgement(conn, oncall, spec, incident, escalation, now)
         if escalation is None:
             return 0
@@ -174,6 +182,7 @@ def resolved_pages(conn: sa.Connection, incident_id: int, now: float, key: str, 
     escalations = Escalations(conn.engine)
     escalations.delete(conn, incident_id)
     Timeline(conn.engine).record(conn, incident_id, now, "resolved", ALERTMANAGER, **detail)
+    causes.after_cause_resolved(conn, incident_id, now)
     pages = contact_pages(conn, incident_state.row(conn, incident_id), escalations.paged_contacts(conn, incident_id),
                           "resolved", now, key)
     return Outbox(conn.engine).enqueue_pages(conn, incident_id, "resolved", pages, now)

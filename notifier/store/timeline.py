@@ -24,7 +24,7 @@ KINDS = frozenset({
     "opened", "alert_added", "reopened", "routed", "tier_paged", "tier_empty", "page_queued", "page_attempt",
     "page_fallback", "page_held", "page_digested", "acknowledged", "ack_expired", "escalated", "sla_breach",
     "note", "resolved", "policy_exhausted", "escalation_paused", "escalation_resumed",
-    "held", "joined", "also_firing",  # causes and symptoms (`vigil.notifier.engine.causes`)
+    "held", "joined", "also_firing", "stands_alone",  # causes and symptoms (`vigil.notifier.engine.causes`)
     "resolving", "steady",  # a resolution waiting out `incidents.resolve_after`, and a flap within it
     "marked",  # a person's verdict on the page: noisy, not actionable, actionable (`engine/actions.py`)
 })
