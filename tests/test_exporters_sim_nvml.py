@@ -49,6 +49,8 @@ def test_static_properties_and_lookups(nvml: SimulatedNvml) -> None:
     h = nvml.nvmlDeviceGetHandleByIndex(5)
     assert nvml.nvmlDeviceGetHandleByPciBusId(nvml.nvmlDeviceGetPciInfo(h).busId) is h
     assert nvml.nvmlDeviceGetHandleByUUID(nvml.nvmlDeviceGetUUID(h)) is h
+    with pytest.raises(pynvml.NVMLError_NotFound):  # as the real library answers an unknown UUID
+        nvml.nvmlDeviceGetHandleByUUID("GPU-00000000-0000-0000-0000-000000000000")
     assert nvml.nvmlDeviceGetName(h) == "NVIDIA H100 80GB HBM3"
     assert nvml.nvmlDeviceGetArchitecture(h) == pynvml.NVML_DEVICE_ARCH_HOPPER
     assert nvml.nvmlDeviceGetCudaComputeCapability(h) == (9, 0)

@@ -24,7 +24,7 @@ from vigil.rules.shard_split import split_rule_file
 
 from . import alertmanager
 from .meta import (DeploySettings, container_port, http_probe, labels, metadata, obj, pod_disruption_budget,
-                   resources, restricted_security, selector, service, service_account, spread)
+                   restricted_security, selector, service, service_account, spread)
 from .services import service_monitor
 from .victoria import IMAGE as VICTORIA_IMAGE
 from .victoria import SCRAPE_INTERVAL, url

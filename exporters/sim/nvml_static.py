@@ -28,7 +28,7 @@ class StaticCalls:
         for handle in self._handles:
             if device_uuid(self.node, handle.index) == uuid:
                 return handle
-        _raise(pynvml.NVML_ERROR_NOT_FOUND)
+        raise_nvml(pynvml.NVML_ERROR_NOT_FOUND)
 
     def nvmlDeviceGetUUID(self, handle: Any) -> str:
         if isinstance(handle, SimMigHandle):

@@ -16,7 +16,7 @@ from typing import Callable
 import sqlalchemy as sa
 
 from vigil.notifier.core.deliveries import NewDelivery
-from vigil.notifier.core.page_text import NO_CONTEXT, PageContext, PageText, compose_incident_page
+from vigil.notifier.core.page_text import NO_CONTEXT, PageContext, compose_incident_page
 from vigil.notifier.engine.causes import joined_symptoms
 from vigil.notifier.engine.recurrence import recurrence
 from vigil.notifier.core.escalation_steps import Escalation, PagedContact
