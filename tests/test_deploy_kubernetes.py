@@ -18,8 +18,10 @@ from click.testing import CliRunner
 
 from vigil.cli import main
 from vigil.deploy.k8s import DEFAULT_OUTPUT
+from vigil.deploy.k8s import aiops_memory
 from vigil.deploy.k8s.checks import problems
 from vigil.deploy.k8s.kustomize import KustomizeError, kubectl, render_overlay, render_with_kubectl
+from vigil.deploy.k8s.sizes import SIZES
 from vigil.oncall.loader import parse_oncall
 
 REPO = Path(__file__).resolve().parents[1]
@@ -103,6 +105,35 @@ def test_the_small_overlay_is_the_base_and_the_large_one_scales_it(rendered):
     assert one(large, "Deployment", "vigil-notifier")["spec"]["replicas"] == 4
     assert one(base, "Deployment", "vigil-notifier")["spec"]["replicas"] == 2
     assert one(base, "Alertmanager", "vigil")["spec"]["replicas"] == 3
+
+
+def test_aiops_memory_follows_the_measured_curve_between_and_beyond_its_points(monkeypatch):
+    monkeypatch.setattr(aiops_memory, "AIOPS_PEAK_MIB", ((1_000, 200.0), (100, 100.0), (2_000, 400.0)))
+    assert aiops_memory.aiops_memory_mib(10) == 100.0  # below the first point: its value
+    assert aiops_memory.aiops_memory_mib(550) == pytest.approx(150.0)  # halfway from 100 to 1,000 series
+    assert aiops_memory.aiops_memory_mib(1_500) == pytest.approx(300.0)
+    assert aiops_memory.aiops_memory_mib(4_000) == pytest.approx(800.0)  # the last segment, extended
+    # 300 MiB x 1.5 = 450 MiB, rounded up to 256 MiB steps: 512 MiB, request = limit
+    assert aiops_memory.aiops_resources(1_500) == {"requests": {"cpu": "500m", "memory": "512Mi"},
+                                                   "limits": {"cpu": "1000m", "memory": "512Mi"}}
+    # past the last point: 800 MiB x 2 = 1,600 MiB, rounded up to 1,792 MiB
+    assert aiops_memory.aiops_resources(4_000) == {"requests": {"cpu": "1000m", "memory": "1792Mi"},
+                                                   "limits": {"cpu": "2000m", "memory": "1792Mi"}}
+
+
+def _mib(quantity: str) -> float:
+    return float(quantity[:-2]) * (1024 if quantity.endswith("Gi") else 1)
+
+
+@pytest.mark.parametrize("size", ["small", "large"])
+def test_every_aiops_container_holds_the_measured_peak_of_its_shard_with_headroom(rendered, size):
+    deployments = [o for o in rendered[size] if o["kind"] == "Deployment" and o["metadata"]["name"].startswith("vigil-aiops")]
+    assert len(deployments) == SIZES[size].prometheus_shards
+    gpus = SIZES[size].gpus_per_shard
+    need = aiops_memory.aiops_memory_mib(gpus) * aiops_memory.aiops_headroom(gpus)
+    for deployment in deployments:
+        limits = deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+        assert need <= _mib(limits["memory"]) < need + 256, (deployment["metadata"]["name"], limits)
 
 
 def test_the_python_renderer_refuses_a_patch_that_does_not_apply(tmp_path):

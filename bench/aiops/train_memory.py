@@ -12,7 +12,7 @@ job, instance; a daily cycle, a weekend dip and noise) of 14 days at a 5-minute 
 - starts the service as a deployment runs it (`vigil aiops serve --prometheus-url URL --match …`, a fresh
   model directory, so it trains at start), waits for its `/healthz` to answer 200 (trained), asks it one
   question (`POST /api/v1/ask`: the Text2PromQL catalog loads on the first), scrapes its `/metrics` 20 times, and reads its resident memory (`VmRSS`) and high-water mark (`VmHWM`) from
-  `/proc/PID/status`: what a Kubernetes memory limit must hold (`deploy/k8s/sizes.py` derives the
+  `/proc/PID/status`: what a Kubernetes memory limit must hold (`deploy/k8s/aiops_memory.py` derives the
   overlays' AIOps limits from this column).
 Each `train` is a child process; its peak RSS is the kernel's high-water mark for that child alone
 (`os.wait4`'s rusage), so neither this process nor promtool nor Prometheus counts. `--record` writes
@@ -257,7 +257,7 @@ Peak RSS is each `train` process's own high-water mark (kernel rusage at exit); 
 The service (`vigil aiops serve --prometheus-url URL --match {BACKFILLED_METRIC}`, trained at start): seconds
 until `/healthz` answers 200, its high-water mark and its resident memory after one question to
 `POST /api/v1/ask` (its catalog loads on the first) and 20 `/metrics` scrapes
-(`/proc/PID/status`); `deploy/k8s/sizes.py` derives the overlays' AIOps memory from the service's peak.
+(`/proc/PID/status`); `deploy/k8s/aiops_memory.py` derives the overlays' AIOps memory from the service's peak.
 
 {table(rows)}
 """

@@ -8,6 +8,7 @@ from pathlib import Path
 import vigil.oncall
 from vigil.rules.alertmanager import HEARTBEAT_PATH, WEBHOOK_PATH
 
+from .aiops_memory import BASE_FLEET_GPUS, aiops_resources
 from .meta import (IMAGE_USER, DeploySettings, container_port, http_probe, labels, metadata, obj,
                    placeholder_secret, pod_disruption_budget, resources, restricted_security, secret_env, selector,
                    service, service_account, spread)
@@ -119,7 +120,7 @@ def aiops_deployment(settings: DeploySettings, name: str, prometheus_url: str,
         # /healthz answers 503 until a model is loaded: not ready (no traffic) but alive while it trains
         "readinessProbe": http_probe("/healthz", "http"),
         "livenessProbe": http_probe("/metrics", "http", period=30, timeout=10, initial=30),
-        "resources": size or resources("500m", "1Gi", memory_limit="2Gi"),
+        "resources": size or aiops_resources(BASE_FLEET_GPUS),
         "securityContext": restricted_security(),
         "volumeMounts": [{"name": "models", "mountPath": "/var/lib/vigil/aiops"}, {"name": "tmp", "mountPath": "/tmp"}],
     }

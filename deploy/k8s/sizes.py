@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from vigil.rules import RuleSet
 
 from . import alertmanager, prometheus, sharded, victoria
+from .aiops_memory import BASE_FLEET_GPUS, aiops_resources
 from .meta import DeploySettings, resources
 from .services import AIOPS, NOTIFIER
 from .sharded import MONITORING, replace, target
@@ -17,9 +18,10 @@ from .sharded import MONITORING, replace, target
 
 @dataclass(frozen=True)
 class Size:
+    gpus_per_shard: int  # the fleet one Prometheus shard (and its AIOps service) is sized for
     notifier_replicas: int
     notifier: dict
-    aiops: dict  # of each AIOps Deployment (one per shard)
+    aiops: dict  # of each AIOps Deployment (one per shard): `aiops_resources(gpus_per_shard)`
     prometheus_shards: int
     prometheus: dict
     prometheus_storage: str
@@ -31,16 +33,17 @@ class Size:
 
 SIZES = {
     # up to ~1,000 GPUs: one Prometheus pair holds it (docs/scaling.md); the base's own values
-    "small": Size(notifier_replicas=2, notifier=resources("250m", "256Mi", memory_limit="512Mi"),
-                  aiops=resources("500m", "1Gi", memory_limit="2Gi"), prometheus_shards=1,
+    "small": Size(gpus_per_shard=BASE_FLEET_GPUS, notifier_replicas=2, notifier=resources("250m", "256Mi", memory_limit="512Mi"),
+                  aiops=aiops_resources(BASE_FLEET_GPUS), prometheus_shards=1,
                   prometheus=resources("500m", "2Gi"), prometheus_storage="50Gi",
                   alertmanager=resources("100m", "128Mi", memory_limit="256Mi"),
                   victoria_metrics=resources("500m", "2Gi"), victoria_metrics_storage="100Gi",
                   vmalert=resources("100m", "128Mi", memory_limit="256Mi")),
-    # thousands of GPUs: scraping split over 4 shards (each an HA pair), an AIOps service per shard, the
-    # global rules in vmalert, more notifier replicas
-    "large": Size(notifier_replicas=4, notifier=resources("500m", "512Mi", memory_limit="1Gi"),
-                  aiops=resources("1000m", "4Gi"), prometheus_shards=4,
+    # tens of thousands of GPUs: scraping split over 4 shards (each an HA pair) of up to 20,000 GPUs (what one
+    # Prometheus held on 16 cores with every rule group under 1 s, docs/scaling.md), an AIOps service per
+    # shard, the global rules in vmalert, more notifier replicas
+    "large": Size(gpus_per_shard=20_000, notifier_replicas=4, notifier=resources("500m", "512Mi", memory_limit="1Gi"),
+                  aiops=aiops_resources(20_000), prometheus_shards=4,
                   prometheus=resources("4000m", "32Gi", cpu_limit="8000m"), prometheus_storage="500Gi",
                   alertmanager=resources("250m", "512Mi", memory_limit="1Gi"),
                   victoria_metrics=resources("4000m", "16Gi", cpu_limit="8000m"), victoria_metrics_storage="2Ti",
