@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from bench_support import load_bench
+from vigil.deploy.k8s.aiops_memory import aiops_memory_mib
 from vigil.rules import shard_split as split
 
 capacity = load_bench("scaling/capacity.py")
@@ -27,6 +28,22 @@ def test_capacity_rows_by_hand():
     assert rows[10_000].shards == 2 and rows[8_000].shards == 1
     assert rows[8_000].memory_mib_per_shard == pytest.approx(4_000)
     assert [r.extrapolated for r in rows.values()] == [False, False, True]
+
+
+def test_capacity_counts_each_nodes_own_series_the_aiops_service_and_victoria_metrics_memory():
+    measured = capacity.Measured(gpus_per_shard=8_000, series_per_gpu=50.0, rss_mib_per_series=0.01,
+                                 samples_per_gpu_s=4.0, vm_bytes_per_sample=1.0, largest_measured_gpus=16_000,
+                                 node_series=600.0, gpus_per_node=8, scrape_s=15.0, vm_rss_mib_per_series=0.002)
+    [row] = capacity.capacity_rows(measured, (16_000,))
+    # 50 + 600 / 8 = 125 series per GPU: 0.01 MiB x 125 x 16,000 / 2 shards = 10,000 MiB per shard
+    assert measured.all_series_per_gpu == 125.0 and row.memory_mib_per_shard == pytest.approx(10_000)
+    # 4 + 75 / 15 = 9 samples/s per GPU: 1 byte x 9 x 16,000 x 86,400 = 12,441,600,000 bytes a day
+    assert row.vm_gib_per_day == pytest.approx(12_441_600_000 / 2**30)
+    assert row.vm_memory_mib == pytest.approx(0.002 * 125 * 16_000)  # 4,000 MiB
+    assert row.aiops_mib_per_shard == pytest.approx(aiops_memory_mib(8_000))  # one series per GPU of a shard
+    table = capacity.capacity_table(measured, (16_000,))
+    assert table[-1] == (f"| 16,000 | 2 | 10,000 MiB | {aiops_memory_mib(8_000):,.0f} MiB | 4,000 MiB | "
+                         f"{12_441_600_000 / 2**30:,.1f} GiB | measured range |")
 
 
 def test_capacity_table_labels_extrapolation_and_refuses_no_capacity():
@@ -98,3 +115,14 @@ def test_each_shard_config_passes_promtool_and_hashes_the_node(tmp_path):
         assert jobs["prometheus"]["static_configs"][0]["targets"] == [f"127.0.0.1:{9000 + shard}"]
         assert jobs["vigil-gpu"]["relabel_configs"][-2]["source_labels"] == ["instance"]
         assert doc["remote_write"] == [{"url": "http://127.0.0.1:8428/api/v1/write"}]
+
+
+def test_the_gpu_availability_slo_reads_every_gpu_on_the_shards_and_only_per_node_counts_globally():
+    # vmalert's vigil-slo group read every GPU's vigil_gpu_up of the fleet (454 ms at 6,000 GPUs): the count
+    # per value is now kept per node, a shard-local record; the global tier sums those
+    doc = yaml.safe_load((Path(__file__).parent / "golden" / "rules" / "vigil-rules.yml").read_text())
+    shard, glob, reasons = split.split_rule_file(doc)
+    local = {r.get("record") or r["alert"]: r["expr"] for g in shard["groups"] for r in g["rules"]}
+    assert "vigil_gpu_up" in local["slo:gpu_availability_up:by_value"]
+    for rule in (r for g in glob["groups"] for r in g["rules"] if r.get("record", "").startswith("slo:gpu_availability")):
+        assert "vigil_gpu_up" not in rule["expr"], rule

@@ -72,15 +72,28 @@ def sharded_lines(s: dict, gpus: int) -> list[str]:
     return lines
 
 
-def measured_figures(results: list[dict], s: dict, gpus: int) -> capacity.Measured:
+def measured_figures(results: list[dict], s: dict, gpus: int, steady: dict | None = None) -> capacity.Measured:
+    """The capacity inputs; with `steady` (`steady_store.py --json`), each node's own exporters' series and
+    the bytes per sample of a merged store instead of the sharded run's young parts."""
     passed = [r for r in results if r["passed"]]
     best = passed[-1] if passed else results[0]
     fleet_gpus = best["nodes"] * gpus
+    vm_series = sum(r["head_series"] for r in s["shards"])
     return capacity.Measured(
         gpus_per_shard=fleet_gpus if passed else 0, series_per_gpu=best["head_series"] / fleet_gpus,
         rss_mib_per_series=best["prom_rss_mib"] / best["head_series"],
-        samples_per_gpu_s=s["vm_rows_per_s"] / (s["nodes"] * gpus), vm_bytes_per_sample=s["vm_bytes_per_sample"],
-        largest_measured_gpus=max(r["nodes"] for r in results) * gpus)
+        samples_per_gpu_s=s["vm_rows_per_s"] / (s["nodes"] * gpus),
+        vm_bytes_per_sample=steady["merged_bytes_per_sample"] if steady else s["vm_bytes_per_sample"],
+        largest_measured_gpus=max(r["nodes"] for r in results) * gpus,
+        node_series=sum(steady["per_node"].values()) if steady else 0.0, gpus_per_node=gpus,
+        scrape_s=measure.SCRAPE_S, vm_rss_mib_per_series=s["vm_rss_mib"] / vm_series if vm_series else 0.0)
+
+
+def nodes_part(m: capacity.Measured, steady: dict | None) -> str:
+    if not steady:
+        return " (the GPU exporter's and the rules' only: no `--steady` figures)"
+    return (f" + {m.node_series:,.0f} series a node's node_exporter and node-health exporter add "
+            f"({m.all_series_per_gpu:.1f} per GPU in all)")
 
 
 def report(results: list[dict], s: dict, reasons: dict[str, str], args) -> str:
@@ -91,9 +104,11 @@ def report(results: list[dict], s: dict, reasons: dict[str, str], args) -> str:
                "No size measured went over the limit: the per-shard capacity below is a lower bound. ")
     verdict += (f"Largest size under it: {limit[-1]['nodes']:,} nodes ({limit[-1]['nodes'] * args.gpus:,} GPUs)."
                 if limit else "No size stayed under it.")
-    m = measured_figures(results, s, args.gpus)
-    lines = [f"Machine: {machine_summary()}. Date: {utc_now()}. Command: `.venv/bin/python bench/scaling/run.py "
-             f"--nodes {args.nodes} --shards {args.shards} --gpus {args.gpus}{' --quick' if args.quick else ''}`. "
+    steady = json.loads(args.steady.read_text()) if args.steady else None
+    m = measured_figures(results, s, args.gpus, steady)
+    lines = [f"Machine: {machine_summary()}. Date: {args.date}. Command: `.venv/bin/python bench/scaling/run.py "
+             f"--nodes {args.nodes} --shards {args.shards} --gpus {args.gpus}{' --quick' if args.quick else ''}"
+             f"{' --steady F' if args.steady else ''}`. "
              f"Load average at start: {args.load_at_start:.1f} (cores shared with other work). Scrape and "
              f"evaluation every {measure.SCRAPE_S} s; {args.evaluations} evaluations per 15-second group from "
              f"{args.warmup} s after every target is up.", "", "One Prometheus, the whole rule catalog:", "",
@@ -101,9 +116,12 @@ def report(results: list[dict], s: dict, reasons: dict[str, str], args) -> str:
              f"Rules kept off the shards ({len(reasons)}, run once over the global view): "
              + ", ".join(sorted(reasons)) + ".", "",
              f"Capacity (from the figures above: {m.gpus_per_shard:,} GPUs per shard, {m.series_per_gpu:.1f} head "
-             f"series per GPU, {m.rss_mib_per_series * 2**20 / 1024:.1f} KiB RSS per series, "
-             f"{m.samples_per_gpu_s:.2f} samples/s per GPU, {m.vm_bytes_per_sample:.2f} bytes per sample in "
-             "VictoriaMetrics; one copy, double the shards for replicas; rows above the largest fleet run "
+             f"series per GPU{nodes_part(m, steady)}, {m.rss_mib_per_series * 2**20 / 1024:.1f} KiB RSS per series, "
+             f"{m.all_samples_per_gpu_s:.2f} samples/s per GPU, {m.vm_bytes_per_sample:.2f} bytes per sample in "
+             f"VictoriaMetrics ({'merged, `steady_store.py`' if steady else 'young parts: an over-estimate'}), "
+             f"{m.vm_rss_mib_per_series * 2**20 / 1024:.2f} KiB of VictoriaMetrics RSS per series; AIOps memory from "
+             "the curve of `bench/aiops/train_memory.py` at one series per GPU of a shard; one copy, double the "
+             "shards for replicas; rows above the largest fleet run "
              f"({m.largest_measured_gpus:,} GPUs) are an extrapolation):", ""]
     try:
         lines += capacity.capacity_table(m, (m.gpus_per_shard, *capacity.DEFAULT_SIZES))
@@ -112,22 +130,11 @@ def report(results: list[dict], s: dict, reasons: dict[str, str], args) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--nodes", default="500,1000,2000", help="fleet sizes, comma-separated, smallest first")
-    parser.add_argument("--shards", type=int, default=2)
-    parser.add_argument("--gpus", type=int, default=8)
-    parser.add_argument("--evaluations", type=int, default=2, help="evaluations watched per 15-second group")
-    parser.add_argument("--warmup", type=int, default=30, help="seconds after every target is up before measuring")
-    parser.add_argument("--fleet-refresh", type=int, default=120, help="seconds between the fleet's NVML cycles")
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 100 nodes, short warm-up (about 5 minutes)")
-    parser.add_argument("--json", type=Path, help="also write every figure measured to this file")
-    add_record_option(parser)
-    args = parser.parse_args()
-    if args.quick:
-        args.nodes, args.warmup = ("100" if args.nodes == parser.get_default("nodes") else args.nodes), 10
+def measure_all(args) -> tuple[list[dict], dict, dict[str, str]]:
+    """One Prometheus per size until one fails, then the shards: (single results, sharded figures, the
+    rules kept off the shards with why)."""
     sizes = sorted(int(n) for n in args.nodes.split(","))
-    args.load_at_start = os.getloadavg()[0]
+    args.load_at_start, args.date = os.getloadavg()[0], utc_now()
     print(f"{os.cpu_count()} cores, load average {args.load_at_start:.1f} at start (shared with other work)", flush=True)
     results = []
     with tempfile.TemporaryDirectory(prefix="vigil-bench-scaling-") as tmp:
@@ -146,10 +153,41 @@ def main() -> None:
         workdir.mkdir()
         shard_figures = measure.sharded(nodes, args.shards, args, Path(tmp) / "shard-rules.yml", global_rules, workdir)
         print(f"{args.shards} shards, {nodes} nodes: measured in {time.monotonic() - began:.0f} s", flush=True)
+    return results, shard_figures, reasons
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", default="500,1000,2000", help="fleet sizes, comma-separated, smallest first")
+    parser.add_argument("--shards", type=int, default=2)
+    parser.add_argument("--gpus", type=int, default=8)
+    parser.add_argument("--evaluations", type=int, default=2, help="evaluations watched per 15-second group")
+    parser.add_argument("--warmup", type=int, default=30, help="seconds after every target is up before measuring")
+    parser.add_argument("--fleet-refresh", type=int, default=120, help="seconds between the fleet's NVML cycles")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 100 nodes, short warm-up (about 5 minutes)")
+    parser.add_argument("--json", type=Path, help="also write every figure measured to this file")
+    parser.add_argument("--report-from", type=Path, help="write the report from an earlier run's `--json` "
+                        "figures instead of measuring (with `--steady`, the capacity table from both)")
+    parser.add_argument("--steady", type=Path, help="`steady_store.py --json` figures: each node's own series "
+                        "and a merged store's bytes per sample for the capacity table")
+    add_record_option(parser)
+    args = parser.parse_args()
+    if args.quick:
+        args.nodes, args.warmup = ("100" if args.nodes == parser.get_default("nodes") else args.nodes), 10
+    if args.report_from:  # the figures of an earlier run: only the report (and its capacity table) again
+        earlier = json.loads(args.report_from.read_text())
+        results, shard_figures, reasons = earlier["single"], earlier["sharded"], earlier["global_rules"]
+        for name in ("nodes", "shards", "gpus", "quick", "evaluations", "warmup", "load_at_start", "date"):
+            setattr(args, name, earlier["args"][name])
+    else:
+        results, shard_figures, reasons = measure_all(args)
     text = report(results, shard_figures, reasons, args)
     print(text)
     if args.json:
-        args.json.write_text(json.dumps({"single": results, "sharded": shard_figures, "global_rules": reasons}, indent=1))
+        run_args = {name: getattr(args, name) for name in
+                    ("nodes", "shards", "gpus", "quick", "evaluations", "warmup", "load_at_start", "date")}
+        args.json.write_text(json.dumps({"single": results, "sharded": shard_figures, "global_rules": reasons,
+                                         "args": run_args}, indent=1))
     if args.record:
         write_section(stack.ROOT / "docs" / "benchmarks.md", SECTION, "## Measured limits of one node (scaling)\n\n" + text)
 
