@@ -21,11 +21,10 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 
 import requests
@@ -48,17 +47,10 @@ def sample_lines(url: str) -> int:
     return sum(1 for line in text.splitlines() if line and not line.startswith("#"))
 
 
-@contextmanager
-def exporter(argv: list[str], port: int, workdir: Path, name: str):
-    log = (workdir / f"{name}.log").open("wb")
-    process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        stack.wait_until(lambda: requests.get(f"http://127.0.0.1:{port}/metrics", timeout=10).ok, 60, name,
-                         process=process)
-        yield f"127.0.0.1:{port}"
-    finally:
-        stack._stop(process)
-        log.close()
+def exporter(running: ExitStack, argv: list[str], port: int, workdir: Path, name: str) -> str:
+    """Start an exporter listening on `port` (stopped when `running` closes); its HOST:PORT."""
+    running.enter_context(stores.started(argv, workdir / f"{name}.log", f"http://127.0.0.1:{port}/metrics", name))
+    return f"127.0.0.1:{port}"
 
 
 def wait_merged(url: str, timeout_s: float = 1800) -> float:
@@ -81,11 +73,11 @@ def measure(args, workdir: Path) -> dict:
         if node_exporter_bin is None:
             raise SystemExit("node_exporter is not installed (Debian package prometheus-node-exporter)")
         port = stack.free_port()
-        node = running.enter_context(exporter([node_exporter_bin, *node_exporter_flags(),
-                                               f"--web.listen-address=127.0.0.1:{port}"], port, workdir, "node-exporter"))
+        node = exporter(running, [node_exporter_bin, *node_exporter_flags(), f"--web.listen-address=127.0.0.1:{port}"],
+                        port, workdir, "node-exporter")
         port = stack.free_port()
-        health = running.enter_context(exporter(vigil_argv("exporter", "node", "--listen", f"127.0.0.1:{port}",
-                                                           "--simulate", "--node", "node-1"), port, workdir, "node-health"))
+        health = exporter(running, vigil_argv("exporter", "node", "--listen", f"127.0.0.1:{port}", "--simulate",
+                                              "--node", "node-1"), port, workdir, "node-health")
         per_node = {"node_exporter": sample_lines(f"http://{node}/metrics"),
                     "node_health": sample_lines(f"http://{health}/metrics")}
         vm, vm_url = running.enter_context(stores.victoria_metrics(workdir, SCRAPE_S))

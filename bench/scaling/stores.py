@@ -19,7 +19,8 @@ VMALERT = "/usr/bin/vmalert"
 
 
 @contextmanager
-def _process(argv: list[str], log_path: Path, health: str, what: str) -> Iterator[subprocess.Popen]:
+def started(argv: list[str], log_path: Path, health: str, what: str) -> Iterator[subprocess.Popen]:
+    """`argv` running, its output in `log_path`, once `health` answers 2xx; stopped on leaving."""
     log = log_path.open("wb")
     process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -36,7 +37,7 @@ def victoria_metrics(workdir: Path, scrape_s: int) -> Iterator[tuple[subprocess.
     url = f"http://127.0.0.1:{stack.free_port()}"
     argv = [VICTORIA_METRICS, f"-storageDataPath={workdir / 'vm-data'}", f"-httpListenAddr={url[7:]}",
             "-retentionPeriod=30d", f"-dedup.minScrapeInterval={scrape_s}s", f"-search.latencyOffset={2 * scrape_s}s"]
-    with _process(argv, workdir / "victoria-metrics.log", f"{url}/health", "VictoriaMetrics") as process:
+    with started(argv, workdir / "victoria-metrics.log", f"{url}/health", "VictoriaMetrics") as process:
         yield process, url
 
 
@@ -48,7 +49,7 @@ def vmalert(rules: dict, vm_url: str, workdir: Path, scrape_s: int) -> Iterator[
     url = f"http://127.0.0.1:{stack.free_port()}"
     argv = vmalert_argv(VMALERT, workdir / "global-rules.yml", vm_url, f"http://127.0.0.1:{stack.free_port()}",
                         url[7:], scrape_s)
-    with _process(argv, workdir / "vmalert.log", f"{url}/health", "vmalert") as process:
+    with started(argv, workdir / "vmalert.log", f"{url}/health", "vmalert") as process:
         yield process, url
 
 
