@@ -57,8 +57,8 @@ class Row:
     memory_mib_per_shard: float
     vm_gib_per_day: float
     extrapolated: bool
-    aiops_mib_per_shard: float = 0.0
-    vm_memory_mib: float = 0.0
+    aiops_mib_per_shard: float
+    vm_memory_mib: float
 
 
 def capacity_rows(measured: Measured, sizes: tuple[int, ...] = DEFAULT_SIZES) -> list[Row]:

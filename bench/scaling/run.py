@@ -39,6 +39,8 @@ from vigil.rules import shard_split as split  # noqa: E402
 from vigil.rules.dump import dump_yaml  # noqa: E402
 
 SECTION = "scaling"
+# what a run's `--json` keeps of how it ran, for `--report-from` to write its report again
+RUN_ARGS = ("nodes", "shards", "gpus", "quick", "evaluations", "warmup", "load_at_start", "date")
 
 
 def single_table(results: list[dict], gpus: int) -> list[str]:
@@ -185,17 +187,15 @@ def main() -> None:
     if args.report_from:  # the figures of an earlier run: only the report (and its capacity table) again
         earlier = json.loads(args.report_from.read_text())
         results, shard_figures, reasons = earlier["single"], earlier["sharded"], earlier["global_rules"]
-        for name in ("nodes", "shards", "gpus", "quick", "evaluations", "warmup", "load_at_start", "date"):
+        for name in RUN_ARGS:
             setattr(args, name, earlier["args"][name])
     else:
         results, shard_figures, reasons = measure_all(args)
     text = report(results, shard_figures, reasons, args)
     print(text)
     if args.json:
-        run_args = {name: getattr(args, name) for name in
-                    ("nodes", "shards", "gpus", "quick", "evaluations", "warmup", "load_at_start", "date")}
         args.json.write_text(json.dumps({"single": results, "sharded": shard_figures, "global_rules": reasons,
-                                         "args": run_args}, indent=1))
+                                         "args": {name: getattr(args, name) for name in RUN_ARGS}}, indent=1))
     if args.record:
         write_section(stack.ROOT / "docs" / "benchmarks.md", SECTION, "## Measured limits of one node (scaling)\n\n" + text)
 

@@ -25,10 +25,9 @@ def aiops_memory_mib(series: int) -> float:
     points = sorted(AIOPS_PEAK_MIB)
     if series <= points[0][0]:
         return points[0][1]
-    for (n0, m0), (n1, m1) in zip(points, points[1:]):
-        if series <= n1 or (n1, m1) == points[-1]:
-            return m0 + (m1 - m0) * (series - n0) / (n1 - n0)
-    raise AssertionError("unreachable")
+    segments = list(zip(points, points[1:]))
+    (n0, m0), (n1, m1) = next((s for s in segments if series <= s[1][0]), segments[-1])
+    return m0 + (m1 - m0) * (series - n0) / (n1 - n0)
 
 
 def aiops_headroom(series: int) -> float:
