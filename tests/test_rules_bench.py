@@ -4,6 +4,7 @@ import pytest
 from bench_support import load_bench
 
 run = load_bench("rules/run.py")
+rules_report = load_bench("rules/rules_report.py")
 
 
 def test_rule_work_is_counted_a_minute_at_each_groups_interval_in_units_of_a_plain_selector():
@@ -12,7 +13,7 @@ def test_rule_work_is_counted_a_minute_at_each_groups_interval_in_units_of_a_pla
                            "vigil-gpu/GpuFallenOffBus": [300, 300],                    # median 300
                            "vigil-gpu-load/GpuThermalThrottling": [200, 250, 150],     # median 200
                            "vigil-gpu-load/NeverEvaluated": []}}
-    (line,) = [text for text in run.work_summary([result]) if text.startswith("- ")]
+    (line,) = [text for text in rules_report.work_summary([result]) if text.startswith("- ")]
     # a minute: vigil-gpu (100 + 300) x 4 evaluations + vigil-gpu-load 200 x 1 = 1,800 ms = 18 units
     assert line == "- 1250 nodes: unit 100 ms; 18.0 units a minute; an evaluation: vigil-gpu 4.0, vigil-gpu-load 2.0"
 
@@ -34,8 +35,8 @@ def test_gc_cycles_are_read_from_the_go_trace_and_evaluations_during_one_are_tol
     assert (out["gc_cycles"], out["gc_mark_ms"]) == (1, [1500])   # gc 25 is after the window
     assert out["groups"]["g"]["max_outside_gc_ms"] == 500 and out["groups"]["g"]["during_gc"] == 1
     assert out["groups"]["h"]["max_outside_gc_ms"] is None and out["groups"]["h"]["during_gc"] == 1
-    assert run.group_cells(out["groups"]["g"]) == "300 / 2000 | 500 (1)"
-    assert run.group_cells(out["groups"]["h"]) == "900 / 900 | - (1)"
+    assert rules_report.group_cells(out["groups"]["g"]) == "300 / 2000 | 500 (1)"
+    assert rules_report.group_cells(out["groups"]["h"]) == "900 / 900 | - (1)"
 
 
 def test_only_rule_evaluations_inside_the_window_are_counted():

@@ -25,7 +25,8 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import stack  # noqa: E402  (bench/rules/stack.py)
-from run import SCRAPE_S, UNIT_RULES, targets_up  # noqa: E402
+from rules_report import SCRAPE_S, UNIT_RULES  # noqa: E402
+from run import targets_up  # noqa: E402
 
 DEFAULT_RULES = (*(u.split("/", 1)[1] for u in UNIT_RULES), "GpuMemoryNearlyFull", "GpuPowerThrottling",
                  "GpuThermalThrottling", "GpuNvlinkErrorsHigh", "GpuFallenOffBus")

@@ -31,12 +31,12 @@ import requests
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import run  # noqa: E402  (bench/rules/run.py)
+import rules_report  # noqa: E402  (bench/rules/rules_report.py)
 import stack  # noqa: E402  (bench/rules/stack.py)
 from vigil.common.durations import parse_prometheus_duration  # noqa: E402
 
-UNIT = tuple(rule.split("/", 1)[1] for rule in run.UNIT_RULES)  # by name: a rule may change groups
-SCRAPE_S = run.SCRAPE_S
+UNIT = tuple(rule.split("/", 1)[1] for rule in rules_report.UNIT_RULES)  # by name: a rule may change groups
+SCRAPE_S = rules_report.SCRAPE_S
 # a band edge for every GPU, as the AIOps service publishes once it has trained (labels: the source's + metric)
 BASELINES = {"name": "bench-baselines", "rules": [
     {"record": f"vigil_baseline_{edge}",
@@ -63,7 +63,7 @@ def summary(times: dict, intervals: dict[str, float]) -> tuple[dict, str]:
     lines = [f"unit {1000 * unit:.0f} ms (median of the plain per-GPU selectors {', '.join(UNIT)} of both files)"]
     for side, by in medians.items():
         units = {f"{g}/{r}": m / unit for (g, r), m in by.items()}
-        groups, minute = run.group_work(units, intervals)
+        groups, minute = rules_report.group_work(units, intervals)
         report[side] = {"groups": groups, "per_minute": minute, "rules": units}
         lines.append(f"{side}: {minute:.1f} units a minute; largest group {max(groups.values()):.2f}; an evaluation: "
                      + ", ".join(f"{g} {u:.1f}" for g, u in sorted(groups.items())))

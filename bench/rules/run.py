@@ -19,9 +19,12 @@ seconds swing with the load of shared cores; the units much less, so runs before
 compare in units). `--json F` also writes every figure, each rule's evaluation times and each group's
 interval included, to F (to compare two runs rule by rule).
 
-The first minutes of a Prometheus are measured: `offset 10m` and long ranges read less history than in
-steady state. The machine's cores may be shared with other work: the load average is printed. Writes
-section `rules` of docs/benchmarks.md only with `--record`.
+Without `--steady` the first minutes of a Prometheus are measured: `offset 10m` and long ranges read less
+history than in steady state. With `--steady [--steady-days 7] [--xid-rate 0.47]` each size's Prometheus
+starts on a week of history (hardware XIDs at Llama 3's published rate, the occasions record
+`GpuXidRecurring` counts, the SLO's fleet records: `steady.py`) and is watched after a 31-minute warm-up,
+so every range window is full. The machine's cores may be shared with other work: the load average is
+printed. Writes section `rules` (`rules-steady` with `--steady`) of docs/benchmarks.md only with `--record`.
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -41,16 +43,15 @@ from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import stack  # noqa: E402  (bench/rules/stack.py)
+import steady  # noqa: E402  (bench/rules/steady.py)
+from rules_report import (  # noqa: E402  (bench/rules/rules_report.py)
+    SCRAPE_S, STEADY_WARMUP_S, report,
+)
 
 sys.path.insert(0, str(stack.ROOT))
-from vigil.aiops.benchmark_record import add_record_option, machine_summary, utc_now, write_section  # noqa: E402
+from vigil.aiops.benchmark_record import add_record_option, write_section  # noqa: E402
 
 SECTION = "rules"
-SCRAPE_S = 15
-TOP_RULES = 10
-# plain selectors of one series a GPU (`metric > 0`), the unit of rule work on shared cores
-UNIT_RULES = ("vigil-gpu-errors/GpuRowRemapFailure", "vigil-gpu-errors/GpuRemapPending",
-              "vigil-gpu/GpuRecoveryActionRequired", "vigil-gpu/GpuUncorrectableEccErrors")
 
 
 def prom_metrics(url: str) -> dict[str, dict[tuple, float]]:
@@ -75,13 +76,23 @@ def targets_up(url: str) -> int:
 
 
 def measure(nodes: int, args: argparse.Namespace, rules: Path, workdir: Path) -> dict:
-    with stack.fleet(nodes, args.gpus, args.fleet_refresh, workdir) as (fleet, fleet_port):
+    control = stack.free_port()
+    counters, history = [], None
+    if args.steady:  # the week a young Prometheus lacks, in its TSDB before it starts (steady.py)
+        end = time.time() - 60
+        counters = steady.xid_counters(nodes, args.gpus, args.steady_days, args.xid_rate, end)
+        history = steady.backfill(workdir, rules, counters, nodes * args.gpus, args.steady_days, end)
+        print(f"{nodes} nodes: {history['events']} XID events on {history['counters']} counters over "
+              f"{args.steady_days} days backfilled in {history['written_s'] + history['record_s']:.0f} s", flush=True)
+    with stack.fleet(nodes, args.gpus, args.fleet_refresh, workdir, control) as (fleet, fleet_port):
         prom_port = stack.free_port()
         config = stack.prometheus_config(fleet_port, nodes, rules, prom_port, SCRAPE_S)
         with stack.prometheus(config, workdir) as (prom, url):
             stack.wait_until(lambda: targets_up(url) >= nodes, 60 + nodes / 20, f"{nodes} targets up", step=2, process=prom)
+            steady.carry_on(f"http://127.0.0.1:{control}", counters)
             time.sleep(args.warmup)  # the first rounds create every series: not the steady state measured
             result = observe(url, prom.pid, fleet.pid, nodes, args.evaluations)
+            result["steady"] = history
             log = (workdir / "prometheus.log").read_text(errors="replace")
             return with_gc(result, stack.gc_cycles(log, stack.started_at(prom.pid)))
 
@@ -160,104 +171,17 @@ def observe(url: str, prom_pid: int, fleet_pid: int, nodes: int, evaluations: in
     }
 
 
-def non_default_options(args: argparse.Namespace) -> str:
-    """The options a run was given beyond --nodes and --evaluations, so the recorded command repeats it."""
-    given = [f" --gpus {args.gpus}" if args.gpus != 8 else "",
-             f" --warmup {args.warmup}" if args.warmup != 45 else "",
-             f" --fleet-refresh {args.fleet_refresh}" if args.fleet_refresh != 120 else "",
-             f" --rules-file {args.rules_file}" if args.rules_file else ""]
-    return "".join(given)
-
-
-def report(results: list[dict], args: argparse.Namespace) -> str:
-    lines = [f"Machine: {machine_summary()}. Date: {utc_now()}. Command: `.venv/bin/python bench/rules/run.py "
-             f"--nodes {args.nodes} --evaluations {args.evaluations}{non_default_options(args)}`. Load average at start: {args.load_at_start:.1f}. Fleet: N nodes x {args.gpus} GPUs in one process "
-             f"(refresh every {args.fleet_refresh} s), scraped every {SCRAPE_S} s; rules of `vigil rules generate` "
-             f"evaluated every {SCRAPE_S} s (a group with an `interval` of its own at that interval); "
-             f"{args.evaluations} evaluations per 15-second group, from {args.warmup} s after every target is up. "
-             "The cores are shared with other work (see the load average).", ""]
-    groups = sorted({g for r in results for g in r["groups"]})
-    lines += ["*last / max*: the group's last and largest `prometheus_rule_group_last_duration_seconds` over the "
-              "evaluations watched; *clear of GC*: the largest of those that overlapped no Go GC cycle of "
-              "Prometheus (from its `GODEBUG=gctrace=1` log), and in brackets how many did overlap one.", ""]
-    header = ["Group"] + [f"{r['nodes']} nodes last / max ms | clear of GC ms" for r in results]
-    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * (1 + 2 * len(results))]
-    for g in groups:
-        cells = [group_cells(r["groups"][g]) if g in r["groups"] else "- | -" for r in results]
-        lines.append(f"| {g} | " + " | ".join(cells) + " |")
-    lines += ["", "Prometheus' Go GC cycles in the window watched (start to mark termination, wall ms): "
-              + "; ".join(f"{r['nodes']} nodes: {r.get('gc_cycles', 0)} ({', '.join(map(str, r.get('gc_mark_ms', []))) or 'none'})"
-                          for r in results) + "."]
-    lines += ["", "| Nodes | targets up (min, end) | head series | Prometheus CPU | Prometheus RSS | "
-              "fleet threads | fleet CPU | fleet RSS | load avg (max 1 min) |", "|" + "---|" * 9]
-    for r in results:
-        lines.append(f"| {r['nodes']} | {r['targets_up_min']}, {r['targets_up_end']} | {r['head_series']:,.0f} | "
-                     f"{r['prom_cpu']:.2f} cores | {r['prom_rss_mib']:,.0f} MiB | {r['fleet_threads']} | "
-                     f"{r['fleet_cpu']:.2f} cores | {r['fleet_rss_mib']:,.0f} MiB | {r['load_max']:.1f} |")
-    if len(results) > 1:
-        lines += ["", "Growth (largest group evaluation, max ms; linear when the time ratio is close to the node ratio):", ""]
-        for a, b in zip(results, results[1:]):
-            for g in groups:
-                if g in a["groups"] and g in b["groups"] and a["groups"][g]["max_ms"] > 0:
-                    ratio = b["groups"][g]["max_ms"] / a["groups"][g]["max_ms"]
-                    lines.append(f"- {g}: {a['nodes']} -> {b['nodes']} nodes (x{b['nodes'] / a['nodes']:.1f}): "
-                                 f"time x{ratio:.1f}")
-    return "\n".join(lines + rules_table(results) + work_summary(results))
-
-
-def group_cells(figures: dict) -> str:
-    clear = figures.get("max_outside_gc_ms")
-    return (f"{figures['last_ms']:.0f} / {figures['max_ms']:.0f} | "
-            f"{'-' if clear is None else f'{clear:.0f}'} ({figures.get('during_gc', 0)})")
-
-
-def rules_table(results: list[dict]) -> list[str]:
-    """The costliest rules of each size by their median `/api/v1/rules` evaluationTime over the evaluations
-    seen, with the largest, and the median's share of the costliest rule's: on shared cores one slow
-    evaluation says little, and the ratios between rules say more than the seconds."""
-    lines = ["", f"Costliest rules ({TOP_RULES} per size, by the median of the evaluationTime seen per evaluation "
-             "in `/api/v1/rules`; share: of the first rule's median):", "",
-             "| Nodes | rank | group / rule | median ms | max ms | evaluations | share |", "|---|---|---|---|---|---|---|"]
-    for r in results:
-        ranked = sorted(((statistics.median(ms), max(ms), len(ms), rule) for rule, ms in r["rules_ms"].items() if ms),
-                        reverse=True)[:TOP_RULES]
-        for rank, (median, largest, count, rule) in enumerate(ranked, 1):
-            share = median / ranked[0][0] if ranked[0][0] else 0.0
-            lines.append(f"| {r['nodes']} | {rank} | {rule} | {median:.0f} | {largest:.0f} | {count} | {share:.2f} |")
-    return lines
-
-
-def group_work(rules: dict[str, float], intervals: dict[str, float]) -> tuple[dict[str, float], float]:
-    """({group: the sum of its rules' figures, an evaluation}, that work a minute) of figures keyed
-    `group/rule`; a group not in `intervals` (seconds) is evaluated every scrape interval."""
-    groups: dict[str, float] = {}
-    for rule, figure in rules.items():
-        group = rule.split("/", 1)[0]
-        groups[group] = groups.get(group, 0.0) + figure
-    return groups, sum(work * 60 / intervals.get(g, SCRAPE_S) for g, work in groups.items())
-
-
-def work_summary(results: list[dict]) -> list[str]:
-    """Each size's rule work a minute and each group's work an evaluation, in units of a plain selector of
-    one series a GPU (the median of the `UNIT_RULES` present): on shared cores the seconds swing with the
-    load, the ratios much less, so two runs (before and after a rule change) compare in units."""
-    lines = ["", "Rule work (the sum of the rules' median evaluationTime; unit: the median of the plain per-GPU "
-             f"selectors {', '.join(UNIT_RULES)}):", ""]
-    for r in results:
-        medians = {rule: statistics.median(ms) for rule, ms in r["rules_ms"].items() if ms}
-        unit = statistics.median([medians[u] for u in UNIT_RULES if u in medians] or [float("nan")])
-        groups, per_minute = group_work(medians, r.get("intervals_s", {}))
-        lines.append(f"- {r['nodes']} nodes: unit {unit:.0f} ms; {per_minute / unit:.1f} units a minute; an evaluation: "
-                     + ", ".join(f"{g} {ms / unit:.1f}" for g, ms in sorted(groups.items())))
-    return lines
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", default="250,1250,2500", help="fleet sizes, comma-separated")
     parser.add_argument("--gpus", type=int, default=8)
     parser.add_argument("--evaluations", type=int, default=4, help="evaluations watched per group and size")
-    parser.add_argument("--warmup", type=int, default=45, help="seconds after every target is up before measuring")
+    parser.add_argument("--warmup", type=int, help="seconds after every target is up before measuring "
+                        f"[default: 45; with --steady {STEADY_WARMUP_S}, every 30-minute window full]")
+    parser.add_argument("--steady", action="store_true", help="backfill a week of XID history first (steady.py)")
+    parser.add_argument("--steady-days", type=int, default=7, help="days of history --steady backfills")
+    parser.add_argument("--xid-rate", type=float, default=steady.PUBLISHED_RATE,
+                        help="hardware XIDs per 1,000 GPU-days in the --steady history [default: Llama 3's]")
     parser.add_argument("--fleet-refresh", type=int, default=120, help="seconds between the fleet's NVML cycles")
     parser.add_argument("--json", type=Path, help="also write every figure measured (groups, rules) to this file")
     parser.add_argument("--rules-file", type=Path,
@@ -265,6 +189,7 @@ def main() -> None:
                              "exporter's dependencies are installed) [default: generate them now]")
     add_record_option(parser)
     args = parser.parse_args()
+    args.warmup = args.warmup if args.warmup is not None else STEADY_WARMUP_S if args.steady else 45
     sizes = [int(n) for n in args.nodes.split(",")]
     args.load_at_start = os.getloadavg()[0]
     print(f"{os.cpu_count()} cores, load average {args.load_at_start:.1f} at start (shared with other work)")
@@ -282,7 +207,8 @@ def main() -> None:
     text = report(results, args)
     print(text)
     if args.record:
-        write_section(stack.ROOT / "docs" / "benchmarks.md", SECTION, "## Rule evaluation\n\n" + text)
+        section, title = ("rules-steady", "## Rule evaluation in steady state") if args.steady else (SECTION, "## Rule evaluation")
+        write_section(stack.ROOT / "docs" / "benchmarks.md", section, f"{title}\n\n" + text)
 
 
 if __name__ == "__main__":

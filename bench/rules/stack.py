@@ -105,9 +105,11 @@ def _stop(process: subprocess.Popen) -> None:
 
 
 @contextmanager
-def fleet(nodes: int, gpus: int, refresh_s: int, logs: Path) -> Iterator[tuple[subprocess.Popen, int]]:
-    """The simulated fleet in one process, ready when its last node answers; (process, port)."""
-    port, control = free_port(), free_port()
+def fleet(nodes: int, gpus: int, refresh_s: int, logs: Path,
+          control: int | None = None) -> Iterator[tuple[subprocess.Popen, int]]:
+    """The simulated fleet in one process, ready when its last node answers; (process, port). `control`:
+    the port of its chaos API (default: a free one)."""
+    port, control = free_port(), control or free_port()
     log = (logs / f"fleet-{nodes}.log").open("wb")
     process = subprocess.Popen([*VIGIL, "exporter", "gpu", "--backend", "sim", "--sim-nodes", str(nodes),
                                 "--sim-gpus", str(gpus), "--single-port", "--listen", f"127.0.0.1:{port}",
