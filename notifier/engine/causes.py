@@ -42,6 +42,7 @@ from vigil.notifier.schema import incidents
 from vigil.notifier.store import incident_state
 from vigil.notifier.store.escalations import Escalations
 from vigil.notifier.store.notifications import labels_hold, latest_payload
+from vigil.notifier.store.prepared import Prepared
 from vigil.notifier.store.timeline import Timeline
 
 CANDIDATES = 200  # the newest firing incidents of a cause's name looked at
@@ -133,12 +134,17 @@ def hold(conn: sa.Connection, incident_id: int, symptom: SymptomOf, now: float) 
     return until
 
 
+# read on every new incident and every firing page: prepared statements (`Prepared`)
+_HELD = Prepared(sa.select(incidents.c.id).where(
+    incidents.c.held_until >= sa.bindparam("now"), incidents.c.status == "firing", incidents.c.cause_id.is_(None),
+    incidents.c.id != sa.bindparam("cause_id")).order_by(incidents.c.id))
+_JOINED = Prepared(sa.select(incidents.c.id, incidents.c.labels).where(
+    incidents.c.cause_id == sa.bindparam("cause_id"), incidents.c.status == "firing").order_by(incidents.c.id).limit(20))
+
+
 def gather(conn: sa.Connection, cause_id: int, payload: WebhookPayload, now: float) -> list[int]:
     """Join the held symptoms that the new incident `cause_id` (of `payload`) is a cause of; their ids."""
-    held = conn.execute(
-        sa.select(incidents.c.id).where(incidents.c.held_until >= now, incidents.c.status == "firing",
-                                        incidents.c.cause_id.is_(None), incidents.c.id != cause_id)
-        .order_by(incidents.c.id)).scalars().all()
+    held = [found[0] for found in _HELD.rows(conn, {"now": now, "cause_id": cause_id})]
     if not held:
         return []
     theirs = [alert.labels for alert in payload.alerts if alert.status == "firing"]
@@ -205,10 +211,8 @@ def stand_alone(conn: sa.Connection, incident, now: float) -> str | None:
 
 def joined_symptoms(conn: sa.Connection, cause_id: int) -> tuple[tuple[int, dict], ...]:
     """The incidents that joined `cause_id` as symptoms and still fire: (id, common labels), oldest first."""
-    rows = conn.execute(sa.select(incidents.c.id, incidents.c.labels)
-                        .where(incidents.c.cause_id == cause_id, incidents.c.status == "firing")
-                        .order_by(incidents.c.id).limit(20)).all()
-    return tuple((row.id, json.loads(row.labels)) for row in rows)
+    rows = _JOINED.rows(conn, {"cause_id": cause_id})
+    return tuple((symptom_id, json.loads(labels)) for symptom_id, labels in rows)
 
 
 def cause_firing(conn: sa.Connection, incident) -> bool:

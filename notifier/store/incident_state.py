@@ -9,6 +9,7 @@ the incident's priority has no such target.
 from __future__ import annotations
 
 import json
+from collections import namedtuple
 
 import sqlalchemy as sa
 
@@ -33,12 +34,18 @@ def state_filter(state: str):
     return sa.and_(incidents.c.status == "firing", acknowledged if state == "acknowledged" else ~acknowledged)
 
 
-def row(conn: sa.Connection, incident_id: int, lock: bool = False):
-    """The incident's row (None if there is none); `lock`: FOR UPDATE on PostgreSQL, until the commit."""
-    query = sa.select(incidents).where(incidents.c.id == incident_id)
-    if lock and conn.dialect.name == "postgresql":
-        query = query.with_for_update()
-    return conn.execute(query).first()
+# an incident's row, its columns by name (every column is a number or text: the driver's values are the row's)
+IncidentRow = namedtuple("IncidentRow", [column.name for column in incidents.c])
+_ROW = Prepared(sa.select(incidents).where(incidents.c.id == sa.bindparam("incident_id")))
+# FOR UPDATE on PostgreSQL; SQLite has no row locks (its writer holds the database) and writes none
+_ROW_LOCKED = Prepared(sa.select(incidents).where(incidents.c.id == sa.bindparam("incident_id")).with_for_update())
+
+
+def row(conn: sa.Connection, incident_id: int, lock: bool = False) -> IncidentRow | None:
+    """The incident's row (None if there is none); `lock`: FOR UPDATE on PostgreSQL, until the commit.
+    Read on every page and escalation step: a prepared statement (`Prepared`), not SQLAlchemy's execute."""
+    found = (_ROW_LOCKED if lock else _ROW).first(conn, {"incident_id": incident_id})
+    return None if found is None else IncidentRow._make(found)
 
 
 def update(conn: sa.Connection, incident_id: int, **values) -> None:
