@@ -134,17 +134,21 @@ def hold(conn: sa.Connection, incident_id: int, symptom: SymptomOf, now: float) 
     return until
 
 
-# read on every new incident and every firing page: prepared statements (`Prepared`)
-_HELD = Prepared(sa.select(incidents.c.id).where(
-    incidents.c.held_until >= sa.bindparam("now"), incidents.c.status == "firing", incidents.c.cause_id.is_(None),
-    incidents.c.id != sa.bindparam("cause_id")).order_by(incidents.c.id))
+# read on every new incident and every firing page: prepared statements (`Prepared`). The held incidents
+# are found through `incidents_held` and those that joined a cause left out here: with `cause_id IS NULL`
+# in the query, SQLite (without statistics) takes it for a selective lookup and walks `incidents_of_cause`
+# over nearly every incident (most joined none), on every webhook post
+_HELD = Prepared(sa.select(incidents.c.id, incidents.c.cause_id).where(
+    incidents.c.held_until >= sa.bindparam("now"), incidents.c.status == "firing",
+    incidents.c.id != sa.bindparam("cause_id")))  # sorted here: ORDER BY id has SQLite scan the table instead
 _JOINED = Prepared(sa.select(incidents.c.id, incidents.c.labels).where(
     incidents.c.cause_id == sa.bindparam("cause_id"), incidents.c.status == "firing").order_by(incidents.c.id).limit(20))
 
 
 def gather(conn: sa.Connection, cause_id: int, payload: WebhookPayload, now: float) -> list[int]:
     """Join the held symptoms that the new incident `cause_id` (of `payload`) is a cause of; their ids."""
-    held = [found[0] for found in _HELD.rows(conn, {"now": now, "cause_id": cause_id})]
+    held = sorted(symptom_id for symptom_id, joined in _HELD.rows(conn, {"now": now, "cause_id": cause_id})
+                  if joined is None)
     if not held:
         return []
     theirs = [alert.labels for alert in payload.alerts if alert.status == "firing"]

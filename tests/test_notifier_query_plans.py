@@ -1,0 +1,37 @@
+"""The statements the notifier runs on every webhook post and every page read a few rows through an index,
+whatever the number of incidents: SQLite's plan for each, on a database migrated as the notifier migrates
+it (SQLite has no statistics there, so a plan that looks selective may walk nearly every incident)."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy.dialects import sqlite
+
+from vigil.notifier.engine import causes
+from vigil.notifier.store import Store, incident_state
+from vigil.notifier.store.prepared import on_cursor
+
+# statement, its parameters, the index its plan must search
+PER_POST = {
+    "held symptoms a new incident gathers": (causes._HELD, {"now": 1000.0, "cause_id": 7}, "incidents_held"),
+    "symptoms joined to a cause": (causes._JOINED, {"cause_id": 7}, "incidents_of_cause"),
+    "an incident's row": (incident_state._ROW, {"incident_id": 7}, "INTEGER PRIMARY KEY"),
+}
+
+
+@pytest.fixture
+def store(tmp_path):
+    opened = Store(f"sqlite:///{tmp_path / 'notifier.db'}")
+    yield opened
+    opened.close()
+
+
+@pytest.mark.parametrize("name", sorted(PER_POST))
+def test_each_statement_of_a_post_searches_an_index_instead_of_scanning_the_incidents(store, name):
+    statement, params, index = PER_POST[name]
+    sql, names, fixed = statement._for(sqlite.dialect())
+    values = names({**fixed, **params}) if names else {**fixed, **params}
+    with store.engine.connect() as conn:
+        plan = [row[3] for row in on_cursor(conn, f"EXPLAIN QUERY PLAN {sql}", values).fetchall()]
+    assert any(index in step for step in plan), plan
+    assert not any(step.startswith("SCAN incidents") for step in plan), plan
