@@ -1,6 +1,7 @@
 """Rule evaluation cost of the whole shipped catalog over a simulated fleet, as the real Prometheus runs it.
 
     .venv/bin/python bench/rules/run.py [--nodes 250,1250,2500] [--gpus 8] [--evaluations 4] [--json F] [--rules-file F] [--record]
+        [--steady [--steady-days 7] [--xid-rate 0.47]] [--warmup S]
 
 For each size: the simulated fleet in one process (`vigil exporter gpu --backend sim --single-port`,
 each node its own scrape target), the real Prometheus scraping it every 15 s with the rules of
