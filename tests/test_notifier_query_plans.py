@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy.dialects import sqlite
 
 from vigil.notifier.engine import causes
+from vigil.notifier.schema import incidents
 from vigil.notifier.store import Store, incident_state
 from vigil.notifier.store.prepared import on_cursor
 
@@ -35,3 +36,11 @@ def test_each_statement_of_a_post_searches_an_index_instead_of_scanning_the_inci
         plan = [row[3] for row in on_cursor(conn, f"EXPLAIN QUERY PLAN {sql}", values).fetchall()]
     assert any(index in step for step in plan), plan
     assert not any(step.startswith("SCAN incidents") for step in plan), plan
+
+
+def test_a_symptom_looks_for_its_firing_cause_among_the_firing_incidents_only(store):
+    query = causes.candidates_query(incidents.c.status == "firing", "GpuFallenOffBus", 7)
+    sql = str(query.compile(dialect=sqlite.dialect(), compile_kwargs={"literal_binds": True}))
+    with store.engine.connect() as conn:
+        plan = [row[3] for row in on_cursor(conn, f"EXPLAIN QUERY PLAN {sql}").fetchall()]
+    assert plan == ["SCAN incidents USING INDEX one_firing_incident_per_group"], plan  # a partial index: firing ones
