@@ -84,7 +84,7 @@ def measure(nodes: int, args: argparse.Namespace, rules: Path, workdir: Path) ->
         counters = steady.xid_counters(nodes, args.gpus, args.steady_days, args.xid_rate, end)
         history = steady.backfill(workdir, rules, counters, nodes * args.gpus, args.steady_days, end)
         print(f"{nodes} nodes: {history['events']} XID events on {history['counters']} counters over "
-              f"{args.steady_days} days backfilled in {history['written_s'] + history['record_s']:.0f} s", flush=True)
+              f"{args.steady_days} days backfilled in {history['seconds']:.0f} s", flush=True)
     with stack.fleet(nodes, args.gpus, args.fleet_refresh, workdir, control) as (fleet, fleet_port):
         prom_port = stack.free_port()
         config = stack.prometheus_config(fleet_port, nodes, rules, prom_port, SCRAPE_S)

@@ -29,6 +29,8 @@ import numpy as np
 import requests
 import yaml
 
+from xid_recurring import backfill_record  # (bench/rules/xid_recurring.py)
+
 from vigil.aiops.history.openmetrics import write_openmetrics
 from vigil.exporters.sim.identity import device_uuid
 from vigil.exporters.xid import xid_class
@@ -110,29 +112,17 @@ def backfill(workdir: Path, rules_file: Path, counters: list[Counter], fleet_gpu
     began = time.perf_counter()
     samples = write_openmetrics(workdir / "steady.om", history_rows(counters, fleet_gpus, days, end, slo_labels),
                                 types={"vigil_gpu_xid_errors_total": "counter"})
-    promtool(["create-blocks-from", "openmetrics", "--max-block-duration=24h", str(workdir / "steady.om"),
-              str(workdir / "data")])
+    done = subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=24h",
+                           str(workdir / "steady.om"), str(workdir / "data")], capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"promtool tsdb create-blocks-from openmetrics failed: {done.stderr.strip()[-2000:]}")
     (workdir / "steady.om").unlink()
-    written = time.perf_counter() - began
     scratch = workdir / "steady-readback"
     scratch.mkdir()
-    with prometheus_on(workdir / "data", scratch) as reader:
-        rules = scratch / "occasion.yml"
-        rules.write_text(yaml.safe_dump({"groups": [{"name": "occasions", "interval": "1m",
-                                                     "rules": [{"record": OCCASION_RECORD, "expr": expr}]}]}))
-        promtool(["create-blocks-from", "rules", f"--start={int(end - days * 86400)}", f"--end={int(end)}",
-                  f"--url={reader.url}", "--eval-interval=1m", f"--output-dir={scratch / 'record'}", str(rules)])
-    for block in (scratch / "record").iterdir():
-        if block.is_dir():
-            block.rename(workdir / "data" / block.name)
+    with prometheus_on(workdir / "data", scratch) as reader:  # the record, as xid_recurring.py backfills it
+        backfill_record(reader.url, OCCASION_RECORD, expr, end - days * 86400, end, workdir)
     return {"counters": len(counters), "events": sum(len(c.events) for c in counters), "samples": samples,
-            "days": days, "written_s": written, "record_s": time.perf_counter() - began - written}
-
-
-def promtool(args: list[str]) -> None:
-    done = subprocess.run(["promtool", "tsdb", *args], capture_output=True, text=True, timeout=3600)
-    if done.returncode:
-        raise SystemExit(f"promtool tsdb {args[0]} {args[1]} failed: {done.stderr.strip()[-2000:]}")
+            "seconds": time.perf_counter() - began}
 
 
 def carry_on(control_url: str, counters: list[Counter]) -> None:
