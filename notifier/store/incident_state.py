@@ -36,9 +36,10 @@ def state_filter(state: str):
 
 # an incident's row, its columns by name (every column is a number or text: the driver's values are the row's)
 IncidentRow = namedtuple("IncidentRow", [column.name for column in incidents.c])
-_ROW = Prepared(sa.select(incidents).where(incidents.c.id == sa.bindparam("incident_id")))
+_SELECT_ROW = sa.select(incidents).where(incidents.c.id == sa.bindparam("incident_id"))
+_ROW = Prepared(_SELECT_ROW)
 # FOR UPDATE on PostgreSQL; SQLite has no row locks (its writer holds the database) and writes none
-_ROW_LOCKED = Prepared(sa.select(incidents).where(incidents.c.id == sa.bindparam("incident_id")).with_for_update())
+_ROW_LOCKED = Prepared(_SELECT_ROW.with_for_update())
 
 
 def row(conn: sa.Connection, incident_id: int, lock: bool = False) -> IncidentRow | None:
