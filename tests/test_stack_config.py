@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 import vigil.rules as rulegen
+from vigil.common import symptoms
 from golden_support import check_golden
 from stack_support import vigil
 from vigil.stack.components import GpuBackend, component_specs
@@ -217,3 +218,20 @@ def test_a_stacks_grafana_reaches_the_notifier_so_pages_link_to_its_dashboards(t
     [plain] = [spec for spec in component_specs(bare, bare_layout, binaries, GpuBackend("sim", NODES))
                if spec.name == "notifier"]
     assert "--grafana-url" not in plain.argv
+
+
+def test_a_symptom_is_held_for_its_cause_by_the_stacks_own_timing(tmp_path):
+    """The notifier holds a symptom's first page for a cause that fires later: the cause's `for`, the
+    evaluation interval and two scrapes (at least 10 s) — the stack's own, so a demo scraping every 2 s
+    pages an overheating GPU some 12 s after it fires, not after the 45 s that 15-second scrapes need."""
+    def hold(layout, alertname: str) -> float:
+        doc = yaml.safe_load(layout.rules_dir.joinpath("vigil-rules.yml").read_text())
+        [rule] = [r for g in doc["groups"] for r in g["rules"] if r.get("alert") == alertname]
+        return symptoms.decode(rule["annotations"]["symptom_of"]).wait_s
+
+    fast, fast_run = generate(tmp_path / "fast")
+    assert (fast.scrape_interval, fast.evaluation_interval, fast.max_for) == (2, 2, 10)
+    # GpuOverheating waits for GpuFallenOffBus; both `for`s are cut to 10 s
+    assert hold(fast_run, "GpuOverheating") == 10 + 2 + 10 - 10
+    _, slow_run = generate(tmp_path / "slow", scrape_interval=15, evaluation_interval=15)
+    assert hold(slow_run, "GpuOverheating") == 10 + 15 + 30 - 10  # the rules' default timing: two 15 s scrapes

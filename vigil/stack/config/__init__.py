@@ -60,6 +60,19 @@ def stack_ruleset(settings: StackSettings) -> rulegen.RuleSet:
                             if alert.kind == "absent" and f'job="{NODE_HEALTH_JOB}"' in alert.expr})
 
 
+# the least margin for a cause firing after its symptom (the notifier holds the symptom's page that much
+# beyond the cause's `for` and evaluation): several evaluations of a loaded host's Prometheus
+MIN_CAUSE_MARGIN_S = 10.0
+
+
+def cause_margin_s(settings: StackSettings) -> float:
+    """How late a cause may reach the notifier after its symptom beyond its `for` and its group's
+    evaluation, in this stack: two of its scrapes (the one that sees the fault, and the other target's),
+    at least `MIN_CAUSE_MARGIN_S`. The rules' default (`rules.generate.CAUSE_MARGIN_S`) assumes 15 s
+    scrapes; a demo stack scraping every 2 s would hold each symptom's page some 45 s for nothing."""
+    return max(MIN_CAUSE_MARGIN_S, 2 * settings.scrape_interval)
+
+
 def write_stack_files(settings: StackSettings, layout: RunLayout, node_names: list[str]) -> None:
     """Generate every config file and secret of the stack into the run directory (idempotent)."""
     ensure_token(layout)
@@ -68,7 +81,9 @@ def write_stack_files(settings: StackSettings, layout: RunLayout, node_names: li
     layout.rules_dir.mkdir(parents=True, exist_ok=True)
     for stale in layout.rules_dir.glob("*.yml"):
         stale.unlink()
-    rule_doc = rulegen.prometheus_rule_file(ruleset, max_for_seconds=settings.max_for)
+    rule_doc = rulegen.prometheus_rule_file(ruleset, max_for_seconds=settings.max_for,
+                                            evaluation_s=settings.evaluation_interval,
+                                            cause_margin_s=cause_margin_s(settings))
     if settings.profile == "sharded":  # the shards evaluate the local rules, vmalert the global ones
         rule_doc, global_doc, _ = split_rule_file(rule_doc)
         ShardedLayout(layout).global_rules.parent.mkdir(parents=True, exist_ok=True)
