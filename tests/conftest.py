@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -51,6 +52,35 @@ def pytest_collection_modifyitems(config, items) -> None:
         imports_now = module is not None and "SIM_NOW" in vars(module)
         if imports_now or SIM_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.sim_now)
+    longest_modules_first(items)
+
+
+# Seconds each test module took in a whole run (`VIGIL_RECORD_DURATIONS=1 .venv/bin/pytest -n 3 --dist
+# loadfile` writes it); the modules are handed to the xdist workers longest first, so no long module
+# starts last and keeps one worker busy after the others are done. A module not listed (new, or under 5 s)
+# goes after the listed ones; a stale figure costs time, never a result.
+MODULE_SECONDS = Path(__file__).with_name("module_seconds.json")
+RECORD_DURATIONS = "VIGIL_RECORD_DURATIONS"
+
+
+def longest_modules_first(items) -> None:
+    seconds = json.loads(MODULE_SECONDS.read_text()) if MODULE_SECONDS.exists() else {}
+    items.sort(key=lambda item: -seconds.get(Path(str(item.fspath)).stem, 0.0))  # stable: a module's order kept
+
+
+_module_seconds: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report) -> None:
+    if os.environ.get(RECORD_DURATIONS):  # on the controller, every worker's reports come here
+        module = Path(report.nodeid.split("::")[0]).stem
+        _module_seconds[module] = _module_seconds.get(module, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    if os.environ.get(RECORD_DURATIONS) and not hasattr(session.config, "workerinput") and _module_seconds:
+        longest = sorted(_module_seconds.items(), key=lambda kv: -kv[1])
+        MODULE_SECONDS.write_text(json.dumps({m: round(s, 1) for m, s in longest if s >= 5}, indent=0) + "\n")
 
 
 @pytest.fixture
