@@ -49,6 +49,8 @@ incidents = sa.Table(
     sa.Index("incidents_held", "held_until"),
     sa.Index("incidents_resolving", "resolving_at"),
     sa.Index("incidents_of_cause", "cause_id"),
+    # a cause resolved in the last 15 minutes, looked for on a symptom's post (revision 0011)
+    sa.Index("incidents_resolved", "resolved_at"),
     # at most one firing incident per group, even with two notifier processes on one database
     sa.Index("one_firing_incident_per_group", "group_key", unique=True,
              sqlite_where=sa.text("status = 'firing'"), postgresql_where=sa.text("status = 'firing'")),

@@ -5,11 +5,12 @@ it (SQLite has no statistics there, so a plan that looks selective may walk near
 from __future__ import annotations
 
 import pytest
+import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
 
 from vigil.notifier.engine import causes
 from vigil.notifier.schema import incidents
-from vigil.notifier.store import Store, incident_state
+from vigil.notifier.store import Store, incident_state, notifications
 from vigil.notifier.store.prepared import on_cursor
 
 # statement, its parameters, the index its plan must search
@@ -38,9 +39,26 @@ def test_each_statement_of_a_post_searches_an_index_instead_of_scanning_the_inci
     assert not any(step.startswith("SCAN incidents") for step in plan), plan
 
 
-def test_a_symptom_looks_for_its_firing_cause_among_the_firing_incidents_only(store):
-    query = causes.candidates_query(incidents.c.status == "firing", "GpuFallenOffBus", 7)
+def plan_of(store, query) -> list[str]:
     sql = str(query.compile(dialect=sqlite.dialect(), compile_kwargs={"literal_binds": True}))
     with store.engine.connect() as conn:
-        plan = [row[3] for row in on_cursor(conn, f"EXPLAIN QUERY PLAN {sql}").fetchall()]
+        return [row[3] for row in on_cursor(conn, f"EXPLAIN QUERY PLAN {sql}").fetchall()]
+
+
+def test_a_symptom_looks_for_its_firing_cause_among_the_firing_incidents_only(store):
+    plan = plan_of(store, causes.candidates_query(incidents.c.status == "firing", "GpuFallenOffBus", 7))
     assert plan == ["SCAN incidents USING INDEX one_firing_incident_per_group"], plan  # a partial index: firing ones
+
+
+def test_the_open_faults_of_each_metrics_scrape_are_read_among_the_firing_incidents_only(store):
+    plan = plan_of(store, notifications.FIRING_INCIDENTS)
+    assert plan == ["SCAN incidents USING INDEX one_firing_incident_per_group"], plan
+
+
+def test_a_symptom_looks_for_a_recently_resolved_cause_by_resolution_time(store):
+    """With no firing cause, a symptom looks for one resolved in the last 15 minutes: through the
+    resolution times (revision 0011), not by walking every incident the store has kept."""
+    resolved = sa.and_(incidents.c.status == "resolved", incidents.c.resolved_at >= 1000.0 - causes.AFTERMATH_S,
+                       incidents.c.resolved_at >= 990.0)
+    plan = plan_of(store, causes.candidates_query(resolved, "GpuFallenOffBus", 7))
+    assert plan == ["SEARCH incidents USING INDEX incidents_resolved (resolved_at>?)"], plan

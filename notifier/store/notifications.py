@@ -59,6 +59,13 @@ _NEW_NOTIFICATION = Prepared(notifications.insert().returning(notifications.c.id
                              ["dedup_key", "received_at", "group_key", "status", "receiver", "incident_id", "payload"])
 
 
+# the firing incidents, read through their partial index (`one_firing_incident_per_group`); `open_faults`
+# leaves the joined ones out and keeps the newest itself: with `cause_id IS NULL`, ORDER BY or LIMIT in
+# the query SQLite walks nearly every incident (as engine/causes.py's candidates_query says)
+FIRING_INCIDENTS = sa.select(incidents.c.id, incidents.c.labels, incidents.c.priority, incidents.c.acknowledged_at,
+                             incidents.c.cause_id).where(incidents.c.status == "firing")
+
+
 @dataclass(frozen=True)
 class IngestResult:
     notification_id: int
@@ -184,11 +191,9 @@ class Notifications:
         """The incidents firing now that joined no other (one per fault), newest first: (id, labels,
         priority, acknowledged)."""
         with reading(self.engine) as conn:
-            rows = conn.execute(sa.select(incidents.c.id, incidents.c.labels, incidents.c.priority,
-                                          incidents.c.acknowledged_at)
-                                .where(incidents.c.status == "firing", incidents.c.cause_id.is_(None))
-                                .order_by(incidents.c.id.desc()).limit(limit)).all()
-        return [(row.id, json.loads(row.labels), row.priority, row.acknowledged_at is not None) for row in rows]
+            rows = conn.execute(FIRING_INCIDENTS).all()
+        faults = sorted((row for row in rows if row.cause_id is None), key=lambda row: row.id, reverse=True)[:limit]
+        return [(row.id, json.loads(row.labels), row.priority, row.acknowledged_at is not None) for row in faults]
 
     def incident(self, incident_id: int) -> dict | None:
         """The incident as people see it (state, priority, SLA, tier …; `incident_state.as_dict`), or None."""
