@@ -84,23 +84,6 @@ def rule_group(group: Group, max_for_seconds: float | None = None,
     return doc
 
 
-def prometheus_rule_file(ruleset: RuleSet, *, max_for_seconds: float | None = None, symptoms: bool = True,
-                         evaluation_s: float | None = None, cause_margin_s: float | None = None) -> dict:
-    """The Prometheus rule-file document `{"groups": [...]}`.
-
-    `max_for_seconds` caps every `for` and `keep_firing_for` (an `absent` alert's at no less than
-    `ABSENT_MIN_FOR_S`) and drops the groups' own intervals (a demo stack evaluating every second uses a
-    few seconds so that drills are quick); None keeps the durations
-    and intervals of the specs. `symptoms=False` leaves out the annotations written for the notifier,
-    `symptom_of` and `job` (`vigil rules test`). `evaluation_s` (the Prometheus' global evaluation interval)
-    and `cause_margin_s` time the notifier's hold of a symptom for its cause (`symptom_annotations`).
-    """
-    if max_for_seconds is not None and max_for_seconds < 0:
-        raise ValueError("max_for_seconds must be >= 0")
-    causes = symptom_annotations(ruleset, max_for_seconds, evaluation_s, cause_margin_s) if symptoms else {}
-    return {"groups": [rule_group(group, max_for_seconds, causes, symptoms) for group in ruleset.groups]}
-
-
 # how late a cause may reach the notifier after its symptom, beyond the cause's `for` and its group's
 # evaluation interval: the scrape that sees the fault and Alertmanager's hand-on (both groups wait the
 # same group_wait); two scrapes at the default 15 s. A stack that knows its own intervals passes its own
@@ -112,17 +95,31 @@ DEFAULT_EVALUATION_S = 15.0  # a group without `interval` (and every group under
 MAX_CAUSE_WAIT_S = 300.0
 
 
-def symptom_annotations(ruleset: RuleSet, max_for_seconds: float | None = None, evaluation_s: float | None = None,
-                        cause_margin_s: float | None = None) -> dict[str, str]:
+def prometheus_rule_file(ruleset: RuleSet, *, max_for_seconds: float | None = None, symptoms: bool = True,
+                         evaluation_s: float = DEFAULT_EVALUATION_S, cause_margin_s: float = CAUSE_MARGIN_S) -> dict:
+    """The Prometheus rule-file document `{"groups": [...]}`.
+
+    `max_for_seconds` caps every `for` and `keep_firing_for` (an `absent` alert's at no less than
+    `ABSENT_MIN_FOR_S`) and drops the groups' own intervals (a demo stack evaluating every second uses a
+    few seconds so that drills are quick); None keeps the durations
+    and intervals of the specs. `symptoms=False` leaves out the annotations written for the notifier,
+    `symptom_of` and `job` (`vigil rules test`). `evaluation_s` (the Prometheus' global evaluation interval)
+    and `cause_margin_s` (`CAUSE_MARGIN_S`) time the notifier's hold of a symptom for its cause (`symptom_annotations`).
+    """
+    if max_for_seconds is not None and max_for_seconds < 0:
+        raise ValueError("max_for_seconds must be >= 0")
+    causes = symptom_annotations(ruleset, max_for_seconds, evaluation_s, cause_margin_s) if symptoms else {}
+    return {"groups": [rule_group(group, max_for_seconds, causes, symptoms) for group in ruleset.groups]}
+
+
+def symptom_annotations(ruleset: RuleSet, max_for_seconds: float | None = None, evaluation_s: float = DEFAULT_EVALUATION_S,
+                        cause_margin_s: float = CAUSE_MARGIN_S) -> dict[str, str]:
     """The `symptom_of` annotation (`vigil.common.symptoms`) of every alert that has a cause: its causes,
     and how long the notifier holds its first page for a cause that fires later — the longest cause's
-    `for` plus its group's evaluation interval (`evaluation_s`, default `DEFAULT_EVALUATION_S`, for a group
-    without one of its own) and `cause_margin_s` (default `CAUSE_MARGIN_S`), less the symptom's own `for`,
-    at most `MAX_CAUSE_WAIT_S`. Only
-    causes that name the alert count for the wait: a `*` cause (a node down) takes the node's metrics
-    away, so its symptoms rarely fire first, and holding every alert of a node for it would delay them all."""
-    evaluation_s = DEFAULT_EVALUATION_S if evaluation_s is None else evaluation_s
-    margin_s = CAUSE_MARGIN_S if cause_margin_s is None else cause_margin_s
+    `for` plus its group's evaluation interval (`evaluation_s` for a group without one of its own) and
+    `cause_margin_s`, less the symptom's own `for`, at most `MAX_CAUSE_WAIT_S`. Only causes that name the
+    alert count for the wait: a `*` cause (a node down) takes the node's metrics away, so its symptoms
+    rarely fire first, and holding every alert of a node for it would delay them all."""
     timing: dict[str, float] = {}
     for group in ruleset.groups:
         interval = (parse_prometheus_duration(group.interval) if group.interval and max_for_seconds is None
@@ -137,7 +134,7 @@ def symptom_annotations(ruleset: RuleSet, max_for_seconds: float | None = None, 
         named = [c for c in causes if c.target == alert.name]
         late = max((_seconds(ruleset.alert(c.source), max_for_seconds) + timing[c.source] for c in named),
                    default=None)
-        wait = 0.0 if late is None else min(MAX_CAUSE_WAIT_S, max(0.0, late + margin_s
+        wait = 0.0 if late is None else min(MAX_CAUSE_WAIT_S, max(0.0, late + cause_margin_s
                                                                   - _seconds(alert, max_for_seconds)))
         out[alert.name] = symptoms.encode(symptoms.SymptomOf(
             tuple(symptoms.Cause(c.source, c.equal) for c in causes), wait))

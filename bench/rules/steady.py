@@ -20,7 +20,6 @@ above) fill during the measured run's warm-up.
 
 from __future__ import annotations
 
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,9 +28,8 @@ import numpy as np
 import requests
 import yaml
 
-from xid_recurring import backfill_record  # (bench/rules/xid_recurring.py)
+from xid_recurring import backfill_record, backfill_xids  # (bench/rules/xid_recurring.py)
 
-from vigil.aiops.history.openmetrics import write_openmetrics
 from vigil.exporters.sim.identity import device_uuid
 from vigil.exporters.xid import xid_class
 from vigil.stack.tsdb_readback import prometheus_on
@@ -110,13 +108,7 @@ def backfill(workdir: Path, rules_file: Path, counters: list[Counter], fleet_gpu
     """Write the steady history into `workdir/data` (the measured Prometheus' TSDB); its figures."""
     expr, slo_labels = record_rules(rules_file)
     began = time.perf_counter()
-    samples = write_openmetrics(workdir / "steady.om", history_rows(counters, fleet_gpus, days, end, slo_labels),
-                                types={"vigil_gpu_xid_errors_total": "counter"})
-    done = subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=24h",
-                           str(workdir / "steady.om"), str(workdir / "data")], capture_output=True, text=True)
-    if done.returncode:
-        raise SystemExit(f"promtool tsdb create-blocks-from openmetrics failed: {done.stderr.strip()[-2000:]}")
-    (workdir / "steady.om").unlink()
+    samples = backfill_xids(history_rows(counters, fleet_gpus, days, end, slo_labels), workdir)
     scratch = workdir / "steady-readback"
     scratch.mkdir()
     with prometheus_on(workdir / "data", scratch) as reader:  # the record, as xid_recurring.py backfills it

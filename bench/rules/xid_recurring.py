@@ -64,6 +64,19 @@ def rule_expressions() -> tuple[str, str, str]:
     return alert, record, record_expr
 
 
+def backfill_xids(rows: list, work: Path) -> int:
+    """`rows` (XID counters and other series, as `write_openmetrics` takes them) written as blocks into
+    `work/data` by promtool; the samples written. A promtool failure stops the bench with its message."""
+    source = work / "history.om"
+    samples = write_openmetrics(source, rows, types={"vigil_gpu_xid_errors_total": "counter"})
+    done = subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=24h",
+                           str(source), str(work / "data")], capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"promtool tsdb create-blocks-from openmetrics failed: {done.stderr.strip()[-2000:]}")
+    source.unlink()
+    return samples
+
+
 def backfill_record(url: str, record: str, expr: str, start: float, end: float, work: Path) -> float:
     """The record evaluated every minute over [start, end] by promtool against `url`, written as blocks
     into `work/data`; the seconds it took."""
@@ -137,10 +150,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="vigil-bench-xid-") as work:
         work = Path(work)
         built = time.perf_counter()
-        write_openmetrics(work / "history.om", history(args.series, args.days, end),
-                          types={"vigil_gpu_xid_errors_total": "counter"})
-        subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=24h",
-                        str(work / "history.om"), str(work / "data")], check=True, capture_output=True)
+        backfill_xids(history(args.series, args.days, end), work)
         print(f"{args.series} series x {args.days} days at 1/min built in {time.perf_counter() - built:.0f} s")
         with prometheus_on(work / "data", work) as prometheus:
             took = backfill_record(prometheus.url, record, record_expr, end - args.days * 86400 - 600, end, work)

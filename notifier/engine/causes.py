@@ -83,10 +83,14 @@ def cause_incident(conn: sa.Connection, symptom: SymptomOf, payload: WebhookPayl
         return found
     ticket = payload.commonLabels.get("notify") == "ticket"
     began = min((alert.starts_at.timestamp() for alert in payload.alerts if alert.status == "firing"), default=now)
+    return _cause(conn, symptom, payload, incident_id, resolved_since(now, None if ticket else began))
+
+
+def resolved_since(now: float, began: float | None):
+    """The incidents resolved in the last AFTERMATH_S (searched through `incidents_resolved`) and, for a
+    symptom that pages (`began`: when its alerts began), only those still firing when it began."""
     resolved = sa.and_(incidents.c.status == "resolved", incidents.c.resolved_at >= now - AFTERMATH_S)
-    if not ticket:  # a page joins only a cause that was still firing when the symptom began
-        resolved = sa.and_(resolved, incidents.c.resolved_at >= began)
-    return _cause(conn, symptom, payload, incident_id, resolved)
+    return resolved if began is None else sa.and_(resolved, incidents.c.resolved_at >= began)
 
 
 def _cause(conn: sa.Connection, symptom: SymptomOf, payload: WebhookPayload, incident_id: int, state) -> int | None:
