@@ -160,14 +160,14 @@ def test_preview_draws_every_dashboard_from_live_data(prometheus, tmp_path):
     assert held, "the demo's jobs hold GPUs"
     node, gpu, job_id = (held[0].labels[k] for k in ("node", "gpu", "job_id"))
     assert _job_on(prometheus.url, {"node": node, "gpu": gpu}) == job_id
-    assert _job_on(prometheus.url, {"node": "node-1", "gpu": "0"}) is None  # node-1 hosts no job
+    assert _job_on(prometheus.url, {"node": "node-3", "gpu": "0"}) is None  # the last node hosts no job
     bad = CliRunner().invoke(main, ["dashboards", "preview", "--var", "node"])
     assert bad.exit_code == 2 and "expected NAME=VALUE" in bad.output
 
 
 def test_the_error_panels_show_the_fault_after_a_gpu_falls_off_the_bus(stack, prometheus):
     control = stack.state()["urls"]["gpu_control"]
-    r = requests.post(f"{control}/chaos/inject", json={"fault": "xid79", "node": "node-1", "gpu": 1}, timeout=5)
+    r = requests.post(f"{control}/chaos/inject", json={"fault": "xid79", "node": "node-3", "gpu": 1}, timeout=5)
     assert r.status_code == 200, r.text
     checked = [("vigil-fleet", "GPUs with errors now"), ("vigil-oncall", "Firing alerts on nodes")]
     assert all(key in EMPTY_WHEN_HEALTHY for key in checked)
@@ -181,7 +181,7 @@ def test_the_error_panels_show_the_fault_after_a_gpu_falls_off_the_bus(stack, pr
     # the GPU dashboard's "Last XID" of the lost GPU names its XID (from the per-XID time: NVML has no code)
     [last_xid] = [t["expr"] for m in dashboard_models() if m["uid"] == "vigil-gpu" for p in panels(m)
                   if p.get("title") == "Last XID" for t in p["targets"]]
-    on_lost_gpu, _, _ = expand(last_xid, {"node": "node-1", "gpu": "1"}, LIVE_BUILTINS)
+    on_lost_gpu, _, _ = expand(last_xid, {"node": "node-3", "gpu": "1"}, LIVE_BUILTINS)
     wait_for(lambda: [s.labels.get("xid") for s in prometheus.query(on_lost_gpu)] == ["79"], 60,
              "the lost GPU's Last XID to name XID 79")
     lost = next(r for r in results(prometheus, "vigil-fleet") if r.panel == "GPUs lost")
@@ -189,16 +189,16 @@ def test_the_error_panels_show_the_fault_after_a_gpu_falls_off_the_bus(stack, pr
     counted = next(r for r in results(prometheus, "vigil-fleet") if r.panel == "XID errors")
     assert prometheus.query(counted.query)[0].value == 1  # the GPU's first XID 79 counts, though its series is new
     errors_now = next(r for r in results(prometheus, "vigil-fleet") if r.panel == "GPUs with errors now")
-    assert {(s.labels["node"], s.labels["gpu"]) for s in prometheus.query(errors_now.query)} == {("node-1", "1")}
+    assert {(s.labels["node"], s.labels["gpu"]) for s in prometheus.query(errors_now.query)} == {("node-3", "1")}
     on_nodes = next(r for r in results(prometheus, "vigil-oncall") if r.panel == "Firing alerts on nodes")
-    # the row of the lost GPU's node (its link opens node-1). The demo's simulated jobs may hold an idle
+    # the row of the lost GPU's node (its link opens node-3). The demo's simulated jobs may hold an idle
     # GPU at times (a pure function of the clock), whose node then shows a job-peer alert too: the fault's
-    # alerts are on node-1 alone, and nothing else fires that the demo's jobs do not explain
+    # alerts are on node-3 alone, and nothing else fires that the demo's jobs do not explain
     # GpuMissing (a GPU fewer than expected) may fire before the lost GPU's own alerts: wait for those
-    wait_for(lambda: {s.labels["alertname"] for s in prometheus.query(on_nodes.query) if s.labels["node"] == "node-1"}
+    wait_for(lambda: {s.labels["alertname"] for s in prometheus.query(on_nodes.query) if s.labels["node"] == "node-3"}
              & {"GpuFallenOffBus", "GpuCriticalXid"}, 60, "the lost GPU's alerts to show on its node's row")
     rows = {(s.labels["alertname"], s.labels["node"]) for s in prometheus.query(on_nodes.query)}
-    assert all(node == "node-1" or name.endswith("BelowJobPeers") or name.startswith("Job") for name, node in rows), rows
+    assert all(node == "node-3" or name.endswith("BelowJobPeers") or name.startswith("Job") for name, node in rows), rows
     # the preview of the stack opens on what broke: the lost GPU of the open incident, not the first GPU
     from click.testing import CliRunner
 
@@ -206,13 +206,13 @@ def test_the_error_panels_show_the_fault_after_a_gpu_falls_off_the_bus(stack, pr
 
     focused = CliRunner().invoke(main, ["dashboards", "preview", "--run-dir", str(stack.run_dir), "--window", "1m"])
     assert focused.exit_code == 0, focused.output
-    assert re.search(r"^showing node=node-1, gpu=1: incident #\d+ \(\w+\), open$", focused.output, re.M), focused.output
-    assert re.search(r"/vigil-gpu\.png: \d+ of \d+ panels with data \(node=node-1, gpu=1\)", focused.output)
+    assert re.search(r"^showing node=node-3, gpu=1: incident #\d+ \(\w+\), open$", focused.output, re.M), focused.output
+    assert re.search(r"/vigil-gpu\.png: \d+ of \d+ panels with data \(node=node-3, gpu=1\)", focused.output)
     assert (stack.run_dir / "dashboard-previews" / "vigil-gpu.png").is_file()  # in the run dir, not the repository
     # the incident is an annotation on the lost GPU's dashboard (the notifier's vigil_incident_open)
     [annotation] = [a for m in dashboard_models() if m["uid"] == "vigil-gpu" for a in m["annotations"]["list"]
                     if a["name"] == "Incidents"]
-    on_gpu, _, _ = expand(annotation["expr"], {"node": "node-1", "gpu": "1"}, LIVE_BUILTINS)
+    on_gpu, _, _ = expand(annotation["expr"], {"node": "node-3", "gpu": "1"}, LIVE_BUILTINS)
     wait_for(lambda: {s.labels.get("alertname") for s in prometheus.query(on_gpu)} & {"GpuFallenOffBus", "GpuCriticalXid"},
              60, "the lost GPU's incident as an annotation of its dashboard")
     assert annotation["titleFormat"].startswith("#{{incident_id}}")

@@ -45,9 +45,9 @@ def test_cli_fleet_runs_simulated_jobs_by_default_and_none_with_sim_jobs_0() -> 
             node_1, node_3 = (requests.get(f"http://127.0.0.1:{base + i}/metrics", timeout=5).text for i in (0, 2))
         finally:
             stop(proc)
-        # node-3 holds two job slots half a period apart, so one of them runs at any moment
-        assert ("vigil_gpu_job{" in node_3 and "vigil_job_info{" in node_3) is expected
-        assert "vigil_gpu_job{" not in node_1  # node-1 never hosts simulated jobs
+        # node-1 holds two job slots half a period apart, so one of them runs at any moment
+        assert ("vigil_gpu_job{" in node_1 and "vigil_job_info{" in node_1) is expected
+        assert "vigil_gpu_job{" not in node_3  # the last node never hosts simulated jobs
 
 
 def test_cli_rejects_bad_listen_address() -> None:

@@ -36,11 +36,12 @@ def first_time(schedule: JobSchedule, found, start: float = T0, step: float = 60
     raise AssertionError("no such moment in the simulated days")
 
 
-def test_slots_are_placed_on_disjoint_gpus_and_leave_node_1_alone() -> None:
+def test_slots_are_placed_from_node_1_on_disjoint_gpus_and_leave_the_last_node_alone() -> None:
     schedule = JobSchedule(NODES, 8, jobs=6)
     placed = [g for slot in schedule.slots for g in slot.gpus]
     assert len(placed) == len(set(placed)) and len(schedule.slots) >= 4
-    assert "node-1" not in schedule.managed_nodes
+    assert "node-4" not in schedule.managed_nodes and "node-1" in schedule.managed_nodes
+    assert schedule.slots[0].gpus[0] == ("node-1", 0)  # where Grafana's node and GPU variables open
     assert {slot.scheduler for slot in schedule.slots} == {"slurm", "kubernetes"}
     assert any(len({n for n, _ in slot.gpus}) > 1 for slot in schedule.slots)  # a multi-node Slurm job
     assert all(len({n for n, _ in s.gpus}) == 1 for s in schedule.slots if s.scheduler == "kubernetes")
@@ -183,8 +184,10 @@ def test_gpu_load_follows_the_state_of_its_job() -> None:
     node, gpu = failed.gpus[0]
     assert jobs.gpu(node, gpu, clock.t) is None
     assert gpu_reading(fleet, node, gpu) == (0.0, pytest.approx(0.01, abs=0.005), [])
-    # node-1 has no job slots: its load keeps the plain daily pattern
-    assert gpu_reading(fleet, "node-1", 0)[0] == pytest.approx(gpu_load("node-1", 0, int(clock.t)), abs=0.01)
+    # the last node has no job slots: its load keeps the plain daily pattern
+    plain = fleet.names[-1]
+    assert not jobs.manages(plain)
+    assert gpu_reading(fleet, plain, 0)[0] == pytest.approx(gpu_load(plain, 0, int(clock.t)), abs=0.01)
 
 
 def test_fleet_server_exports_a_running_jobs_gpus_and_drops_them_when_it_ends() -> None:
@@ -226,7 +229,7 @@ def test_backfilled_history_follows_the_same_jobs_as_the_live_fleet() -> None:
             if fleet.jobs.manages(node) and (held is None or held.activity != "running"):
                 assert value == 0.0
                 zeros += 1
-            elif node == "node-1":
+            elif node == "node-3":  # the last node hosts no job
                 assert value == gpu_load(node, gpu, t)
     assert zeros > 0  # the day saw GPUs free between jobs, idle or hung
 

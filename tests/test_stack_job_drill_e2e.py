@@ -113,11 +113,11 @@ def test_a_drill_says_when_a_maintenance_window_would_hold_its_page(stack: Runni
 
 def test_a_drill_whose_fault_never_shows_names_the_stage_and_what_the_fault_needs(stack: RunningStack):
     # this stack runs no AIOps service, so no baseline band exists and GpuLoadOutsideBaseline cannot fire
-    result = stack.cli("drill", "load-anomaly", "--node", "node-3", "--gpu", "0", "--timeout", "3")
+    result = stack.cli("drill", "load-anomaly", "--node", "node-2", "--gpu", "0", "--timeout", "3")
     assert result.returncode == 1 and "Traceback" not in result.stderr
     said = result.stderr.strip()
     assert said.startswith("Error: drill failed: stage 'injected → seen in a scrape' did not happen within 3s"), said
-    assert "load-anomaly: load leaves its daily pattern" in said and "node-1" in said
+    assert "load-anomaly: load leaves its daily pattern" in said and "the fleet's last node" in said
     assert chaos_state(stack)["faults"] == []  # the drill cleared what it injected
 
 

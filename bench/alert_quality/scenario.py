@@ -26,7 +26,7 @@ VIGIL = str(Path(sys.executable).with_name("vigil"))
 PAGES = 5000
 SHORT_FORM = ("sms", "phone")  # one line of 160 characters: the action, no runbook (docs/notifier.md)
 JOB_BOUND = ("job-hang",)  # hits the job holding the GPU: planned on a job GPU
-PLAIN_NODE = ("load-anomaly",)  # drilled on node-1, which never hosts jobs (docs/exporters.md)
+PLAIN_NODE = ("load-anomaly",)  # drilled on the last node, which never hosts jobs (docs/exporters.md)
 REBOOT = "planned-reboot"
 WHOLE_NODE = ("node-down", "disk-failing", REBOOT)  # a node (or one of its disks), no GPU
 HOST_DISKS = ("disk-failing",)  # the demo's node health exporter simulates the first node's disks only
@@ -49,9 +49,9 @@ def plan(faults: list[str], drilled: set[str], nodes: list[str], jobs: list[dict
     """A GPU of its own for every GPU fault (a second fault on one GPU would page "came back: inspect"),
     job GPUs first so the pages can name a job; node and disk faults on the nodes in turn, last first."""
     holder = {(g["node"], g["gpu"]): job["job_id"] for job in jobs for g in job["gpus"]}
-    job_gpus = [(g["node"], g["gpu"]) for job in jobs for g in job["gpus"][:1] if g["node"] != nodes[0]]
+    job_gpus = [(g["node"], g["gpu"]) for job in jobs for g in job["gpus"][:1] if g["node"] != nodes[-1]]
     hung = [job_gpus.pop()] if job_gpus and any(f in JOB_BOUND for f in faults) else []
-    spare = [(node, gpu) for gpu in range(8) for node in nodes[1:]]
+    spare = [(node, gpu) for gpu in range(8) for node in nodes[:-1]]
     free = [*job_gpus, *(where for where in spare if where not in job_gpus and where not in hung)]
     whole_nodes = iter(reversed(nodes * len(faults)))
     steps = []
@@ -61,7 +61,7 @@ def plan(faults: list[str], drilled: set[str], nodes: list[str], jobs: list[dict
         elif fault in WHOLE_NODE:
             where = (next(whole_nodes), 0)
         elif fault in PLAIN_NODE:
-            where = (nodes[0], 1)
+            where = (nodes[-1], 1)
         elif fault in JOB_BOUND and hung:
             where = hung[0]
         else:

@@ -26,7 +26,7 @@ FAULTS: dict[str, str] = {
     "thermal-throttle": "software thermal slowdown: SM clock capped, thermal violation time grows",
     "nvlink-errors": "NVLink replay/recovery/CRC counters grow on a few links; XID 74",
     "load-anomaly": "load leaves its daily pattern: pinned at ~0.02; temperature and power follow (drill it "
-                    "on a node without jobs, node-1: a job GPU's learned band spans its idle stretches)",
+                    "on the fleet's last node, which never hosts jobs: a job GPU's learned band spans its idle stretches)",
     "nvml-hang": "every NVML call on the GPU blocks for `seconds` (default 30): a stuck driver",
     "disk-failing": "disk `disk` (default 0) of the node fails: pending and offline-uncorrectable sectors "
                     "(ATA) or media errors (NVMe) grow in its SMART data",

@@ -1,7 +1,8 @@
 """Simulated training jobs: a deterministic schedule of Slurm- and Kubernetes-style jobs on the fleet.
 
-`JobSchedule(nodes, gpus, jobs)` places `jobs` job *slots* on the fleet, from the last node backwards
-(node-1 stays a plain node, as the chaos drills and AIOps checks expect): each slot owns a fixed set of
+`JobSchedule(nodes, gpus, jobs)` places `jobs` job *slots* on the fleet from node-1 on, lowest-numbered nodes
+first as Slurm fills a partition (the fleet's last node stays a plain node, as the `load-anomaly` drill and
+AIOps checks expect, and node-1, where dashboards open, runs jobs): each slot owns a fixed set of
 GPUs on one or more nodes. In each slot, jobs follow one another: job *n* of slot *k* starts a few
 minutes after its period of 45-105 minutes begins and completes at the period's end, fails part-way
 (its GPUs are then free until the next period), or hangs part-way (every GPU at 0 % until the period
@@ -206,8 +207,8 @@ class JobSchedule:
 
 
 def _place(nodes: list[str], gpus: int, jobs: int, seed: int) -> list[_Slot]:
-    """Slots on the nodes from the last backwards (node-1 only in a one-node fleet), first fit."""
-    hosts = list(reversed(nodes[1:] or nodes))
+    """Slots on the nodes from node-1 on, all but the last (the last too in a one-node fleet), first fit."""
+    hosts = list(nodes[:-1] or nodes)
     free = {node: 0 for node in hosts}  # next free GPU index on each node
     slots: list[_Slot] = []
     for k in range(jobs):
