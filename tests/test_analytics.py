@@ -60,9 +60,10 @@ people:
   alice: {timezone: Asia/Tokyo, contacts: {phone: {inbox: true, kind: phone}}}
   bob:   {contacts: {phone: {inbox: true, kind: phone}}}
   carol: {contacts: {mail: {inbox: true, kind: email}}}
+  dave:  {contacts: {phone: {inbox: true, kind: phone}, mail: {inbox: true, kind: email}}}  # never paged
 teams:
   gpu: {policy: gpu, members: [alice, bob], timezone: Europe/Berlin}
-  net: {policy: net, members: [carol], timezone: America/New_York, working_hours: {start: "08:00", end: "16:00"}}
+  net: {policy: net, members: [carol, dave], timezone: America/New_York, working_hours: {start: "08:00", end: "16:00"}}
 policies:
   gpu:
     tiers:
@@ -298,6 +299,10 @@ def test_the_cli_json_and_the_metrics_show_the_same_figures(served):
         assert sum(mine.values()) == person["pages"]
         assert mine.get("true", 0) == person["pages_outside_hours"]
     assert metric("vigil_oncall_pages", team="net", person="carol", channel="email", outside_hours="true") == 1
+    # a team member nobody paged reads 0 for each contact kind, as people not paged are counted on a rota
+    assert metric("vigil_oncall_pages", team="net", person="dave", channel="phone", outside_hours="false") == 0
+    assert metric("vigil_oncall_pages", team="net", person="dave", channel="email", outside_hours="false") == 0
+    assert metric("vigil_oncall_pages", team="net", person="dave", channel="phone", outside_hours="true") is None
 
 
 def test_the_cli_table_and_its_refusals(served):

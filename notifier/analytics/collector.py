@@ -4,7 +4,7 @@ Read from the store at scrape time (every notifier on one database shows the sam
 computed by `health.py`, the code behind `vigil report oncall`: the metrics and the report agree.
 Gauges, not counters: each is a figure over the incidents opened in the last `window_s` (7 days by
 default, `vigil_oncall_window_seconds`). A figure over nothing (no acknowledged incident: no MTTA) is
-left out rather than shown as 0. `SPECS` is their declaration; `docs/metrics.md` is generated from it.
+left out rather than shown as 0; a count is 0 (a team member nobody paged). `SPECS` is their declaration; `docs/metrics.md` is generated from it.
 The figures are worked out at most once per `refresh_s` (60 s) of real time: several Prometheus servers
 scraping, or a scrape retried, read the last ones again instead of the store.
 """
@@ -47,7 +47,8 @@ SPECS = [
           "Share of paged incidents a person acknowledged and also noted, resolved by hand or escalated."),
     _spec("vigil_oncall_pages", "", ("team", "person", "channel", "outside_hours"),
           "Firing pages sent to a person in the window, by contact kind; outside_hours=\"true\" when sent "
-          "outside the person's working hours in their time zone."),
+          "outside the person's working hours in their time zone. Every team member reads 0 for each of their "
+          "contact kinds until paged."),
 ]
 _HELP = {spec.name: spec.help for spec in SPECS}
 
@@ -100,7 +101,13 @@ class OncallHealthCollector:
         yield self._pages(judged)
 
     def _pages(self, judged) -> GaugeMetricFamily:
-        counts: dict[tuple[str, str, str, str], int] = {}
+        """Every member of a team at 0 for each of their contact kinds (within working hours), so the
+        pages per person read 0 for whoever was not paged rather than leaving them out; then the pages sent."""
+        counts: dict[tuple[str, str, str, str], int] = {
+            (team_key, member, contact.kind, "false"): 0
+            for team_key, team in self._oncall.teams.items() for member in team.members
+            if member in self._oncall.people for contact in self._oncall.people[member].contacts.values()
+            if contact.kind}
         for j in judged:
             for page, outside in zip(j.facts.pages, j.outside_hours):
                 key = (j.team, page.person, page.channel, "true" if outside else "false")
