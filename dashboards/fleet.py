@@ -85,8 +85,11 @@ def _jobs(board):
             .with_panel(graph("GPUs allocated by team", f"count by (tenant) ({allocated})", COUNT,
                               "GPUs held by the jobs of each team (vigil_gpu_job joined with vigil_job_info).",
                               stacked=True, width=8))
-            .with_panel(graph("Allocated GPUs idle by team", f"count by (tenant) ({idle})", COUNT,
-                              f"GPUs a job holds that run under {IDLE_BELOW:.0%} utilization: capacity paid for, unused.",
+            # every team holding GPUs reads 0 idle when none is: a count of nothing is 0, not "No data"
+            .with_panel(graph("Allocated GPUs idle by team",
+                              f"count by (tenant) ({idle}) or count by (tenant) ({allocated}) * 0", COUNT,
+                              f"GPUs a job holds that run under {IDLE_BELOW:.0%} utilization: capacity paid for, unused "
+                              "(0 for a team whose GPUs all compute).",
                               stacked=True, width=8))
             .with_panel(graph("GPUs allocated vs. idle", [
                 ("count(vigil_gpu_job)", "allocated"),

@@ -22,29 +22,29 @@ LIVE_BUILTINS = {**BUILTINS, "__rate_interval": "1m", "__interval": "1s", "__ran
 _NO_ERRORS = "no GPU has had an XID in a healthy demo (the chaos test checks it after xid79)"
 _RECORDED = ("read from the gpu_records*.yaml recording rules, evaluated once a minute: a demo younger than that may "
              "not have them yet (tests/test_dashboards_jobs_promtool.py proves these queries)")
-_PLAIN_NODE = "the variables pick node-1, which the simulated fleet keeps free of jobs"
+_BETWEEN_JOBS = ("no job holds the chosen GPU (or node) now: the simulated job slots there are between two jobs "
+                 "(a few minutes of each 45-105), or the fleet runs no jobs")
 _ONCALL_WINDOW = ("the notifier's vigil_oncall_* figures have a series per team and priority of the incidents in its "
                   "window, worked out once a minute: none before the first incident (docs/oncall-health.md's tests "
                   "prove the figures)")
 # (dashboard uid, panel title) or (uid, title, query refId) -> why it may show no data in a healthy demo
 EMPTY_WHEN_HEALTHY = {
     ("vigil-fleet", "GPUs with errors now"): _NO_ERRORS,
-    ("vigil-fleet", "Allocated GPUs idle by team"): _RECORDED + "; and no allocated GPU may be idle",
+    ("vigil-fleet", "Allocated GPUs idle by team"): "no job holds a GPU (the fleet runs no jobs)",
     ("vigil-fleet", "Jobs"): _RECORDED,
     ("vigil-fleet", "GPU-hours allocated vs. used", "B"): _RECORDED,
     ("vigil-fleet", "Usage efficiency"): _RECORDED,
     ("vigil-fleet", "MTTR"): "no incident has been resolved in a fresh demo",
-    ("vigil-node", "Jobs"): _PLAIN_NODE,
+    ("vigil-node", "Jobs"): _BETWEEN_JOBS,
     ("vigil-gpu", "Last XID"): _NO_ERRORS,
-    ("vigil-gpu", "Jobs on this GPU"): _PLAIN_NODE,
+    ("vigil-gpu", "Jobs on this GPU"): _BETWEEN_JOBS,
     ("vigil-job", "Average utilization"): _RECORDED,
     ("vigil-stack", "Page delivery latency (p95)"): "nothing pages in a healthy demo",
     ("vigil-aiops", "Anomalies: outside the band"): "a healthy GPU's load sits inside its learned band (the count "
                                                      "beside it reads 0; tests/test_stack_aiops_e2e.py drives one out)",
     ("vigil-oncall", "Firing alerts on nodes"): "no node alert fires in a healthy demo (the chaos test checks it)",
     **{("vigil-oncall", title): _ONCALL_WINDOW for title in (
-        "Pages per person in the window", "Escalation ratio", "Acknowledged ratio",
-        "Acted-on ratio")},
+        "Escalation ratio", "Acknowledged ratio", "Acted-on ratio")},
     **{("vigil-oncall", title): _ONCALL_WINDOW + "; and only once a person acknowledges or resolves an incident"
        for title in ("MTTA", "MTTR", "SLA compliance")},
 }

@@ -55,7 +55,8 @@ def test_job_and_team_panels_give_the_known_answers(tmp_path):
         (_query("vigil-job", "Utilization and profiling", job_id="j1"), [({}, 0.7)]),
         (_query("vigil-job", "Power", job_id="j1"), [({}, 500)]),
         (_query("vigil-fleet", "GPUs allocated by team"), [({"tenant": "llm"}, 2), ({"tenant": "vision"}, 1)]),
-        (_query("vigil-fleet", "Allocated GPUs idle by team"), [({"tenant": "vision"}, 1)]),
+        # llm's GPUs all compute: 0, not left out
+        (_query("vigil-fleet", "Allocated GPUs idle by team"), [({"tenant": "llm"}, 0), ({"tenant": "vision"}, 1)]),
         (_query("vigil-fleet", "GPUs allocated vs. idle", "A"), [({}, 3)]),
         (_query("vigil-fleet", "GPUs allocated vs. idle", "B"), [({}, 1)]),
         # the fleet's Jobs table, one row per job: its GPUs over all its nodes
