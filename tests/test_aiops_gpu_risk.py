@@ -318,3 +318,23 @@ def test_a_busy_gpu_beside_idle_ones_is_compared_with_the_busy_ones():
     # a GPU running hot among busy peers still stands out
     hot = scored("h", [38, 37, 38, 36, 72, 71, 90, 40], loads)
     assert hot["6"][0] > 3 and hot["6"][1].top_reason == "temperature_above_peers"
+
+
+def test_gpus_whose_job_just_ended_are_no_peers_of_the_busy_ones():
+    """Seen on a demo: a job on GPUs 2-7 ended a minute ago; they idle and cool at once, yet their 5-minute
+    mean load is still as high as that of GPUs 0-1, whose job computes on. Compared with them, GPU 1 stood 3.7
+    robust z above its peers and opened a GpuFailureRiskHigh ticket on a healthy node. The load now keeps them
+    apart; a GPU hot among its true peers still stands out."""
+    temps, recent = [67, 76, 35, 35, 35, 35, 35, 35], [0.76, 0.95, 0.79, 0.61, 0.83, 0.71, 0.72, 0.84]
+    now = [0.8, 0.9, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+
+    def zs(temperatures: list[float], loads_now: list[float] | None) -> dict[str, float]:
+        node = _node("n", temperatures)
+        for gpu, load, load_now in zip(node, recent, loads_now or [None] * len(node)):
+            gpu.utilization, gpu.utilization_now = load, load_now
+        score_gpus(node)
+        return {gpu.gpu: gpu.temperature_z for gpu in node}
+
+    assert zs(temps, None)["1"] > 3  # the 5-minute mean alone: the false alarm
+    assert max(zs(temps, now).values()) <= 1.0
+    assert zs([67, 76, 66, 68, 67, 95, 66, 67], [0.8] * 8)["5"] > 3

@@ -54,6 +54,7 @@ class GpuSignals:
     recovery_action: float = 0.0
     temperature_c: float | None = None
     utilization: float | None = None  # recent average (0..1): peers are compared at a similar load
+    utilization_now: float | None = None  # the last reading (0..1): a GPU whose job just ended is no peer
     temperature_z: float = field(default=0.0)
 
     def features(self) -> dict[str, float]:
@@ -89,16 +90,28 @@ def set_peer_temperature_z(gpus: list[GpuSignals]) -> None:
 
     The peers are the node's GPUs — those at a similar load (utilization within `LOAD_BAND`) when every
     GPU of the node has a utilization: a GPU that computes next to idle ones (a hung job's GPUs cooling
-    beside another job's) is warmer than they are without running hot. A GPU without such peers gets 0."""
+    beside another job's) is warmer than they are without running hot. The load is compared both over the
+    last minutes (the temperature lags it) and now, where known: GPUs whose job ended a minute ago still
+    average a high load but are idle and cooling. A GPU without such peers gets 0."""
     by_node: dict[str, list[GpuSignals]] = {}
     for signals in gpus:
         if signals.temperature_c is not None:
             by_node.setdefault(signals.node, []).append(signals)
     for node_gpus in by_node.values():
-        by_load = all(g.utilization is not None for g in node_gpus)
-        for p in node_gpus:
-            peers = [q for q in node_gpus if abs(q.utilization - p.utilization) <= LOAD_BAND] if by_load else node_gpus
+        loads = [_loads(g) for g in node_gpus]
+        by_load = all(load[0] is not None for load in loads)
+        for p, mine in zip(node_gpus, loads):
+            peers = [q for q, theirs in zip(node_gpus, loads) if _alike(mine, theirs)] if by_load else node_gpus
             p.temperature_z = _robust_z(p.temperature_c, [q.temperature_c for q in peers]) if len(peers) > 1 else 0.0
+
+
+def _loads(g: GpuSignals) -> tuple[float | None, float | None]:
+    return g.utilization, g.utilization_now
+
+
+def _alike(a: tuple[float | None, float | None], b: tuple[float | None, float | None]) -> bool:
+    """Within `LOAD_BAND` on every load both GPUs have."""
+    return all(abs(x - y) <= LOAD_BAND for x, y in zip(a, b) if x is not None and y is not None)
 
 
 def _robust_z(value: float, temps: list[float]) -> float:

@@ -19,6 +19,7 @@ GPU_QUERIES: dict[str, str] = {
     "temperature_c": 'max by (node, gpu) (vigil_gpu_temperature_celsius{sensor="gpu"})',
     # the load the temperature follows (with minutes of thermal lag): peers are compared at a similar load
     "utilization": "max by (node, gpu) (avg_over_time(vigil_gpu_utilization_ratio[5m]))",
+    "utilization_now": "max by (node, gpu) (vigil_gpu_utilization_ratio)",
 }
 # every GPU the exporter knows, so that GPUs without any precursor still get a (low) risk
 GPU_INVENTORY_QUERY = "max by (node, gpu) (vigil_gpu_up)"
