@@ -53,6 +53,10 @@ def test_generated_inhibit_rules_mute_exactly_the_intended_alerts(alertmanager):
         gpu_alert("GpuRemapPending", "node-5", "3", "warning"),  # muted by the ECC alert
         gpu_alert("GpuRecoveryActionRequired", "node-5", "3"),  # muted by the ECC alert
         gpu_alert("GpuRecoveryActionRequired", "node-5", "6"),  # other GPU: not muted
+        # an idle GPU of a job lags its peers in compute and in memory traffic: one ticket for the GPU
+        gpu_alert("GpuUtilizationBelowJobPeers", "node-6", "2", "warning"),
+        gpu_alert("GpuMemoryBandwidthBelowJobPeers", "node-6", "2", "warning"),  # muted: same GPU lags
+        gpu_alert("GpuMemoryBandwidthBelowJobPeers", "node-6", "3", "warning"),  # starved alone: not muted
     ]
     response = requests.post(f"{alertmanager}/api/v2/alerts", json=sent, timeout=5)
     assert response.ok, response.text
@@ -62,6 +66,7 @@ def test_generated_inhibit_rules_mute_exactly_the_intended_alerts(alertmanager):
         ("GpuMissing", "node-3", ""),
         ("GpuRemapPending", "node-5", "3"),
         ("GpuRecoveryActionRequired", "node-5", "3"),
+        ("GpuMemoryBandwidthBelowJobPeers", "node-6", "2"),
     }
     assert muted(alertmanager, expected) == expected
     assert len(requests.get(f"{alertmanager}/api/v2/alerts", timeout=5).json()) == len(sent)
