@@ -197,7 +197,9 @@ def test_the_error_panels_show_the_fault_after_a_gpu_falls_off_the_bus(stack, pr
     # GpuMissing (a GPU fewer than expected) may fire before the lost GPU's own alerts: wait for those
     wait_for(lambda: {s.labels["alertname"] for s in prometheus.query(on_nodes.query) if s.labels["node"] == "node-3"}
              & {"GpuFallenOffBus", "GpuCriticalXid"}, 60, "the lost GPU's alerts to show on its node's row")
-    rows = {(s.labels["alertname"], s.labels["node"]) for s in prometheus.query(on_nodes.query)}
+    # (the host's own node_exporter alerts carry this machine's name: a busy CI disk may fill up for real)
+    rows = {(s.labels["alertname"], s.labels["node"]) for s in prometheus.query(on_nodes.query)
+            if s.labels["node"].startswith("node-")}
     assert all(node == "node-3" or name.endswith("BelowJobPeers") or name.startswith("Job") for name, node in rows), rows
     # the preview of the stack opens on what broke: the lost GPU of the open incident, not the first GPU
     from click.testing import CliRunner
