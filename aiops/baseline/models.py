@@ -40,6 +40,7 @@ SPLIT_R2 = 0.5
 MAX_SHIFTS = 4
 HOURS = 24
 MIN_PER_HOUR = 30
+HOUR_SCALE_FLOOR = 0.5  # no hour's robust scale below this share of the median hour's
 
 
 def fit_model(kind: str, t: np.ndarray, x: np.ndarray, step: float) -> dict:
@@ -129,6 +130,10 @@ def _fit_periodic(t: np.ndarray, x: np.ndarray, step: float) -> dict:
     sigma = MAD_TO_SIGMA * grouped_quantile(hours, np.abs(resid - centre[hours]), 0.5, HOURS)
     sigma = np.where(sigma > 0, sigma, max(robust_sigma(resid), model_floor(x)))
     z_lo, z_hi = np.quantile(resid / sigma[hours], [TAIL, 1 - TAIL])
+    # An hour where the metric sits at its ceiling (a GPU at 100 %) has almost no spread, and its band would
+    # shrink below the dips a saturated GPU still shows (a stall of its input reads 97 %): such an hour is
+    # widened to a share of the typical hour's scale (after the tails above, so other hours keep theirs).
+    sigma = np.maximum(sigma, HOUR_SCALE_FLOOR * float(np.median(sigma)))
     model["resid_lo"] = np.minimum(sigma * z_lo, 0.0).tolist()
     model["resid_hi"] = np.maximum(sigma * z_hi, 0.0).tolist()
     return model
