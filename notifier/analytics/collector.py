@@ -4,7 +4,8 @@ Read from the store at scrape time (every notifier on one database shows the sam
 computed by `health.py`, the code behind `vigil report oncall`: the metrics and the report agree.
 Gauges, not counters: each is a figure over the incidents opened in the last `window_s` (7 days by
 default, `vigil_oncall_window_seconds`). A figure over nothing (no acknowledged incident: no MTTA) is
-left out rather than shown as 0; a count is 0 (a team member nobody paged). `SPECS` is their declaration; `docs/metrics.md` is generated from it.
+left out rather than shown as 0; a count is 0 (a team member nobody paged). `SPECS` is their
+declaration; `docs/metrics.md` is generated from it.
 The figures are worked out at most once per `refresh_s` (60 s) of real time: several Prometheus servers
 scraping, or a scrape retried, read the last ones again instead of the store.
 """
