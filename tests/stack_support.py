@@ -80,10 +80,16 @@ def start_stack(tmp: Path, *, nodes: int = 3, gpus: int = 4, aiops: bool = False
     config.write_text(FAST_STACK.format(nodes=nodes, gpus=gpus, jobs=jobs, aiops=str(aiops).lower(),
                                         node_health=str(node_health).lower(), backfill_days=backfill_days)
                       + "".join(f"  {key}: {json.dumps(str(value))}\n" for key, value in (settings or {}).items()))
-    base = free_port_base()
-    run_dir = tmp / "run"
-    result = vigil("up", "--detach", "--config", str(config), "--run-dir", str(run_dir), "--port-base", str(base),
-                   "--gpu-backend", "sim", *args, timeout=300, cwd=cwd)
+    # a range free when picked can be taken by a stack another test worker starts at the same moment
+    # (CI on 57cb604: both picked 19300); `vigil up` then refuses with "ports already in use" before
+    # starting anything, and another range is picked
+    for attempt in range(3):
+        base = free_port_base()
+        run_dir = tmp / ("run" if attempt == 0 else f"run-{attempt + 1}")
+        result = vigil("up", "--detach", "--config", str(config), "--run-dir", str(run_dir), "--port-base", str(base),
+                       "--gpu-backend", "sim", *args, timeout=300, cwd=cwd)
+        if "ports already in use" not in result.stdout + result.stderr:
+            break
     if result.returncode != 0:
         logs = "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in sorted((run_dir / "logs").glob("*.log")))
         raise AssertionError(f"vigil up --detach failed:\n{result.stdout}\n{result.stderr}\n{logs}")
