@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vigil.aiops.baseline import synthetic
+from vigil.aiops.baseline import models, synthetic
 from vigil.aiops.baseline.fit import fit_series
 from vigil.aiops.baseline.models import band
 from vigil.aiops.baseline.robust import DAY_S
 from vigil.aiops.baseline.store import load_store, save_store
 from vigil.aiops.history.series import Series
+from vigil.exporters.sim.load import gpu_load
 
 STEP = 300.0
 TRAIN_POINTS = 14 * 288
@@ -138,9 +139,6 @@ def test_an_hour_at_the_ceiling_keeps_a_band_wide_enough_for_a_saturated_gpus_di
     GPU. Trained on 14 days of that GPU's load, the next 7 days stay inside the lower band; a GPU pinned at
     2 % (the load-anomaly drill) is still outside it at every hour. Without the floor on an hour's scale,
     13 held-out minutes fell below the band."""
-    import vigil.aiops.baseline.models as models
-    from vigil.exporters.sim.load import gpu_load
-
     t0 = 1_796_632_000.0  # 2026-12-07 08:26 UTC, a Monday: the moment of the demo's ticket
     train, held = np.arange(t0 - 14 * DAY_S, t0, 60.0), np.arange(t0, t0 + 7 * DAY_S, 60.0)
 

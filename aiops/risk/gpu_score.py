@@ -98,20 +98,16 @@ def set_peer_temperature_z(gpus: list[GpuSignals]) -> None:
         if signals.temperature_c is not None:
             by_node.setdefault(signals.node, []).append(signals)
     for node_gpus in by_node.values():
-        loads = [_loads(g) for g in node_gpus]
-        by_load = all(load[0] is not None for load in loads)
-        for p, mine in zip(node_gpus, loads):
-            peers = [q for q, theirs in zip(node_gpus, loads) if _alike(mine, theirs)] if by_load else node_gpus
+        by_load = all(g.utilization is not None for g in node_gpus)
+        for p in node_gpus:
+            peers = [q for q in node_gpus if _alike(p, q)] if by_load else node_gpus
             p.temperature_z = _robust_z(p.temperature_c, [q.temperature_c for q in peers]) if len(peers) > 1 else 0.0
 
 
-def _loads(g: GpuSignals) -> tuple[float | None, float | None]:
-    return g.utilization, g.utilization_now
-
-
-def _alike(a: tuple[float | None, float | None], b: tuple[float | None, float | None]) -> bool:
-    """Within `LOAD_BAND` on every load both GPUs have."""
-    return all(abs(x - y) <= LOAD_BAND for x, y in zip(a, b) if x is not None and y is not None)
+def _alike(a: GpuSignals, b: GpuSignals) -> bool:
+    """Within `LOAD_BAND` on every load both GPUs have (the recent average; the last reading)."""
+    pairs = ((a.utilization, b.utilization), (a.utilization_now, b.utilization_now))
+    return all(abs(x - y) <= LOAD_BAND for x, y in pairs if x is not None and y is not None)
 
 
 def _robust_z(value: float, temps: list[float]) -> float:

@@ -104,11 +104,11 @@ class OncallHealthCollector:
     def _pages(self, judged) -> GaugeMetricFamily:
         """Every member of a team at 0 for each of their contact kinds (within working hours), so the
         pages per person read 0 for whoever was not paged rather than leaving them out; then the pages sent."""
+        people = self._oncall.people  # a team's members are people of the file (the model checks it)
         counts: dict[tuple[str, str, str, str], int] = {
             (team_key, member, contact.kind, "false"): 0
             for team_key, team in self._oncall.teams.items() for member in team.members
-            if member in self._oncall.people for contact in self._oncall.people[member].contacts.values()
-            if contact.kind}
+            for contact in people[member].contacts.values()}
         for j in judged:
             for page, outside in zip(j.facts.pages, j.outside_hours):
                 key = (j.team, page.person, page.channel, "true" if outside else "false")
