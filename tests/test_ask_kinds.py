@@ -5,18 +5,13 @@ aiops/ask/examples.yaml) nor the outside set (bench/ask/outside_questions.yaml).
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
 
 import pytest
-import yaml
 
+from ask_support import normal, questions_in_sets
 from vigil.aiops.ask.answer import ask
-from vigil.aiops.ask.examples import load_examples
 from vigil.aiops.ask.knowledge import load_knowledge
 from vigil.aiops.ask.spelling import mend
-
-BENCH = Path(__file__).resolve().parent.parent / "bench" / "ask"
 
 SCOPE = [
     ("fleet-wide memory use as a fraction of all GPU memory",
@@ -63,16 +58,10 @@ RECORDS = [
 ]
 
 
-def _normal(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
-
-
 def test_these_questions_are_in_no_set():
-    known = {_normal(e.question) for e in load_examples()}
-    for name in ("eval_questions.yaml", "outside_questions.yaml"):
-        known |= {_normal(q["question"]) for q in yaml.safe_load((BENCH / name).read_text())["questions"]}
+    known = questions_in_sets()
     asked = [q for q, *_ in SCOPE + COUNTING + LABELS + RECORDS]
-    assert not known & {_normal(q) for q in asked}
+    assert not known & {normal(q) for q in asked}
 
 
 @pytest.mark.parametrize("question, promql", SCOPE + COUNTING + LABELS)

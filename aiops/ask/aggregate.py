@@ -116,9 +116,12 @@ def aggregate(expr: str, intent: Intent, facts: Facts, knowledge: Knowledge, ste
     steps.extend(grouping.why)
     per_entity = bool(group)
     if group and set(group) & _FINE and (labels is None or set(group) <= labels) and grouping.join is None:
-        # "per GPU": one series each already; with an aggregation word ("total ECC errors of each GPU") the
-        # series split by another label (error_type) are aggregated per GPU
-        if not intent.agg or labels is None or not _splitting(labels, group, facts.fixed):
+        # "per GPU": one series each already; with an aggregation word ("total ECC errors of each GPU"), or a
+        # counter ("ECC errors for each GPU": corrected and uncorrected add up), the series split by another
+        # label (error_type) are aggregated per GPU
+        splits = labels is not None and _splitting(labels, group, facts.fixed)
+        finer = splits and splits - {"node", "instance", "link"}  # link="all": one total per GPU by default
+        if not splits or not (intent.agg or (facts.counter and finer)):
             steps.append(f"the series are per {', '.join(group)} already")
             group = ()
     if group and set(group) == set(facts.grouped):
@@ -154,7 +157,7 @@ def aggregate(expr: str, intent: Intent, facts: Facts, knowledge: Knowledge, ste
         steps.append(f"over the whole scope: {fn} ({'an amount adds up' if fn == 'sum' else 'a level averages'})")
         return f"{fn}({expr})"
     if facts.amount and not intent.rank and not facts.single and not intent.which and not per_entity \
-            and (intent.window or intent.rate or facts.how_many):
+            and (intent.window or intent.rate or facts.how_many) and not (intent.each_one and not facts.how_many):
         steps.append("sum across the matching series")
         return f"sum({expr})"
     return expr

@@ -19,6 +19,9 @@ from .subjects import owner, person_label
 from .validate import InvalidQuery, validate
 
 MAX_QUESTION = 500
+# the words of "is <component> (its targets) up/down/healthy": the state of its scrape targets
+_TARGET_STATE = frozenset({"target", "scrape", "up", "down", "healthy", "health", "alive", "reachable", "status",
+                           "state", "ok", "fine", "work"})
 
 
 @dataclass(frozen=True)
@@ -79,13 +82,70 @@ def ask(question: str, knowledge: Knowledge | None = None) -> Answer:
         return _with_readings(intent, things, knowledge)
     near = nearest(set(intent.words), examples)
     match = _retrieve(intent, knowledge, near)
+    if _other_aggregate(match.name, intent, knowledge):  # "min ... per job" and only the average is recorded
+        grouped = {w for label in intent.group_by for w in (label, label.split("_")[0])}  # per job: not the measure
+        intent.words = [w for w in intent.words if w not in grouped and w != "training"] or intent.words
+        match = _retrieve(intent, knowledge, near, recorded=False)
     composed = compose(intent, match, knowledge)
     metrics = _validated(composed, knowledge)
     steps = _mended(intent) + list(composed.steps)
     alike = [example for _, example in near if set(example.metrics) & set(metrics)]
     if alike:
         steps.append(f"closest worked example: {alike[0].question!r} -> {alike[0].promql}")
+    scrape = _scrape_job_reading(question, composed, knowledge, examples)
+    if scrape is not None:
+        readings = [Reading("training jobs (job_id)", composed.promql, metrics), scrape]
+        steps.append("two readings of 'job' (training jobs / Prometheus scrape jobs): the first is answered")
+        return Answer(composed.promql, metrics, "; ".join(steps), readings,
+                      "which do you mean: training jobs (job_id) or Prometheus scrape jobs (the job label of "
+                      "targets)? Answered as training jobs; ask again with 'per training job' or 'per scrape job'")
+    for entry in knowledge.lexicon.get("two_readings", ()):
+        other = _other_reading(entry, question, intent.text, composed.promql, knowledge)
+        if other is not None:
+            readings = [Reading(entry["first"], composed.promql, metrics), other]
+            steps.append(f"two readings ({entry['first']} / {entry['second']}): the first is answered")
+            return Answer(composed.promql, metrics, "; ".join(steps), readings,
+                          f"which do you mean: {entry['first']} or {entry['second']}? Answered as the first; "
+                          f"ask again with {entry['say_first']!r} or {entry['say_second']!r} to choose")
     return Answer(composed.promql, metrics, "; ".join(steps))
+
+
+def _other_reading(entry: dict, question: str, text: str, promql: str, knowledge: Knowledge) -> Reading | None:
+    """The second reading of a phrase with two (lexicon `two_readings`: "memory utilization" is the memory's
+    busy time or its fill): the question asked again in the second reading's words."""
+    if not re.search(entry["phrase"], text) or re.search(entry["unless"], text):
+        return None
+    try:
+        other = ask(re.sub(entry["phrase"], entry["instead"], question.lower()), knowledge)
+    except Unanswerable:
+        return None
+    return None if other.promql == promql else Reading(entry["second"], other.promql, other.metrics)
+
+
+# "per job" with nothing saying which: a training job (job_id) or Prometheus's scrape job (`job`)
+_PER_JOB = re.compile(r"\b(?:per|by|for each|for every|each|every)\s+job\b")
+_JOB_QUALIFIED = re.compile(r"\b(?:training|slurm|batch|scrape|target|targets|exporter|prometheus)\b")
+
+
+def _scrape_job_reading(question: str, composed, knowledge: Knowledge, examples) -> Reading | None:
+    """The scrape-job reading of a "per job" question answered per training job, or None when the question
+    says which job it means or was not answered per training job."""
+    intent = parse_question(question, knowledge)
+    if not _PER_JOB.search(intent.text) or _JOB_QUALIFIED.search(intent.text) or "job_id" in intent.matchers \
+            or "job_id" not in composed.promql and "job:" not in composed.promql:
+        return None
+    intent.scrape_jobs = True
+    intent.group_by = tuple("job" if label == "job_id" else label for label in intent.group_by)
+    intent.words = [w for w in intent.words if w != "job"]
+    try:
+        near = nearest(set(intent.words), examples)
+        alternative = compose(intent, _retrieve(intent, knowledge, near), knowledge)
+        metrics = validate(alternative.promql, knowledge)
+    except (Unanswerable, InvalidQuery):
+        return None
+    if alternative.promql == composed.promql or "job_id" in alternative.promql:
+        return None
+    return Reading("Prometheus scrape jobs (the job label of targets)", alternative.promql, metrics)
 
 
 def _validated(composed, knowledge: Knowledge) -> list[str]:
@@ -119,7 +179,10 @@ def _best_with_labels(intent: Intent, knowledge: Knowledge, near: list, allowed)
     if it matches every word the best one matches: the filter is then kept, not dropped. A metric that
     does not is another measurement, and the best one answers (saying the filter was dropped)."""
     filters = frozenset(intent.filter_words)
-    best = best_metric(intent.words, knowledge, near, filters, allowed)
+    if intent.component and set(intent.words) - set(intent.component.words) <= _TARGET_STATE:
+        intent.words = ["target", "up"]  # "are the GPU exporter's scrape targets up": `up` of its job
+    wanted_labels = frozenset(intent.matchers) | {label for label, _, only in intent.value_words if only is None}
+    best = best_metric(intent.words, knowledge, near, filters, allowed, wanted_labels)
     wanted = set(intent.matchers)
     labels = knowledge.labels(best.name)
     if not wanted or labels is None or wanted <= labels:
@@ -129,24 +192,36 @@ def _best_with_labels(intent: Intent, knowledge: Knowledge, near: list, allowed)
         known = knowledge.labels(name)
         return (known is None or wanted <= known) and (allowed is None or allowed(name))
     try:
-        kept = best_metric(intent.words, knowledge, near, filters, labelled)
+        kept = best_metric(intent.words, knowledge, near, filters, labelled, wanted_labels)
     except Unanswerable:
         return best
-    return kept if kept.matched >= best.matched else best
+    # "XID 48 (double bit ECC error)": the code said names the XID counter, whatever else the words match
+    said_xid = "xid" in wanted and "xid" in intent.words
+    return kept if kept.matched >= best.matched or said_xid else best
 
 
-def _retrieve(intent: Intent, knowledge: Knowledge, near: list) -> Match:
+def _other_aggregate(name: str, intent: Intent, knowledge: Knowledge) -> bool:
+    """A record of one aggregate (`job:x:avg`) where the question asks for another, unrecorded one."""
+    parts = name.split(":")
+    return len(parts) == 3 and parts[2] in ("avg", "max", "min", "sum") and intent.agg in ("avg", "max", "min", "sum") \
+        and intent.agg != parts[2] and ":".join(parts[:2] + [intent.agg]) not in knowledge.metrics
+
+
+def _retrieve(intent: Intent, knowledge: Knowledge, near: list, recorded: bool = True) -> Match:
     """The best match among the metrics the question's subjects allow, with their matchers set: the
-    person's label, the component's job on series every job has (`up`), the alert's name."""
+    person's label, the component's job on series every job has (`up`), the alert's name (`recorded`
+    False: no recording rule's series)."""
     component, person = intent.component, intent.person
 
     def allowed(name: str) -> bool:
+        if not recorded and name.count(":") == 2:
+            return False
         if person and not person_label(knowledge.labels(name), knowledge):
             return False  # a per-person question is not answered for everyone
         job = owner(name, knowledge)
         return component is None or job is None or job == component.job
     try:
-        match = _best_with_labels(intent, knowledge, near, allowed if component or person else None)
+        match = _best_with_labels(intent, knowledge, near, allowed if component or person or not recorded else None)
     except Unanswerable as exc:
         if not person:
             raise

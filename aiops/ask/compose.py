@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from vigil.rules.promql import quote
+from vigil.rules.promql import format_number, quote
 
 from .aggregate import Facts, aggregate, condition, fraction_of_things, record_grouping, single, wanted_group
 from .groups import resolve
@@ -76,7 +76,8 @@ def compose(intent: Intent, match: Match, knowledge: Knowledge) -> Composed:
         labels = frozenset(measure["labels"])
         metrics = list(measure["metrics"])
         matchers = _keep(labels, intent, metrics[0])
-        parts = [_selector(m, {**defaults.get(m, {}), **matchers}) for m in metrics]
+        fixed = measure.get("matchers", {})
+        parts = [_selector(m, {**defaults.get(m, {}), **fixed.get(m, {}), **matchers}) for m in metrics]
         steps.append(f"'{measure['name']}' is derived: {measure['expr'].format(*metrics)}")
         _say_filters(intent, matchers, steps)
         if intent.agg in (None, "sum"):
@@ -87,7 +88,7 @@ def compose(intent: Intent, match: Match, knowledge: Knowledge) -> Composed:
                 steps.append(scoped[1])
                 return _ranked(scoped[0], intent, metrics, steps)
         expr = measure["expr"].format(*parts)
-        counter, help_text, unit, name, grouped = False, "", "ratio", metrics[0], ()
+        counter, help_text, unit, name, grouped = False, "", measure.get("unit", "ratio"), metrics[0], ()
     else:
         name = _sibling_record(match.name, intent, knowledge)
         doc = knowledge.metrics[name]
@@ -115,7 +116,25 @@ def compose(intent: Intent, match: Match, knowledge: Knowledge) -> Composed:
         steps.append(f"each {', '.join(group)}'s share of the whole")
         return _ranked(share_of_whole(expr, group), intent, metrics, steps)
     facts = replace(facts, filtered=conditioned != expr)
-    return _ranked(aggregate(conditioned, intent, facts, knowledge, steps), intent, metrics, steps)
+    aggregated = aggregate(conditioned, intent, facts, knowledge, steps)
+    unit = unit or next((u for u in _UNIT_SIZES if name.endswith(("_" + u, "_" + u + "_total"))), "")
+    return _ranked(_converted(aggregated, intent.unit_out, unit, steps), intent, metrics, steps)
+
+
+# "uptime in days", "free space in GB": the answer in the unit asked, from the series' own
+_UNIT_SIZES = {"seconds": {"minutes": 60, "hours": 3600, "days": 86400, "weeks": 604800},
+               "bytes": {"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "kib": 2 ** 10, "mib": 2 ** 20, "gib": 2 ** 30,
+                         "tib": 2 ** 40},
+               "hertz": {"mhz": 1e6, "ghz": 1e9},
+               "joules": {"kj": 1e3, "mj": 1e6, "wh": 3600, "kwh": 3.6e6, "mwh": 3.6e9}}
+
+
+def _converted(expr: str, unit_out: str | None, unit: str, steps: list[str]) -> str:
+    size = _UNIT_SIZES.get(unit, {}).get(unit_out or "")
+    if not size or " > " in expr or " < " in expr or " == " in expr or " >= " in expr or " <= " in expr:
+        return expr  # a kept series' value stays in its own unit (the comparison was read in it)
+    steps.append(f"in {unit_out}: {unit} / {format_number(size)}")
+    return f"({expr}) / {format_number(size)}"
 
 
 def _fraction_of_values(expr: str, intent: Intent, facts: Facts, matchers: dict[str, str], knowledge: Knowledge,

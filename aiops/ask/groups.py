@@ -31,6 +31,8 @@ def read_grouping(text: str, knowledge: Knowledge, entities: set[str],
     group_labels = knowledge.lexicon["group_labels"]
     for match in _GROUP.finditer(text):
         intro, each, word, after = match.groups()
+        if re.search(r"\bnot\s+$", text[:match.start()]):
+            continue  # "summed over the node's cards, not per card"
         if intro == "by" and not each and word.endswith("s") and word in entities \
                 and _PASSIVE.search(text[:match.start()]):
             continue

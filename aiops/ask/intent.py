@@ -9,6 +9,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from .asked import names_each_one, read_order, read_unit, value_phrases
 from .groups import read_grouping
 from .knowledge import Knowledge, stem, words
 from .retrieve import Unanswerable
@@ -58,7 +59,7 @@ _OPS = {"below": "<", "under": "<", "less than": "<", "lower than": "<", "cooler
         "idler than": "<", "at least": ">=", "at most": "<="}
 _COMPARE_CONCEPT = {"hotter than": " temperature ", "cooler than": " temperature ", "warmer than": " temperature ",
                     "busier than": " utilization ", "idler than": " utilization "}
-_UNIT_CONCEPT = {"degrees": " temperature ", "°c": " temperature ", "c": " temperature ", "w": " power ",
+_UNIT_CONCEPT = {"%": " percent ", "percent": " percent ", "degrees": " temperature ", "°c": " temperature ", "c": " temperature ", "w": " power ",
                  "watts": " power ", "mhz": " clock ", "ghz": " clock "}
 _SCALE = {"gb": 1e9, "gib": 2 ** 30, "mb": 1e6, "mib": 2 ** 20, "mhz": 1e6, "ghz": 1e9}
 _TOPN = re.compile(r"\b(top|bottom|(?:the\s+)?(\d+|two|three|four|five|ten)\s+(?=\w+est\b|most\b|least\b))\s*"
@@ -68,14 +69,20 @@ _GPU = re.compile(r"\b(?:gpu|card)\s*(?:#|index\s*)?(\d+)\b")
 _XID = re.compile(r"\bxid\s*(\d+)\b")
 _JOB_ID = re.compile(r"\bjob\s+(?:id\s+)?(\d{3,})\b")
 _DEVICE = re.compile(r"(?<![\w/])((?:/dev/)?(?:nvme\d+n\d+|nvme\d+|sd[a-z]|vd[a-z]|mlx\d+_\d+))\b")  # as written
-_STATE_DOWN = re.compile(r"\b(down|lost|unreachable|not up|failed|failing health|unhealthy|missing)\b")
+_STATE_DOWN = re.compile(r"(?<!held )(?<!hold )(?<!holds )(?<!holding )(?<!slowed )(?<!clocked )(?<!throttled )"
+                         r"\b(down|lost|unreachable|not up|failed|failing|unhealthy|missing)\b")
 # superlatives that also name what is measured ("hottest": temperature): kept for retrieval
 _CONCEPT_SUPERLATIVES = {"hottest", "warmest", "coolest", "coldest", "busiest", "idlest", "slowest", "fastest"}
 _STOP = set("a an the is are was were be been being of on in at to for from with by per and or what which "
             "who whom whose how many much does do did has have had there their its it this that these those "
             "me show list give tell right now currently current now any all every each our my we value "
             "values ran run running get got than over under past during across within hour "
-            "hours minute minutes day days week weeks today please can you i".split())
+            "hours minute minutes day days week weeks today please can you i went go gone out "
+            # dashboard and query talk ("single stat panel: avg gpu temp", "how do I get ... using X")
+            "panel panels stat singlestat graph chart plot dashboard grafana query promql expression nvidia "
+            "how do get want need see "
+            # what happened to a thing, not what is measured ("GPUs that logged XID 79")
+            "logged log logs reported recorded seen encountered experienced threw thrown raised bit".split())
 # the words the reader itself knows, beside the catalog's and the lexicon's (spelling.py mends the rest)
 KNOWN_WORDS = frozenset(_STOP | MAX_WORDS | MIN_WORDS | AVG_WORDS | SUM_WORDS | RANK_UP | RANK_DOWN | set(ENTITIES)
                         | set(_UNITS) | set(_NUMBER_WORDS) | {"hourly", "daily", "weekly", "fleet", "cluster", "whole",
@@ -109,6 +116,9 @@ class Intent:
     mended: list[str] = field(default_factory=list)  # typos and shorthand mended ("hotest -> hottest")
     text: str = ""  # the question as read: lowercased, mended, made regular (wording.py)
     scrape_jobs: bool = False  # "scrape jobs": Prometheus's `job` label, not training jobs
+    each_one: bool = False  # "on the node-2 GPUs": the things named in the plural, one figure each
+    unit_out: str | None = None  # "in days", "in GB": the unit the answer is asked in
+    ordered: bool = False  # "biggest first", "sorted by": every series in order, none aggregated away
 
 
 def _number(text: str | None, default: int) -> int:
@@ -150,7 +160,7 @@ def _filters(text: str, intent: Intent, knowledge: Knowledge) -> str:
         match = pattern.search(text)
         if match:
             intent.matchers[label] = value.format(match.group(1))
-            keep = {"gpu": " gpu ", "xid": " xid ", "device": " disk "}.get(label, " ")
+            keep = {"gpu": " gpu ", "xid": " xid ", "device": " disk ", "job_id": " job "}.get(label, " ")
             text = text[:match.start()] + keep + text[match.end():]
     for name in knowledge.alerts:
         if re.search(rf"\b{name.lower()}\b", text):
@@ -173,7 +183,7 @@ def _filters(text: str, intent: Intent, knowledge: Knowledge) -> str:
 
 def _ranking(text: str, tokens: list[str], intent: Intent) -> None:
     match = _TOPN.search(text)
-    which = re.search(r"\b(?:which|what)\s+(?:\w+\s+)?(gpus?|cards?|nodes?|hosts?|machines?|servers?|disks?|drives?|"
+    which = re.search(r"\b(?:(?:which|what)\s+(?:\w+\s+)?|any\s+)(gpus?|cards?|nodes?|hosts?|machines?|servers?|disks?|drives?|"
                       r"devices?|alerts?|targets?|jobs?|teams?|process(?:es)?|channels?|reasons?|xids?)\b", text)
     leading = re.match(r"\s*(gpus|nodes|hosts|disks|drives|devices|alerts|targets|jobs|processes)\b", text)
     # "the hottest GPU": a superlative that names its measure, put before a thing, asks which one it is
@@ -186,7 +196,7 @@ def _ranking(text: str, tokens: list[str], intent: Intent) -> None:
         which = named
     elif leading:  # "GPUs throttled by ...": a list of the flagged ones, like "which GPUs ..."
         intent.listing = True
-    many = re.search(r"\b(?:how many|number of|count of|count)\s+(?:\w+\s+)?(gpus|cards|nodes|hosts|machines|servers|"
+    many = re.search(r"\b(?:how many|number of|count of|count)\s+(?:(?:distinct|unique|different)\s+)?(?:\w+\s+)?(gpus|cards|nodes|hosts|machines|servers|"
                      r"disks|drives|devices|alerts|targets|jobs|processes|series|teams)\b", text) \
         or re.search(r"\b(gpu|card|node|host|disk|drive|device|target|job)s?\s+count\b(?!\s+of)", text)
     if many and re.match(r"\s*count", text[many.start():]) and not _COUNTING_START.search(text[:many.start()]):
@@ -204,6 +214,11 @@ def _ranking(text: str, tokens: list[str], intent: Intent) -> None:
         if k:
             intent.rank = (direction, k)
             return
+    order = read_order(text)
+    if order and not intent.count:
+        intent.rank = (order, 0)
+        intent.ordered = True
+        return
     if intent.which and (up or down) and not intent.count:
         plural = which is not None and which.group(1).endswith("s") and not which.group(1).endswith("ss")
         if plural:
@@ -243,6 +258,8 @@ def parse_question(question: str, knowledge: Knowledge) -> Intent:
     intent.scope = read_scope(text)
     text = _window(text, intent)
     text = _filters(text, intent, knowledge)
+    intent.unit_out, text = read_unit(text)
+    intent.value_words += value_phrases(text, knowledge)
     intent.component = find_component(text, knowledge)
     if intent.component:  # its name sets the job; it needs no metric of its own to be explained
         intent.filter_words.update(intent.component.words)
@@ -259,6 +276,7 @@ def parse_question(question: str, knowledge: Knowledge) -> Intent:
         concept = _COMPARE_CONCEPT.get(match.group(1), " ")
         concept += _UNIT_CONCEPT.get(match.group(3) or "", "")
         text = text[:match.start()] + concept + text[match.end():]
+    text = re.sub(r"\bat (?:least|most)\b", " ", text)  # "at least one GPU": no minimum of anything
     tokens = [t for t in re.findall(r"[a-z0-9_]+", text)]
     _ranking(text, tokens, intent)
     _aggregation(tokens, intent)
@@ -266,6 +284,7 @@ def parse_question(question: str, knowledge: Knowledge) -> Intent:
         intent.rate = True
     if _STATE_DOWN.search(text):
         intent.down = True
+    intent.each_one = names_each_one(text) and not intent.scope.whole and not intent.count
     intent.scrape_jobs = bool(re.search(r"\b(?:scrape|prometheus|exporter)\s+jobs?\b", text)
                               or re.search(r"\btargets?\b", text) and re.search(r"\bjobs?\b", text))
     intent.group_by, intent.group_words = read_grouping(text, knowledge, set(ENTITIES), intent.scrape_jobs)
@@ -281,10 +300,13 @@ def parse_question(question: str, knowledge: Knowledge) -> Intent:
     shape = MAX_WORDS | MIN_WORDS | AVG_WORDS | SUM_WORDS | {"busiest", "idlest", "throughput"}  # "throughput": a rate
     intent.words = [w for w in words(" ".join(t for t in tokens if t not in shape or t in _CONCEPT_SUPERLATIVES))
                     if w not in _STOP and (len(w) > 1 or w.isdigit())]
-    described = None if "xid" in intent.matchers else find_xid(intent.words, knowledge)
+    # "uncorrectable ECC errors" name the ECC counter's error type, not the XID whose name says as much
+    ecc_typed = any(label == "error_type" for label, _, _ in intent.value_words)
+    described = None if ecc_typed else find_xid(intent.words, knowledge)
     if described:  # "fell off the bus": XID 79 of the XID counter, whose words these are not
-        intent.matchers["xid"] = described[0]
-        intent.words = [w for w in intent.words if w not in described[1]] + ["xid"]
+        intent.matchers.setdefault("xid", described[0])  # "XID 79 (fallen off the bus)": the code said wins
+        intent.words = [w for w in intent.words if w not in described[1]]
+        intent.words += [] if "xid" in intent.words else ["xid"]
     if intent.scrape_jobs:  # the targets' job label: no training job's metric answers
         intent.words = [("target" if w == "job" else w) for w in intent.words]
     intent.smart = find_smart_attribute(intent.words, knowledge)

@@ -15,7 +15,7 @@ a question with neither has two readings, and both are returned (answer.py asks 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .compose import Composed
 from .groups import resolve
@@ -26,7 +26,9 @@ from .knowledge import STACK_TARGET_LABELS, Knowledge, stem
 _GLUE = {stem(w) for w in """have has had hold holds held holding use uses using used run runs running ran exist exists
     existing there total distinct different unique count number list show display enumerate all currently right now
     fleet cluster install installed present many do does we our us on in get got each every per altogether overall
-    sit live attached belong belongs belonging plugged whole entire configured defined""".split()}
+    sit live attached belong belongs belonging plugged whole entire configured defined allocated assigned reserved
+    occupied given one least any some single""".split()}
+_FRACTION_WORDS = {stem(w) for w in "fraction percent percentage share proportion ratio".split()}
 _SCRAPE_LABELS = {"job", "instance"}  # every target's: what they identify only `up` lists
 _LISTING = re.compile(r"^\s*(?:please\s+)?(?:list|show|display|enumerate|give|get|what|which)\b"
                       r"(?:\s+(?:me|us|all|the|of|every|current|currently|our|are|is|there|existing))*\s+(\w+)\b")
@@ -66,6 +68,9 @@ def entity_readings(intent: Intent, knowledge: Knowledge) -> list[ThingReading]:
     things = _things(knowledge)
     listing = _LISTING.match(intent.text)
     counted = stem(listing.group(1)) if listing and not intent.count else None
+    share = intent.scope.fraction and intent.scope.of_entities  # "what fraction of all GPUs are running a job"
+    if share:
+        counted = intent.scope.of_entities
     if intent.count and intent.which:  # the first word naming the thing "how many" asks for
         counted = next((stem(w) for w in re.findall(r"[a-z]+", intent.text)
                         if any(t.name.split()[-1] == intent.which for t in _named(stem(w), things))), None)
@@ -73,7 +78,7 @@ def entity_readings(intent: Intent, knowledge: Knowledge) -> list[ThingReading]:
     if not named:
         return []
     words = set(intent.words)
-    known = set().union(*(t.words | t.qualifiers for t in things)) | _GLUE
+    known = set().union(*(t.words | t.qualifiers for t in things)) | _GLUE | (_FRACTION_WORDS if share else set())
     known |= set(intent.component.words) if intent.component else set()
     if words - known - {stem(v) for v in intent.matchers.values()}:
         return []  # a measurement or a state is named: not a plain count ("how many GPUs are up")
@@ -83,8 +88,12 @@ def entity_readings(intent: Intent, knowledge: Knowledge) -> list[ThingReading]:
         chosen = chosen[:1]  # "jobs running on GPUs": the training job, related to a GPU
     readings = []
     for thing in chosen:
-        composed = _listed(thing, intent, knowledge) if counted and not intent.count else \
-            _counted(thing, related, intent, knowledge, things)
+        if share:
+            composed = _fraction(thing, related, intent, knowledge, things)
+        elif counted and not intent.count:
+            composed = _listed(thing, related, intent, knowledge)
+        else:
+            composed = _counted(thing, related, intent, knowledge, things)
         if composed is not None:
             said = f"{thing.qualifier} {counted}s" if thing.qualifier else f"{counted}s"
             readings.append(ThingReading(thing.meaning, composed, said))
@@ -136,6 +145,28 @@ def _counted(thing: Thing, related: list[Thing], intent: Intent, knowledge: Know
     return None
 
 
-def _listed(thing: Thing, intent: Intent, knowledge: Knowledge) -> Composed:
+def _fraction(thing: Thing, related: list[Thing], intent: Intent, knowledge: Knowledge,
+              things: list[Thing]) -> Composed | None:
+    """"What fraction of all GPUs are running a job": those related (or filtered) over all of them."""
+    if not related and not intent.matchers:
+        return None  # a fraction of all GPUs that are all GPUs: a measurement must say which (compose.py)
+    kept = _counted(thing, related, intent, knowledge, things)
+    every = _counted(thing, [], replace(intent, matchers={}), knowledge, things)
+    if kept is None or every is None:
+        return None
+    return Composed(f"{kept.promql} / {every.promql}", list(dict.fromkeys(kept.metrics + every.metrics)),
+                    kept.steps + [f"over all of them: {every.promql}"])
+
+
+def _listed(thing: Thing, related: list[Thing], intent: Intent, knowledge: Knowledge) -> Composed:
+    """The things, or those a related thing or a filter names ("which nodes does job 57433800 run on": the
+    nodes of the series relating nodes to jobs, for that job)."""
+    for other in related if related or intent.matchers else []:
+        labels = knowledge.labels(other.series)
+        if labels is not None and set(thing.keys) <= labels and set(intent.matchers) <= labels:
+            selector = other.series + ("{" + ", ".join(f'{k}="{v}"' for k, v in sorted(intent.matchers.items())) + "}"
+                                       if intent.matchers else "")
+            promql = f"group by ({', '.join(thing.keys)}) ({selector})"
+            return Composed(promql, [other.series], [f"listing {thing.meaning} of {other.meaning}: {promql}"])
     promql = thing.listing or f"group by ({', '.join(thing.keys)}) ({thing.series})"
     return Composed(promql, [], [f"listing {thing.meaning}: {promql}"])

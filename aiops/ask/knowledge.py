@@ -34,6 +34,9 @@ _WORD = re.compile(r"[a-z0-9]+")
 # series an operator never asks about: exposition bookkeeping and Go runtime internals
 _SKIP = re.compile(r"(_created$|^go_|^promhttp_|^net_conntrack_|_build_info$|^process_)")
 
+# labels a query may match on ALERTS (their labels are each alert's own: unknown to the catalog)
+ALERT_LABELS = frozenset({"alertname", "alertstate", "severity", "team", "job", "instance", "node", "gpu", "device"})
+
 
 def words(text: str) -> list[str]:
     return [stem(w) for w in _WORD.findall(text.lower())]
@@ -125,7 +128,8 @@ def _stemmed_lexicon(lexicon: dict) -> dict:
     lexicon = dict(lexicon)
     lexicon["synonyms"] = {stem(k): [stem(v) for v in vs] for k, vs in lexicon.get("synonyms", {}).items()}
     lexicon["group_labels"] = {stem(k): v for k, v in lexicon.get("group_labels", {}).items()}
-    lexicon["measures"] = [{**m, **{key: [stem(w) for w in m[key]] for key in ("words", "needs", "not")}}
+    lexicon["measures"] = [{**m, **{key: [stem(w) for w in m[key]] for key in ("words", "needs", "not")},
+                            "needs_any": [[stem(w) for w in group] for group in m.get("needs_any", ())]}
                            for m in lexicon.get("measures", ())]
     return lexicon
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .examples import Example
-from .knowledge import Knowledge, MetricDoc
+from .knowledge import ALERT_LABELS, Knowledge, MetricDoc
 
 # words every question about the fleet uses; they decide nothing alone
 _WEAK = {"gpu", "node", "vigil", "total", "time", "second", "count", "number", "state", "ratio", "byte",
@@ -80,22 +80,26 @@ def rank(content: list[str], knowledge: Knowledge, near: list[tuple[float, Examp
         if score > 0:
             matches.append(Match(doc.name, score + boosts[doc.name] * (1 if matched - _WEAK else 0), matched))
     for measure in knowledge.lexicon.get("measures", ()):
-        wanted = set(measure["needs"]) <= set(terms) and set(measure["words"]) & set(content)
+        needed = set(measure["needs"]) <= set(terms) or any(set(group) <= set(terms) for group in measure["needs_any"])
+        wanted = needed and set(measure["words"]) & set(content)
         if wanted and not set(measure["not"]) & set(content) and (allowed is None or allowed(measure["metrics"][0])):
             names = set().union(*(knowledge.metrics[m].name_words for m in measure["metrics"] if m in knowledge.metrics))
-            matched = frozenset(measure["needs"]) | (set(measure["words"]) | names) & set(terms)
+            matched = frozenset(measure["needs"]) | (set(measure["words"]) | names | set().union(*measure["needs_any"])) \
+                & set(terms)
             matches.append(Match(measure["name"], 1e6, matched, measure))
     matches.sort(key=lambda m: (-m.score, len(m.name)))
     return matches
 
 
 def best_metric(content: list[str], knowledge: Knowledge, near: list[tuple[float, Example]],
-                filters: frozenset[str] = frozenset(), allowed: Callable[[str], bool] | None = None) -> Match:
+                filters: frozenset[str] = frozenset(), allowed: Callable[[str], bool] | None = None,
+                labels_wanted: frozenset[str] = frozenset()) -> Match:
     """The best match, or `Unanswerable` when the question's own words are not about any metric.
     `filters`: words that set a label value ("sms", "muted"), which need no metric of their own;
     `allowed`: the metrics that may answer (those of a component or with a person label).
     An alert whose name or summary explains more of the question than the best metric answers instead:
-    a state only a rule defines ("which jobs are hung": JobHung) is read from the alert, not guessed."""
+    a state only a rule defines ("which jobs are hung": JobHung) is read from the alert, not guessed;
+    but not when the question filters on a label no alert carries (`labels_wanted`: "XID 79": xid)."""
     strong = [w for w in dict.fromkeys(content) if w not in _WEAK and w not in filters and not w.isdigit()] or [w for w in dict.fromkeys(content)
                                                                         if w in ("up", "rate")]
     matches = rank(content, knowledge, near, allowed)
@@ -105,7 +109,8 @@ def best_metric(content: list[str], knowledge: Knowledge, near: list[tuple[float
     best = matches[0]
     unknown = _unexplained(best.matched, strong, knowledge)
     orphans = _orphans(unknown, knowledge)
-    if orphans and (allowed is None or allowed("ALERTS")):  # a word only a rule's alert may explain
+    alerts_carry = labels_wanted <= ALERT_LABELS
+    if orphans and (allowed is None or allowed("ALERTS")) and alerts_carry:  # a word only a rule's alert may explain
         alert = _best_alert(content, strong, knowledge)
         left = _unexplained(alert.matched, strong, knowledge) if alert else unknown
         if alert is not None and set(orphans) - set(left) and len(left) <= len(unknown):

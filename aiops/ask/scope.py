@@ -62,8 +62,14 @@ def _finest(labels: frozenset[str] | None) -> str | None:
 def is_share(scope: Scope, group: tuple[str, ...], question: str, denominators: list[str]) -> bool:
     """Each group's part of the whole ("what share of the fleet's power does each node draw"), unless the
     question names the measure's own denominator ("of its limit") or says "that node's"."""
-    named = any(re.search(rf"\b{re.escape(word)}", question) for word in denominators)
-    return bool(group) and scope.fraction and scope.whole and not scope.own and not named
+    return bool(group) and scope.fraction and scope.whole and not scope.own and not _names(denominators, question)
+
+
+def _names(denominators: list[str], question: str) -> bool:
+    """The question names the measure's own denominator ("of its limit", "used vs total"); "the total GPU
+    memory in use" names the whole's amount, not the capacity."""
+    return any(re.search(rf"\b{re.escape(word)}(?!(?:\s+\w+){{0,3}}\s+(?:in use|used|drawn|consumed)\b)", question)
+               for word in denominators)
 
 
 def scoped_ratio(measure: dict, parts: list[str], group: tuple[str, ...], scope: Scope, single: bool,
@@ -71,7 +77,7 @@ def scoped_ratio(measure: dict, parts: list[str], group: tuple[str, ...], scope:
     """(query, why) for a derived ratio over a scope, or None when it stays one ratio per series.
     `summed`: the question says "total"; unless that names the ratio's own denominator ("used vs total
     memory"), the whole scope is meant."""
-    named = any(re.search(rf"\b{re.escape(word)}", question) for word in measure.get("of", []))
+    named = _names(measure.get("of", []), question)
     if is_share(scope, group, question, measure.get("of", [])):
         return share_of_whole(parts[0], group), f"each {', '.join(group)}'s share of the whole"
     scope = Scope(scope.whole or (summed and not named), scope.fraction, scope.own, scope.of_entities)

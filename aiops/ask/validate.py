@@ -5,10 +5,7 @@ from __future__ import annotations
 
 from vigil.rules.query import QuerySyntaxError, read_query
 
-from .knowledge import Knowledge
-
-# labels the query may match on ALERTS (their labels are each alert's own: unknown to the catalog)
-_ALERT_LABELS = frozenset({"alertname", "alertstate", "severity", "team"})
+from .knowledge import ALERT_LABELS, Knowledge
 
 
 class InvalidQuery(ValueError):
@@ -32,7 +29,7 @@ def validate(promql: str, knowledge: Knowledge) -> list[str]:
         metrics.append(selector.name)
         labels = knowledge.labels(selector.name)
         if labels is None and selector.name.startswith("ALERTS"):
-            labels = _ALERT_LABELS | {"job", "instance", "node", "gpu", "device"}
+            labels = ALERT_LABELS
         for label, _op, _value in selector.matchers:
             if label != "__name__" and labels is not None and label not in labels:
                 problems.append(f"{selector.name} has no label {label!r}")

@@ -1,0 +1,69 @@
+"""How a question asks for its answer, beside what it measures (docs/ask.md "How it works", third round):
+an order ("biggest first", "sorted from low to high"), a unit ("in days", "in GiB", "kWh"), things named in
+the plural ("the node-2 GPUs": one figure each), and label values said in several words ("SW power cap").
+Pure regular expressions over the lower-cased question; `intent.py` puts the pieces on the intent.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .knowledge import Knowledge
+
+# "biggest first", "sorted by temperature", "from high to low": every series, in that order (no aggregation)
+_ORDER = re.compile(r"\b(?:(?:highest|largest|biggest|hottest|busiest|most|greatest|heaviest|worst|warmest|max|"
+                    r"lowest|smallest|least|coolest|coldest|idlest|min)\s+(?:first|on top)|sort(?:ed)?(?:\s+by)?|"
+                    r"order(?:ed)?\s+by|rank(?:ed)?\s+by|in\s+(?:descending|ascending|decreasing|increasing)\s+order|"
+                    r"descending|ascending|(?:from\s+)?(?:high(?:est)?|most|largest|biggest)\s+to\s+"
+                    r"(?:low(?:est)?|least|smallest)|"
+                    r"(?:from\s+)?(?:low(?:est)?|least|smallest)\s+to\s+(?:high(?:est)?|most|largest|biggest))\b")
+_ORDER_UP = re.compile(r"\b(?:lowest|smallest|least|coolest|coldest|idlest|min)\s+(?:first|on top)|ascending|increasing|"
+                       r"\b(?:from\s+)?(?:low(?:est)?|least|smallest)\s+to\b")
+# things named in the plural ("pcie replays/sec on the node-2 gpus"): a figure for each, not their sum, unless
+# the question aggregates ("total", "how many", "across all")
+_EACH_ONE = re.compile(r"(?<!all )(?<!across )(?<!across the )(?<!of all )(?<!of all the )\b(?:gpus|cards|disks|drives)\b")
+_UNIT_OUT = re.compile(r"\b(?:in|as)\s+(minutes|hours|days|weeks|kb|mb|gb|tb|kib|mib|gib|tib|gigabytes|megabytes|"
+                       r"terabytes|mhz|ghz|kwh|wh|mwh|kj|mj)\b")
+_UNIT_NAMES = {"gigabytes": "gb", "megabytes": "mb", "terabytes": "tb"}
+# an energy unit names the measure as well as the unit ("how many kWh did the GPUs use")
+_ENERGY_UNIT = re.compile(r"\b(kwh|wh|mwh|kilowatt[- ]hours?|watt[- ]hours?)\b")
+_ENERGY_NAMES = {"kilowatt-hour": "kwh", "kilowatt hour": "kwh", "kilowatt-hours": "kwh", "kilowatt hours": "kwh",
+                 "watt-hour": "wh", "watt hour": "wh", "watt-hours": "wh", "watt hours": "wh"}
+
+
+def read_order(text: str) -> str | None:
+    """`sort_desc` or `sort` when the question asks for every series in an order; None otherwise."""
+    if not _ORDER.search(text):
+        return None
+    return "sort" if _ORDER_UP.search(text) else "sort_desc"
+
+
+def read_unit(text: str) -> tuple[str | None, str]:
+    """(the unit the answer is asked in, the text without it; an energy unit leaves the word "energy")."""
+    unit_out = None
+    unit = _UNIT_OUT.search(text)
+    if unit:
+        unit_out = _UNIT_NAMES.get(unit.group(1), unit.group(1))
+        text = text[:unit.start()] + " " + text[unit.end():]
+    energy = _ENERGY_UNIT.search(text)
+    if energy:
+        unit_out = unit_out or _ENERGY_NAMES.get(energy.group(1), energy.group(1))
+        text = text[:energy.start()] + " energy " + text[energy.end():]
+    return unit_out, text
+
+
+def names_each_one(text: str) -> bool:
+    """The question names the things in the plural, not all of them ("the node-2 GPUs")."""
+    return bool(_EACH_ONE.search(text))
+
+
+def value_phrases(text: str, knowledge: Knowledge) -> list[tuple[str, str, tuple[str, ...] | None]]:
+    """Label values said in several words (lexicon `value_phrases`: "SW power cap", "thermal throttling" of
+    the violation time), each (label, value, the only metrics it applies to). Unlike one-word values their
+    words still choose the metric."""
+    found = []
+    for entry in knowledge.lexicon.get("value_phrases", ()):
+        if re.search(entry["phrase"], text):
+            only = tuple(entry["only"]) if entry.get("only") else None
+            found += [(label, value, only) for label, value in entry["labels"].items()]
+    return found

@@ -1,0 +1,114 @@
+"""`vigil ask` on the kinds of question the third and fourth outside splits found wanting (issue 33, third
+round): an order asked for ("biggest first"), things named in the plural ("on the node-2 GPUs"), "any GPUs
+with ...", a unit asked for ("in days", "in GB", "kWh"), host CPU, memory and uptime, label values said in
+several words ("SW power cap"), "held down" (throttled, not down), "per job" with nothing saying which job
+(asked back), things listed or counted through another thing ("which nodes does job N run on", "what
+fraction of all GPUs run a job"). Every question here is in no set (`test_these_questions_are_in_no_set`)."""
+
+from __future__ import annotations
+
+
+import pytest
+
+from ask_support import normal, questions_in_sets
+from vigil.aiops.ask.answer import ask
+
+ONE_READING = [
+    # an order asked for: every series in that order, none aggregated away
+    ("node-3 gpu temperatures, hottest first", 'sort_desc(vigil_gpu_temperature_celsius{node="node-3", sensor="gpu"})'),
+    ("GPU power draw sorted from lowest to highest", "sort(vigil_gpu_power_watts)"),
+    ("memory used per node in descending order", "sort_desc(sum by (node) (vigil_gpu_memory_used_bytes))"),
+    # the things named in the plural: one figure each, unless the question aggregates
+    ("nvlink errors/sec of the node-1 gpus", 'rate(vigil_gpu_nvlink_errors_total{node="node-1"}[5m])'),
+    ("how many XID errors did the node-3 gpus log in the last 2 hours",
+     'sum(increase(vigil_gpu_xid_errors_total{node="node-3"}[2h]))'),
+    # "any GPUs with ...": the ones that have it
+    ("any GPUs with correctable ECC errors in the past 6 hours",
+     'increase(vigil_gpu_ecc_errors_total{counter_type="aggregate", error_type="corrected"}[6h]) > 0'),
+    ("any smart checks failing on node-2?", 'vigil_disk_smart_healthy{node="node-2"} == 0'),
+    # a counter split finer than the thing asked for adds up per thing
+    ("XID errors of each GPU over the last 3 hours", "sum by (node, gpu) (increase(vigil_gpu_xid_errors_total[3h]))"),
+    # a unit asked for
+    ("how long has node-2 been up, in hours", '(time() - node_boot_time_seconds{node="node-2"}) / 3600'),
+    ("how much GPU memory is in use on node-1, in GiB", '(sum(vigil_gpu_memory_used_bytes{node="node-1"})) / 1073741824'),
+    ("energy the fleet's GPUs used in the last 6 hours in kWh",
+     "(sum(increase(vigil_gpu_energy_joules_total[6h]))) / 3600000"),
+    # the host's CPU, memory and uptime
+    ("which server has the busiest cpu", 'topk(1, 1 - avg without (cpu, mode) (rate(node_cpu_seconds_total{mode="idle"}[5m])))'),
+    ("ram usage percentage of node-3",
+     '1 - node_memory_MemAvailable_bytes{node="node-3"} / node_memory_MemTotal_bytes{node="node-3"}'),
+    ("percentage of memory still available on each host", "node_memory_MemAvailable_bytes / node_memory_MemTotal_bytes"),
+    ("gpu memory usage percentage of each node",
+     "sum by (node) (vigil_gpu_memory_used_bytes) / sum by (node) (vigil_gpu_memory_total_bytes)"),
+    ("uptime of node-1 in days", '(time() - node_boot_time_seconds{node="node-1"}) / 86400'),
+    # label values said in several words; "held down" is throttled, not down
+    ("GPUs with the hardware power brake clock event active",
+     'vigil_gpu_clock_event_active{reason="hw_power_brake"} == 1'),
+    ("seconds of thermal throttling per GPU in the last 2 hours",
+     'increase(vigil_gpu_clock_event_seconds_total{reason="thermal"}[2h])'),
+    ("which GPUs are in a software thermal slowdown right now",
+     'vigil_gpu_clock_event_active{reason="sw_thermal"} == 1'),
+    ("lifetime double bit ECC errors on node-2",
+     'vigil_gpu_ecc_errors_total{counter_type="aggregate", error_type="uncorrected", node="node-2"}'),
+    # a comparison in percent of a limit reads the ratio
+    ("GPUs drawing over 80 % of their power cap", "vigil_gpu_power_watts / vigil_gpu_power_limit_watts > 0.8"),
+    # an XID given by its code and described in words
+    ("which GPUs hit XID 48 (double bit ECC error) today?", 'increase(vigil_gpu_xid_errors_total{xid="48"}[1d]) > 0'),
+    # a component's targets
+    ("are the node health exporter's scrape targets up?", 'up{job="vigil-node-health"}'),
+    # things listed or counted through another thing
+    ("which nodes is training job 57433900 running on?", 'group by (node) (vigil_gpu_job{job_id="57433900"})'),
+    ("what fraction of the GPUs are allocated to jobs?",
+     "count(count by (node, gpu) (vigil_gpu_job)) / count(vigil_gpu_up)"),
+    ("how many unique training jobs hold GPUs right now?", "count(count by (job_id) (vigil_gpu_job))"),
+    ("how many training jobs are using at least one GPU?", "count(count by (job_id) (vigil_gpu_job))"),
+    # an aggregate the record does not hold is taken on the raw series, through the job's GPUs
+    ("lowest GPU utilization of each training job",
+     "min by (job_id) (vigil_gpu_utilization_ratio * on (node, gpu) group_left (job_id) vigil_gpu_job)"),
+    # dashboard talk names no measurement
+    ("grafana stat panel showing the average gpu temperature of the cluster",
+     'avg(vigil_gpu_temperature_celsius{sensor="gpu"})'),
+]
+
+
+def test_these_questions_are_in_no_set():
+    known = questions_in_sets()
+    asked = [q for q, _ in ONE_READING] + ["gpu temperature per job", "power draw for every job",
+                                          "mem utilization of the gpus on node-3"]
+    assert not known & {normal(q) for q in asked}
+
+
+@pytest.mark.parametrize("question, promql", ONE_READING)
+def test_each_kind_is_read_from_its_words(question, promql):
+    answer = ask(question)
+    assert answer.promql == promql, answer.explanation
+    assert not answer.readings
+
+
+def test_a_unit_asked_for_is_said_in_the_explanation():
+    assert "in days: seconds / 86400" in ask("uptime of node-1 in days").explanation
+
+
+@pytest.mark.parametrize("question", ["gpu temperature per job", "power draw for every job"])
+def test_per_job_without_saying_which_job_is_answered_per_training_job_and_asked_back(question):
+    answer = ask(question)
+    assert "group_left (job_id) vigil_gpu_job" in answer.promql
+    assert [r.meaning for r in answer.readings] == ["training jobs (job_id)",
+                                                    "Prometheus scrape jobs (the job label of targets)"]
+    assert answer.readings[1].promql.startswith(("avg by (job) (", "sum by (job) ("))
+    assert "which do you mean" in answer.ask_back and "per scrape job" in answer.ask_back
+
+
+@pytest.mark.parametrize("question", ["gpu temperature per training job", "gpu temperature of job 57433900",
+                                      "scrape duration per job"])
+def test_per_job_said_plainly_is_not_asked_back(question):
+    assert not ask(question).readings
+
+
+def test_memory_utilization_is_asked_back_between_its_busy_time_and_its_fill():
+    answer = ask("mem utilization of the gpus on node-3")
+    assert answer.promql == 'vigil_gpu_memory_utilization_ratio{node="node-3"}'
+    assert [r.promql for r in answer.readings] == [
+        answer.promql, 'vigil_gpu_memory_used_bytes{node="node-3"} / vigil_gpu_memory_total_bytes{node="node-3"}']
+    assert "memory used fraction" in answer.ask_back
+    assert not ask("memory bandwidth utilization of the gpus on node-3").readings
