@@ -65,6 +65,20 @@ ONE_READING = [
     # an aggregate the record does not hold is taken on the raw series, through the job's GPUs
     ("lowest GPU utilization of each training job",
      "min by (job_id) (vigil_gpu_utilization_ratio * on (node, gpu) group_left (job_id) vigil_gpu_job)"),
+    # things the related series does not list
+    ("how many GPUs on node-3 have no job on them", 'count(group by (node, gpu) (vigil_gpu_up{node="node-3"}) '
+     'unless on (node, gpu) vigil_gpu_job)'),
+    ("how many nodes don't run any training job", "count(group by (node) (vigil_gpu_up) unless on (node) vigil_gpu_job)"),
+    # two values of one label side by side: a figure per value
+    ("corrected versus uncorrected ECC errors on node-2 in the last day",
+     'sum by (error_type) (increase(vigil_gpu_ecc_errors_total{counter_type="aggregate", node="node-2"}[1d]))'),
+    # "which N things": the N first
+    ("which 2 GPUs draw the most power", "topk(2, vigil_gpu_power_watts)"),
+    # how long ago a recorded time was
+    ("how many seconds ago did node-1's node health exporter send its last heartbeat",
+     'time() - vigil_node_heartbeat_timestamp_seconds{node="node-1"}'),
+    # "each prometheus job" is the scrape job, not Prometheus's own target
+    ("how many targets does every prometheus job scrape", "count by (job) (up)"),
     # dashboard talk names no measurement
     ("grafana stat panel showing the average gpu temperature of the cluster",
      'avg(vigil_gpu_temperature_celsius{sensor="gpu"})'),

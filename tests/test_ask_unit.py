@@ -141,6 +141,12 @@ def test_the_execution_judge_compares_label_sets_and_values_not_names_or_order()
     assert not same_answer(gold, _rows((gpu0, 100.0), (gpu1, 201.0)))[0]
     assert not same_answer(gold, _rows((gpu0, 100.0)))[0]
     assert same_answer(_rows(({}, 3.0)), _rows(({"node": "node-1"}, 3.0)))[0]  # one number each: the value
+    target = {"job": "vigil-notifier", "instance": "127.0.0.1:9703"}
+    per_tier = _rows(({**target, "tier": "0"}, 1.0), ({**target, "tier": "1"}, 2.0))
+    assert same_answer(per_tier, _rows(({"tier": "1"}, 2.0), ({"tier": "0"}, 1.0)))[0]  # `sum by (tier)`: alike
+    assert not same_answer(per_tier, _rows(({"tier": "1"}, 2.0), ({"tier": "0"}, 1.5)))[0]
+    assert not same_answer(_rows((gpu0, 1.0), ({"node": "node-2", "gpu": "0"}, 2.0)),
+                           _rows(({"gpu": "0"}, 1.0), ({"gpu": "0"}, 2.0)))[0]  # `gpu` alone tells them not apart
     assert same_answer([], [], {"up"}, {"up"})[0]
     assert not same_answer([], [], {"up"}, {"vigil_gpu_up"})[0]  # empty from the wrong metric is wrong
 

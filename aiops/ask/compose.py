@@ -106,6 +106,9 @@ def compose(intent: Intent, match: Match, knowledge: Knowledge) -> Composed:
                   _counts_itself(name, intent, knowledge.lexicon["synonyms"]), grouped=grouped,
                   fixed=frozenset(matchers))
     expr = _over_window(expr, intent, facts, match.measure is not None, matchers, knowledge, steps)
+    if intent.age and name.endswith("_timestamp_seconds") and not facts.counter and not intent.window:
+        expr = f"time() - {expr}"  # "how many seconds ago", "how long since the last heartbeat"
+        steps.append("how long ago: now minus the time recorded")
     conditioned = condition(expr, intent, facts, steps)
     fraction = fraction_of_things(expr, conditioned, intent, facts, knowledge, steps) \
         or _fraction_of_values(expr, intent, facts, matchers, knowledge, steps)

@@ -62,7 +62,8 @@ _COMPARE_CONCEPT = {"hotter than": " temperature ", "cooler than": " temperature
 _UNIT_CONCEPT = {"%": " percent ", "percent": " percent ", "degrees": " temperature ", "°c": " temperature ", "c": " temperature ", "w": " power ",
                  "watts": " power ", "mhz": " clock ", "ghz": " clock "}
 _SCALE = {"gb": 1e9, "gib": 2 ** 30, "mb": 1e6, "mib": 2 ** 20, "mhz": 1e6, "ghz": 1e9}
-_TOPN = re.compile(r"\b(top|bottom|(?:the\s+)?(\d+|two|three|four|five|ten)\s+(?=\w+est\b|most\b|least\b))\s*"
+_TOPN = re.compile(r"\b(top|bottom|(?:the\s+)?(\d+|two|three|four|five|ten)\s+(?=\w+est\b|most\b|least\b)|"
+                   r"which\s+(\d+|two|three|four|five|ten)\s+(?=\w+s\b))\s*"
                    r"(\d+|two|three|four|five|ten)?\b")
 _NODE = re.compile(r"\b(?:node|host)[- ]?(\d+)\b")
 _GPU = re.compile(r"\b(?:gpu|card)\s*(?:#|index\s*)?(\d+)\b")
@@ -82,7 +83,8 @@ _STOP = set("a an the is are was were be been being of on in at to for from with
             "panel panels stat singlestat graph chart plot dashboard grafana query promql expression nvidia "
             "how do get want need see "
             # what happened to a thing, not what is measured ("GPUs that logged XID 79")
-            "logged log logs reported recorded seen encountered experienced threw thrown raised bit".split())
+            "logged log logs reported recorded seen encountered experienced threw thrown raised bit ago send "
+            "sends".split())
 # the words the reader itself knows, beside the catalog's and the lexicon's (spelling.py mends the rest)
 KNOWN_WORDS = frozenset(_STOP | MAX_WORDS | MIN_WORDS | AVG_WORDS | SUM_WORDS | RANK_UP | RANK_DOWN | set(ENTITIES)
                         | set(_UNITS) | set(_NUMBER_WORDS) | {"hourly", "daily", "weekly", "fleet", "cluster", "whole",
@@ -118,6 +120,7 @@ class Intent:
     scrape_jobs: bool = False  # "scrape jobs": Prometheus's `job` label, not training jobs
     each_one: bool = False  # "on the node-2 GPUs": the things named in the plural, one figure each
     unit_out: str | None = None  # "in days", "in GB": the unit the answer is asked in
+    age: bool = False  # "how many seconds ago", "how long since": now minus a recorded time
     ordered: bool = False  # "biggest first", "sorted by": every series in order, none aggregated away
 
 
@@ -203,11 +206,12 @@ def _ranking(text: str, tokens: list[str], intent: Intent) -> None:
         many = None  # "timeout count of the disks": a measurement named "count", not a count of disks
     if many:
         intent.count = True
-        intent.which = intent.which or ENTITIES[many.group(1)]
+        said_any = which is not None and which.group(0).startswith("any")  # "how many GPUs have any job"
+        intent.which = ENTITIES[many.group(1)] if said_any else intent.which or ENTITIES[many.group(1)]
     up = any(t in RANK_UP for t in tokens)
     down = any(t in RANK_DOWN for t in tokens)
     if match:
-        k = _number(match.group(2) or match.group(3), 0)
+        k = _number(match.group(2) or match.group(3) or match.group(4), 0)
         if k > MAX_RANK:
             raise Unanswerable(f"a ranking of {k} is longer than vigil lists: at most {MAX_RANK}")
         direction = "bottomk" if match.group(1).startswith("bottom") or down and not up else "topk"
@@ -249,6 +253,25 @@ def _aggregation(tokens: list[str], intent: Intent) -> None:
             intent.over_time = "max"
         elif first(MIN_WORDS):
             intent.over_time = "min"
+
+
+def _contrasted(text: str, intent: Intent) -> None:
+    """"corrected vs uncorrected ECC errors": two values of one label set side by side ask for a figure per
+    value (a grouping by that label), not a filter on one of them nor a fraction."""
+    pairs = re.finditer(r"\b([a-z_]+)\s+(?:vs\.?|versus|and|or|compared (?:to|with))\s+([a-z_]+)\b", text)
+    for pair in pairs:
+        first = [(label, only) for label, _, only in intent.value_words if _said(pair.group(1), label, intent)]
+        second = {label for label, _, _ in intent.value_words if _said(pair.group(2), label, intent)}
+        for label, only in first:
+            if label in second and only is None:
+                intent.value_words = [v for v in intent.value_words if v[0] != label]
+                intent.group_by = tuple(dict.fromkeys(intent.group_by + (label,)))
+                intent.scope = Scope(intent.scope.whole, False, intent.scope.own, intent.scope.of_entities)
+                return
+
+
+def _said(token: str, label: str, intent: Intent) -> bool:
+    return any(l == label and (token == v or token.startswith(v[:6])) for l, v, _ in intent.value_words)
 
 
 def parse_question(question: str, knowledge: Knowledge) -> Intent:
@@ -297,6 +320,9 @@ def parse_question(question: str, knowledge: Knowledge) -> Intent:
             entry = dict(entry)
             only = entry.pop("only", None)
             intent.value_words += [(label, value, tuple(only) if only else None) for label, value in entry.items()]
+    _contrasted(text, intent)
+    intent.age = bool(re.search(r"\bago\b|\bhow long since\b|\bsince (?:the |its |their )?last\b|\bhow old\b|"
+                                r"\bage of\b|\bstale(?:ness)?\b", text))
     shape = MAX_WORDS | MIN_WORDS | AVG_WORDS | SUM_WORDS | {"busiest", "idlest", "throughput"}  # "throughput": a rate
     intent.words = [w for w in words(" ".join(t for t in tokens if t not in shape or t in _CONCEPT_SUPERLATIVES))
                     if w not in _STOP and (len(w) > 1 or w.isdigit())]

@@ -27,7 +27,10 @@ _GLUE = {stem(w) for w in """have has had hold holds held holding use uses using
     existing there total distinct different unique count number list show display enumerate all currently right now
     fleet cluster install installed present many do does we our us on in get got each every per altogether overall
     sit live attached belong belongs belonging plugged whole entire configured defined allocated assigned reserved
-    occupied given one least any some single""".split()}
+    occupied given one least any some single dont don doesnt not no without lacking free unused unallocated spare
+    them it they""".split()}
+# "GPUs that don't have a job", "nodes without jobs": the things the related series does not list
+_NEGATED = re.compile(r"\b(?:don'?t|doesn'?t|do not|does not|without|not|no|lacking|free|unused|unallocated|spare)\b")
 _FRACTION_WORDS = {stem(w) for w in "fraction percent percentage share proportion ratio".split()}
 _SCRAPE_LABELS = {"job", "instance"}  # every target's: what they identify only `up` lists
 _LISTING = re.compile(r"^\s*(?:please\s+)?(?:list|show|display|enumerate|give|get|what|which)\b"
@@ -90,6 +93,8 @@ def entity_readings(intent: Intent, knowledge: Knowledge) -> list[ThingReading]:
     for thing in chosen:
         if share:
             composed = _fraction(thing, related, intent, knowledge, things)
+        elif related and _NEGATED.search(intent.text) and intent.count:
+            composed = _counted_without(thing, related[0], intent, knowledge)
         elif counted and not intent.count:
             composed = _listed(thing, related, intent, knowledge)
         else:
@@ -143,6 +148,22 @@ def _counted(thing: Thing, related: list[Thing], intent: Intent, knowledge: Know
                  + (f", per {', '.join(by)}" if by else ""), *grouping.why]
         return Composed(promql, [series] + ([grouping.join[0]] if grouping.join else []), steps)
     return None
+
+
+def _counted_without(thing: Thing, other: Thing, intent: Intent, knowledge: Knowledge) -> Composed | None:
+    """"How many GPUs don't have a job": the things listed, less those the related series lists."""
+    labels = knowledge.labels(other.series)
+    if labels is None or not set(thing.keys) <= labels:
+        return None
+    matchers = {k: v for k, v in intent.matchers.items() if k in (knowledge.labels(thing.series) or ())}
+    selector = thing.series + ("{" + ", ".join(f'{k}="{v}"' for k, v in sorted(matchers.items())) + "}"
+                               if matchers else "")
+    by = tuple(intent.group_by)
+    keys = ", ".join(thing.keys)
+    inner = f"group by ({keys}) ({selector}) unless on ({keys}) {other.series}"  # each thing once
+    promql = f"count by ({', '.join(by)}) ({inner})" if by else f"count({inner})"
+    return Composed(promql, [thing.series, other.series],
+                    [f"counting {thing.meaning} that {other.series} does not list (no {other.name})"])
 
 
 def _fraction(thing: Thing, related: list[Thing], intent: Intent, knowledge: Knowledge,

@@ -5,7 +5,9 @@ instant against the same Prometheus, are the same (docs/ask.md "How accuracy is 
 - when both results hold exactly one series, only the values are compared (one number answers alike
   whatever labels an aggregation kept);
 - otherwise both must hold the same label sets, each with a value within a relative 1e-6 (NaN equals NaN);
-  the order of the series (`sort_desc`, `topk`) is not compared;
+  the order of the series (`sort_desc`, `topk`) is not compared; label sets that differ only by labels one
+  side dropped are matched on the labels both carry, when those tell every series apart on both sides
+  (`sum by (tier) (x)` answers as `x` does when x's series differ only by tier);
 - two empty results count as the same answer only when both queries read the same metrics (an empty
   answer from the wrong metric is wrong).
 
@@ -53,9 +55,26 @@ def same_answer(gold: list[dict], predicted: list[dict], gold_metrics: set[str] 
         return same, "" if same else f"value {predicted[0]['value']} != {gold[0]['value']}"
     want, got = _keyed(gold), _keyed(predicted)
     if set(want) != set(got):
-        return False, f"{len(got)} series != {len(want)} expected ({len(set(got) - set(want))} unexpected)"
+        matched = _on_shared_labels(gold, predicted)
+        if matched is None:
+            return False, f"{len(got)} series != {len(want)} expected ({len(set(got) - set(want))} unexpected)"
+        want, got = matched
     wrong = [key for key in want if not _close(want[key], got[key])]
     return not wrong, "" if not wrong else f"{len(wrong)} values differ"
+
+
+def _on_shared_labels(gold: list[dict], predicted: list[dict]) -> tuple[dict, dict] | None:
+    """Both results keyed by the labels every series of both carries, when those labels tell each side's
+    series apart and name the same series: `sum by (tier) (x)` and `x` where x's series differ only by
+    tier (the rest, one target's `instance` and `job`, is the same on all) are one answer. None otherwise."""
+    shared = set.intersection(*(set(row["labels"]) - {"__name__"} for row in gold + predicted))
+    if not shared:
+        return None
+    want = {frozenset((k, row["labels"][k]) for k in shared): row["value"] for row in gold}
+    got = {frozenset((k, row["labels"][k]) for k in shared): row["value"] for row in predicted}
+    if len(want) != len(gold) or len(got) != len(predicted) or set(want) != set(got):
+        return None
+    return want, got
 
 
 @dataclass(frozen=True)
