@@ -1,6 +1,7 @@
 """How a question asks for its answer, beside what it measures (docs/ask.md "How it works", third round):
 an order ("biggest first", "sorted from low to high"), a unit ("in days", "in GiB", "kWh"), things named in
-the plural ("the node-2 GPUs": one figure each), and label values said in several words ("SW power cap").
+the plural ("the node-2 GPUs": one figure each), label values said in several words ("SW power cap"), two
+values of one label side by side ("corrected vs uncorrected"), and how long ago ("seconds ago").
 Pure regular expressions over the lower-cased question; `intent.py` puts the pieces on the intent.
 """
 
@@ -67,3 +68,26 @@ def value_phrases(text: str, knowledge: Knowledge) -> list[tuple[str, str, tuple
             only = tuple(entry["only"]) if entry.get("only") else None
             found += [(label, value, only) for label, value in entry["labels"].items()]
     return found
+
+
+_AGE = re.compile(r"\bago\b|\bhow long since\b|\bsince (?:the |its |their )?last\b|\bhow old\b|\bage of\b|"
+                  r"\bstale(?:ness)?\b")
+_SIDE_BY_SIDE = re.compile(r"\b([a-z_]+)\s+(?:vs\.?|versus|and|or|compared (?:to|with))\s+([a-z_]+)\b")
+
+
+def asks_age(text: str) -> bool:
+    """"How many seconds ago", "how long since the last heartbeat": now minus a recorded time."""
+    return bool(_AGE.search(text))
+
+
+def contrasted_label(text: str, value_words: list[tuple[str, str, tuple[str, ...] | None]]) -> str | None:
+    """The label two of the question's values, side by side, both set ("corrected vs uncorrected ECC
+    errors": error_type): a figure per value is asked, not a filter on one of them nor a fraction."""
+    def said(token: str, label: str) -> bool:  # "uncorrectable" says the value "uncorrected"
+        return any(known == label and (token == value or token.startswith(value[:6]))
+                   for known, value, _ in value_words)
+    for pair in _SIDE_BY_SIDE.finditer(text):
+        for label, _, only in value_words:
+            if only is None and said(pair.group(1), label) and said(pair.group(2), label):
+                return label
+    return None

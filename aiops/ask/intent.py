@@ -9,34 +9,16 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from .asked import names_each_one, read_order, read_unit, value_phrases
+from .asked import asks_age, contrasted_label, names_each_one, read_order, read_unit, value_phrases
 from .groups import read_grouping
 from .knowledge import Knowledge, stem, words
 from .retrieve import Unanswerable
 from .scope import Scope, read_scope
 from .subjects import Component, SmartAttribute, find_component, find_person, find_smart_attribute, find_xid
+from .reader_words import (AVG_WORDS, CONCEPT_SUPERLATIVES, ENTITIES, KNOWN_WORDS, MAX_WORDS, MIN_WORDS,
+                           NUMBER_WORDS, RANK_DOWN, RANK_UP, STOP, SUM_WORDS, UNITS)
 from .wording import regular
 
-MAX_WORDS = {"max", "maximum", "highest", "peak", "hottest", "warmest", "largest", "biggest", "worst", "top",
-             "hotter", "most", "slowest"}
-MIN_WORDS = {"min", "minimum", "lowest", "coolest", "coldest", "smallest", "least", "bottom", "idlest", "fastest"}
-AVG_WORDS = {"average", "avg", "mean", "typical"}
-SUM_WORDS = {"total", "sum"}  # "overall", "combined": a whole scope, aggregated as the measure adds up (scope.py)
-RANK_UP = {"hottest", "busiest", "highest", "most", "largest", "biggest", "top", "worst", "warmest", "max",
-           "maximum", "peak", "slowest"}
-RANK_DOWN = {"coolest", "coldest", "idlest", "lowest", "least", "bottom", "smallest", "min", "minimum", "fastest"}
-ENTITIES = {"gpu": "gpu", "gpus": "gpu", "card": "gpu", "cards": "gpu", "node": "node", "nodes": "node",
-            "host": "node", "hosts": "node", "machine": "node", "machines": "node", "server": "node",
-            "servers": "node", "disk": "device", "disks": "device", "drive": "device", "drives": "device",
-            "device": "device", "devices": "device", "alert": "alert", "alerts": "alert", "target": "target",
-            "targets": "target", "job": "job", "jobs": "job", "team": "team", "teams": "team",
-            "process": "process", "processes": "process", "series": "series", "reason": "reason",
-            "reasons": "reason", "channel": "channel", "channels": "channel", "xid": "xid", "xids": "xid"}
-_UNITS = {"s": 1, "sec": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "minute": 60, "minutes": 60,
-          "h": 3600, "hour": 3600, "hours": 3600, "d": 86400, "day": 86400, "days": 86400, "w": 604800,
-          "week": 604800, "weeks": 604800}
-_NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-                 "ten": 10, "twelve": 12, "24": 24}
 _WINDOW = re.compile(r"\b(?:in|over|during|for|within|across)?\s*(?:the\s+)?(?:last|past|previous|recent)\s+"
                      r"(\d+|a|an|one|two|three|four|five|six|seven|ten|twelve)?\s*"
                      r"(s|sec|seconds?|m|min|minutes?|h|hours?|d|days?|w|weeks?)\b")
@@ -72,25 +54,6 @@ _JOB_ID = re.compile(r"\bjob\s+(?:id\s+)?(\d{3,})\b")
 _DEVICE = re.compile(r"(?<![\w/])((?:/dev/)?(?:nvme\d+n\d+|nvme\d+|sd[a-z]|vd[a-z]|mlx\d+_\d+))\b")  # as written
 _STATE_DOWN = re.compile(r"(?<!held )(?<!hold )(?<!holds )(?<!holding )(?<!slowed )(?<!clocked )(?<!throttled )"
                          r"\b(down|lost|unreachable|not up|failed|failing|unhealthy|missing)\b")
-# superlatives that also name what is measured ("hottest": temperature): kept for retrieval
-_CONCEPT_SUPERLATIVES = {"hottest", "warmest", "coolest", "coldest", "busiest", "idlest", "slowest", "fastest"}
-_STOP = set("a an the is are was were be been being of on in at to for from with by per and or what which "
-            "who whom whose how many much does do did has have had there their its it this that these those "
-            "me show list give tell right now currently current now any all every each our my we value "
-            "values ran run running get got than over under past during across within hour "
-            "hours minute minutes day days week weeks today please can you i went go gone out "
-            # dashboard and query talk ("single stat panel: avg gpu temp", "how do I get ... using X")
-            "panel panels stat singlestat graph chart plot dashboard grafana query promql expression nvidia "
-            "how do get want need see "
-            # what happened to a thing, not what is measured ("GPUs that logged XID 79")
-            "logged log logs reported recorded seen encountered experienced threw thrown raised bit ago send "
-            "sends".split())
-# the words the reader itself knows, beside the catalog's and the lexicon's (spelling.py mends the rest)
-KNOWN_WORDS = frozenset(_STOP | MAX_WORDS | MIN_WORDS | AVG_WORDS | SUM_WORDS | RANK_UP | RANK_DOWN | set(ENTITIES)
-                        | set(_UNITS) | set(_NUMBER_WORDS) | {"hourly", "daily", "weekly", "fleet", "cluster", "whole",
-                                                             "entire", "overall", "fraction", "percentage", "share"})
-
-
 @dataclass
 class Intent:
     question: str
@@ -127,7 +90,7 @@ class Intent:
 def _number(text: str | None, default: int) -> int:
     if not text:
         return default
-    return int(text) if text.isdigit() else _NUMBER_WORDS.get(text, default)
+    return int(text) if text.isdigit() else NUMBER_WORDS.get(text, default)
 
 
 def _window(text: str, intent: Intent) -> str:
@@ -136,7 +99,7 @@ def _window(text: str, intent: Intent) -> str:
     match = _WINDOW.search(text) or _SHORT_WINDOW.search(text) or _BARE_WINDOW.search(text)
     if match:
         count = _number(match.group(1), 1)
-        unit = _UNITS[match.group(2)]
+        unit = UNITS[match.group(2)]
         seconds = count * unit
         if not 0 < seconds <= MAX_WINDOW_S:
             raise Unanswerable(f"a window of {count} {match.group(2)} is not one vigil can query: "
@@ -191,7 +154,7 @@ def _ranking(text: str, tokens: list[str], intent: Intent) -> None:
     leading = re.match(r"\s*(gpus|nodes|hosts|disks|drives|devices|alerts|targets|jobs|processes)\b", text)
     # "the hottest GPU": a superlative that names its measure, put before a thing, asks which one it is
     named = re.search(r"\b(?:%s)\s+(gpus?|cards?|nodes?|hosts?|machines?|servers?|disks?|drives?|devices?)\b"
-                      % "|".join(sorted(_CONCEPT_SUPERLATIVES)), text)
+                      % "|".join(sorted(CONCEPT_SUPERLATIVES)), text)
     if which:
         intent.which = ENTITIES[which.group(1)]
     elif named:
@@ -255,25 +218,6 @@ def _aggregation(tokens: list[str], intent: Intent) -> None:
             intent.over_time = "min"
 
 
-def _contrasted(text: str, intent: Intent) -> None:
-    """"corrected vs uncorrected ECC errors": two values of one label set side by side ask for a figure per
-    value (a grouping by that label), not a filter on one of them nor a fraction."""
-    pairs = re.finditer(r"\b([a-z_]+)\s+(?:vs\.?|versus|and|or|compared (?:to|with))\s+([a-z_]+)\b", text)
-    for pair in pairs:
-        first = [(label, only) for label, _, only in intent.value_words if _said(pair.group(1), label, intent)]
-        second = {label for label, _, _ in intent.value_words if _said(pair.group(2), label, intent)}
-        for label, only in first:
-            if label in second and only is None:
-                intent.value_words = [v for v in intent.value_words if v[0] != label]
-                intent.group_by = tuple(dict.fromkeys(intent.group_by + (label,)))
-                intent.scope = Scope(intent.scope.whole, False, intent.scope.own, intent.scope.of_entities)
-                return
-
-
-def _said(token: str, label: str, intent: Intent) -> bool:
-    return any(l == label and (token == v or token.startswith(v[:6])) for l, v, _ in intent.value_words)
-
-
 def parse_question(question: str, knowledge: Knowledge) -> Intent:
     intent = Intent(question)
     text, intent.mended = regular(question, knowledge, KNOWN_WORDS)
@@ -320,12 +264,15 @@ def parse_question(question: str, knowledge: Knowledge) -> Intent:
             entry = dict(entry)
             only = entry.pop("only", None)
             intent.value_words += [(label, value, tuple(only) if only else None) for label, value in entry.items()]
-    _contrasted(text, intent)
-    intent.age = bool(re.search(r"\bago\b|\bhow long since\b|\bsince (?:the |its |their )?last\b|\bhow old\b|"
-                                r"\bage of\b|\bstale(?:ness)?\b", text))
+    contrasted = contrasted_label(text, intent.value_words)
+    if contrasted:  # "corrected vs uncorrected": a figure per value, no filter on one and no fraction
+        intent.value_words = [v for v in intent.value_words if v[0] != contrasted]
+        intent.group_by = tuple(dict.fromkeys(intent.group_by + (contrasted,)))
+        intent.scope = Scope(intent.scope.whole, False, intent.scope.own, intent.scope.of_entities)
+    intent.age = asks_age(text)
     shape = MAX_WORDS | MIN_WORDS | AVG_WORDS | SUM_WORDS | {"busiest", "idlest", "throughput"}  # "throughput": a rate
-    intent.words = [w for w in words(" ".join(t for t in tokens if t not in shape or t in _CONCEPT_SUPERLATIVES))
-                    if w not in _STOP and (len(w) > 1 or w.isdigit())]
+    intent.words = [w for w in words(" ".join(t for t in tokens if t not in shape or t in CONCEPT_SUPERLATIVES))
+                    if w not in STOP and (len(w) > 1 or w.isdigit())]
     # "uncorrectable ECC errors" name the ECC counter's error type, not the XID whose name says as much
     ecc_typed = any(label == "error_type" for label, _, _ in intent.value_words)
     described = None if ecc_typed else find_xid(intent.words, knowledge)

@@ -1,0 +1,44 @@
+"""The words `vigil ask`'s question reader knows of itself (`intent.py`), beside the catalog's and the
+lexicon's: aggregation and ranking words, the things a question names, time units, number words, and the
+words that decide nothing (stop words). `spelling.py` mends a typo only towards a known word.
+"""
+
+from __future__ import annotations
+
+MAX_WORDS = {"max", "maximum", "highest", "peak", "hottest", "warmest", "largest", "biggest", "worst", "top",
+             "hotter", "most", "slowest"}
+MIN_WORDS = {"min", "minimum", "lowest", "coolest", "coldest", "smallest", "least", "bottom", "idlest", "fastest"}
+AVG_WORDS = {"average", "avg", "mean", "typical"}
+SUM_WORDS = {"total", "sum"}  # "overall", "combined": a whole scope, aggregated as the measure adds up (scope.py)
+RANK_UP = {"hottest", "busiest", "highest", "most", "largest", "biggest", "top", "worst", "warmest", "max",
+           "maximum", "peak", "slowest"}
+RANK_DOWN = {"coolest", "coldest", "idlest", "lowest", "least", "bottom", "smallest", "min", "minimum", "fastest"}
+ENTITIES = {"gpu": "gpu", "gpus": "gpu", "card": "gpu", "cards": "gpu", "node": "node", "nodes": "node",
+            "host": "node", "hosts": "node", "machine": "node", "machines": "node", "server": "node",
+            "servers": "node", "disk": "device", "disks": "device", "drive": "device", "drives": "device",
+            "device": "device", "devices": "device", "alert": "alert", "alerts": "alert", "target": "target",
+            "targets": "target", "job": "job", "jobs": "job", "team": "team", "teams": "team",
+            "process": "process", "processes": "process", "series": "series", "reason": "reason",
+            "reasons": "reason", "channel": "channel", "channels": "channel", "xid": "xid", "xids": "xid"}
+UNITS = {"s": 1, "sec": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "minute": 60, "minutes": 60,
+          "h": 3600, "hour": 3600, "hours": 3600, "d": 86400, "day": 86400, "days": 86400, "w": 604800,
+          "week": 604800, "weeks": 604800}
+NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+                 "ten": 10, "twelve": 12, "24": 24}
+# superlatives that also name what is measured ("hottest": temperature): kept for retrieval
+CONCEPT_SUPERLATIVES = {"hottest", "warmest", "coolest", "coldest", "busiest", "idlest", "slowest", "fastest"}
+STOP = set("a an the is are was were be been being of on in at to for from with by per and or what which "
+            "who whom whose how many much does do did has have had there their its it this that these those "
+            "me show list give tell right now currently current now any all every each our my we value "
+            "values ran run running get got than over under past during across within hour "
+            "hours minute minutes day days week weeks today please can you i went go gone out "
+            # dashboard and query talk ("single stat panel: avg gpu temp", "how do I get ... using X")
+            "panel panels stat singlestat graph chart plot dashboard grafana query promql expression nvidia "
+            "how do get want need see "
+            # what happened to a thing, not what is measured ("GPUs that logged XID 79")
+            "logged log logs reported recorded seen encountered experienced threw thrown raised bit ago send "
+            "sends".split())
+# the words the reader itself knows, beside the catalog's and the lexicon's (spelling.py mends the rest)
+KNOWN_WORDS = frozenset(STOP | MAX_WORDS | MIN_WORDS | AVG_WORDS | SUM_WORDS | RANK_UP | RANK_DOWN | set(ENTITIES)
+                        | set(UNITS) | set(NUMBER_WORDS) | {"hourly", "daily", "weekly", "fleet", "cluster", "whole",
+                                                             "entire", "overall", "fraction", "percentage", "share"})
