@@ -79,6 +79,21 @@ ONE_READING = [
      'time() - vigil_node_heartbeat_timestamp_seconds{node="node-1"}'),
     # "each prometheus job" is the scrape job, not Prometheus's own target
     ("how many targets does every prometheus job scrape", "count by (job) (up)"),
+    # a part the filters pick of the whole fleet's amount
+    ("what share of the fleet's GPU power draw comes from node-3?",
+     'sum(vigil_gpu_power_watts{node="node-3"}) / sum(vigil_gpu_power_watts)'),
+    # power left before the limit
+    ("watts of power headroom left on each GPU of node-1",
+     'vigil_gpu_power_limit_watts{node="node-1"} - vigil_gpu_power_watts{node="node-1"}'),
+    # "how many of X's things pass" a 0/1 check: those at 1
+    ("how many of node-3's disks pass their SMART health check?", 'count(vigil_disk_smart_healthy{node="node-3"} == 1)'),
+    # "how many days/hours" is the unit of the answer; a slip one letter from a known word's form is mended
+    ("how many hours has each disk on node-2 been powerd on",
+     '(vigil_disk_power_on_seconds{node="node-2"}) / 3600'),
+    # "which <thing> takes the longest": the first one
+    ("which prometheus rule group took the longest in its last evaluation?",
+     "topk(1, prometheus_rule_group_last_duration_seconds)"),
+    ("number of expired silences in alertmanager", 'alertmanager_silences{state="expired"}'),
     # dashboard talk names no measurement
     ("grafana stat panel showing the average gpu temperature of the cluster",
      'avg(vigil_gpu_temperature_celsius{sensor="gpu"})'),
@@ -126,3 +141,8 @@ def test_memory_utilization_is_asked_back_between_its_busy_time_and_its_fill():
         answer.promql, 'vigil_gpu_memory_used_bytes{node="node-3"} / vigil_gpu_memory_total_bytes{node="node-3"}']
     assert "memory used fraction" in answer.ask_back
     assert not ask("memory bandwidth utilization of the gpus on node-3").readings
+
+
+def test_a_question_after_a_sentence_of_context_is_answered_from_its_last_sentence():
+    answer = ask("The SMS provider had an outage this morning. How many SMS deliveries failed over the last 12 hours?")
+    assert answer.promql == 'sum(increase(vigil_notifier_deliveries_total{channel="sms", result="failed"}[12h]))'

@@ -47,7 +47,8 @@ class Facts:
 
     @property
     def zero_one(self) -> bool:
-        return self.help.startswith(("1 when", "1 while", "1 for")) or self.name.endswith("_up") or self.name == "up"
+        return self.help.startswith(("1 when", "1 while", "1 for")) or self.name.endswith("_up") or self.name == "up" \
+            or ": 1 passed, 0 failed" in self.help or self.name.endswith(("_healthy", "_ok"))
 
     @property
     def amount(self) -> bool:

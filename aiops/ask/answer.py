@@ -75,6 +75,16 @@ def ask(question: str, knowledge: Knowledge | None = None) -> Answer:
     every reading and the question back (`readings`, `ask_back`)."""
     question = check_question(question)
     knowledge = knowledge or load_knowledge()
+    try:
+        return _answer(question, knowledge)
+    except Unanswerable:
+        sentences = [part for part in re.split(r"(?<=[.!?])\s+", question) if part.strip()]
+        if len(sentences) < 2 or len(sentences[-1].split()) < 3:
+            raise
+        return _answer(sentences[-1], knowledge)  # "Pages go missing. How many failed per channel?": the question
+
+
+def _answer(question: str, knowledge: Knowledge) -> Answer:
     examples = load_examples()
     intent = parse_question(question, knowledge)
     things = entity_readings(intent, knowledge)

@@ -23,7 +23,7 @@ _ORDER_UP = re.compile(r"\b(?:lowest|smallest|least|coolest|coldest|idlest|min)\
 # things named in the plural ("pcie replays/sec on the node-2 gpus"): a figure for each, not their sum, unless
 # the question aggregates ("total", "how many", "across all")
 _EACH_ONE = re.compile(r"(?<!all )(?<!across )(?<!across the )(?<!of all )(?<!of all the )\b(?:gpus|cards|disks|drives)\b")
-_UNIT_OUT = re.compile(r"\b(?:in|as)\s+(minutes|hours|days|weeks|kb|mb|gb|tb|kib|mib|gib|tib|gigabytes|megabytes|"
+_UNIT_OUT = re.compile(r"\b(?:in|as|how many)\s+(minutes|hours|days|weeks|kb|mb|gb|tb|kib|mib|gib|tib|gigabytes|megabytes|"
                        r"terabytes|mhz|ghz|kwh|wh|mwh|kj|mj)\b")
 _UNIT_NAMES = {"gigabytes": "gb", "megabytes": "mb", "terabytes": "tb"}
 # an energy unit names the measure as well as the unit ("how many kWh did the GPUs use")
@@ -45,7 +45,8 @@ def read_unit(text: str) -> tuple[str | None, str]:
     unit = _UNIT_OUT.search(text)
     if unit:
         unit_out = _UNIT_NAMES.get(unit.group(1), unit.group(1))
-        text = text[:unit.start()] + " " + text[unit.end():]
+        said = " energy " if unit_out in ("kwh", "wh", "mwh", "kj", "mj") else " "
+        text = text[:unit.start()] + said + text[unit.end():]
     energy = _ENERGY_UNIT.search(text)
     if energy:
         unit_out = unit_out or _ENERGY_NAMES.get(energy.group(1), energy.group(1))
@@ -71,7 +72,7 @@ def value_phrases(text: str, knowledge: Knowledge) -> list[tuple[str, str, tuple
 
 
 _AGE = re.compile(r"\bago\b|\bhow long since\b|\bsince (?:the |its |their )?last\b|\bhow old\b|\bage of\b|"
-                  r"\bstale(?:ness)?\b")
+                  r"\bstale(?:ness)?\b|\b(?:seconds|secs|minutes|mins|hours|time)\s+since\b")
 _SIDE_BY_SIDE = re.compile(r"\b([a-z_]+)\s+(?:vs\.?|versus|and|or|compared (?:to|with))\s+([a-z_]+)\b")
 
 

@@ -20,7 +20,7 @@ from .intent import Intent
 from .knowledge import Knowledge, name_tokens, stem
 from .records import raw_over_window
 from .retrieve import Match
-from .scope import count_fraction, is_share, scoped_ratio, share_of_whole
+from .scope import count_fraction, is_share, part_of_whole, scoped_ratio, share_of_whole
 
 DEFAULT_RATE_WINDOW = "5m"
 
@@ -80,6 +80,11 @@ def compose(intent: Intent, match: Match, knowledge: Knowledge) -> Composed:
         parts = [_selector(m, {**defaults.get(m, {}), **fixed.get(m, {}), **matchers}) for m in metrics]
         steps.append(f"'{measure['name']}' is derived: {measure['expr'].format(*metrics)}")
         _say_filters(intent, matchers, steps)
+        if intent.agg in (None, "sum") and not intent.group_by and \
+                part_of_whole(intent.text, intent.scope, bool(set(matchers) & {"node", "gpu"}), measure.get("of", [])):
+            whole = _selector(metrics[0], {**defaults.get(metrics[0], {}), **fixed.get(metrics[0], {})})
+            steps.append("the part the filters pick over the whole fleet's")
+            return _ranked(f"sum({parts[0]}) / sum({whole})", intent, metrics[:1], steps)
         if intent.agg in (None, "sum"):
             group = resolve(wanted_group(intent, labels), labels, knowledge).labels
             scoped = scoped_ratio(measure, parts, group, intent.scope, single(labels, matchers), intent.text,

@@ -162,7 +162,8 @@ def _ranking(text: str, tokens: list[str], intent: Intent) -> None:
         which = named
     elif leading:  # "GPUs throttled by ...": a list of the flagged ones, like "which GPUs ..."
         intent.listing = True
-    many = re.search(r"\b(?:how many|number of|count of|count)\s+(?:(?:distinct|unique|different)\s+)?(?:\w+\s+)?(gpus|cards|nodes|hosts|machines|servers|"
+    many = re.search(r"\b(?:how many|number of|count of|count)\s+(?:of\s+)?(?:the\s+)?(?:[\w-]*'s\s+)?"
+                     r"(?:(?:distinct|unique|different)\s+)?(?:\w+\s+)?(gpus|cards|nodes|hosts|machines|servers|"
                      r"disks|drives|devices|alerts|targets|jobs|processes|series|teams)\b", text) \
         or re.search(r"\b(gpu|card|node|host|disk|drive|device|target|job)s?\s+count\b(?!\s+of)", text)
     if many and re.match(r"\s*count", text[many.start():]) and not _COUNTING_START.search(text[:many.start()]):
@@ -192,6 +193,9 @@ def _ranking(text: str, tokens: list[str], intent: Intent) -> None:
             intent.rank = ("sort" if down and not up else "sort_desc", 0)
         else:
             intent.rank = ("bottomk" if down and not up else "topk", 1)
+    elif re.search(r"\bwhich\s+(?:\w+\s+){0,3}(?:is|are|was|were|has|have|had|takes?|took|uses?|used|runs?|ran)\b", text) and (up or down) \
+            and not intent.count:
+        intent.rank = ("bottomk" if down and not up else "topk", 1)  # "which rule group takes the longest"
 
 
 _EXPLICIT = {"max", "maximum", "min", "minimum", "peak"}

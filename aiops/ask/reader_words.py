@@ -6,12 +6,12 @@ words that decide nothing (stop words). `spelling.py` mends a typo only towards 
 from __future__ import annotations
 
 MAX_WORDS = {"max", "maximum", "highest", "peak", "hottest", "warmest", "largest", "biggest", "worst", "top",
-             "hotter", "most", "slowest"}
+             "hotter", "most", "slowest", "longest"}
 MIN_WORDS = {"min", "minimum", "lowest", "coolest", "coldest", "smallest", "least", "bottom", "idlest", "fastest"}
 AVG_WORDS = {"average", "avg", "mean", "typical"}
 SUM_WORDS = {"total", "sum"}  # "overall", "combined": a whole scope, aggregated as the measure adds up (scope.py)
 RANK_UP = {"hottest", "busiest", "highest", "most", "largest", "biggest", "top", "worst", "warmest", "max",
-           "maximum", "peak", "slowest"}
+           "maximum", "peak", "slowest", "longest"}
 RANK_DOWN = {"coolest", "coldest", "idlest", "lowest", "least", "bottom", "smallest", "min", "minimum", "fastest"}
 ENTITIES = {"gpu": "gpu", "gpus": "gpu", "card": "gpu", "cards": "gpu", "node": "node", "nodes": "node",
             "host": "node", "hosts": "node", "machine": "node", "machines": "node", "server": "node",
@@ -26,7 +26,8 @@ UNITS = {"s": 1, "sec": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "minut
 NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
                  "ten": 10, "twelve": 12, "24": 24}
 # superlatives that also name what is measured ("hottest": temperature): kept for retrieval
-CONCEPT_SUPERLATIVES = {"hottest", "warmest", "coolest", "coldest", "busiest", "idlest", "slowest", "fastest"}
+CONCEPT_SUPERLATIVES = {"hottest", "warmest", "coolest", "coldest", "busiest", "idlest", "slowest", "fastest",
+                        "longest"}
 STOP = set("a an the is are was were be been being of on in at to for from with by per and or what which "
             "who whom whose how many much does do did has have had there their its it this that these those "
             "me show list give tell right now currently current now any all every each our my we value "

@@ -21,6 +21,7 @@ _FRACTION = re.compile(r"\b(?:fraction|percent|percentage|share|proportion|ratio
 _WHOLE = re.compile(r"\b(?:overall|fleet-wide|cluster-wide|as a whole|in total|altogether|combined|of all|across all|"
                     r"(?:whole|entire)\s+(?:fleet|cluster)|(?:of|in|across)\s+the\s+(?:fleet|cluster)|"
                     r"(?:the\s+)?(?:fleet|cluster)'s)\b")
+_FLEET = re.compile(r"\b(?:fleet|cluster|all (?:the |our )?(?:gpus|nodes))\b")  # the whole a part is taken of
 _POSSESSIVE_ONE = re.compile(r"\b(?:node|host)-?\d+'s\b")
 # "of that node's memory", "of its limit": the denominator is each one's own ("each node's share of the
 # fleet's power" names the share's owner, not the denominator)
@@ -89,6 +90,13 @@ def scoped_ratio(measure: dict, parts: list[str], group: tuple[str, ...], scope:
         return (measure["expr"].format(*[f"sum({part})" for part in parts]),
                 "the ratio of the sums over the whole scope (not a sum of per-series ratios)")
     return None
+
+
+def part_of_whole(question: str, scope: Scope, filtered: bool, denominators: list[str]) -> bool:
+    """"What share of the cluster's used GPU memory is on node-2": the filtered part over the whole fleet's
+    (not the part's own ratio), when the question names the whole and the filters pick a part of it."""
+    return filtered and scope.fraction and not scope.own and bool(_FLEET.search(question)) \
+        and not _names(denominators, question)
 
 
 def share_of_whole(expr: str, group: tuple[str, ...]) -> str:

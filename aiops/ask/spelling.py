@@ -3,7 +3,8 @@
 A word of four letters or more that vigil does not know is replaced by the one known word a single
 slip away: a letter left out, one too many, or two letters swapped (a wrong letter only in words of eight
 letters or more, so that a name such as "alice" is not taken for "alive"). When several known words are
-that close the word is left as it is: a guess between two words is no mending. The known words are those
+that close the word is left as it is (a guess between two words is no mending), unless they are forms of
+one word ("powerd": power, powered). The known words are those
 of the metric catalog (names, help), the lexicon, the alert names, the worked examples and the words the
 question reader itself knows. Shorthand ("rn", "whats") is spelled out from the lexicon's `shorthand`.
 """
@@ -14,7 +15,7 @@ import re
 import string
 
 from .examples import load_examples
-from .knowledge import Knowledge, LEXICON_PATH
+from .knowledge import Knowledge, LEXICON_PATH, stem
 
 _WORD = re.compile(r"[a-z][a-z0-9_']*")
 _MIN_LEN = 4
@@ -68,9 +69,9 @@ def mend(text: str, knowledge: Knowledge, known: frozenset[str] = frozenset()) -
         if len(bare) < _MIN_LEN or not bare.isalpha() or bare in words or _plural_known(bare, words):
             return word
         near = _near(bare) & words
-        if len(near) != 1:
+        if len({stem(w) for w in near}) != 1:  # "powerd": power or powered, one word either way
             return word
-        mended = near.pop()
+        mended = min(near, key=lambda w: (len(w), w))
         changed.append(f"{bare} -> {mended}")
         return mended + word[len(bare):]
     return _WORD.sub(fix, text), changed
@@ -79,6 +80,8 @@ def mend(text: str, knowledge: Knowledge, known: frozenset[str] = frozenset()) -
 def _plural_known(word: str, words: frozenset[str]) -> bool:
     """'errors', 'throttled', 'reallocations': a known word with a usual ending."""
     for ending in ("s", "es", "ed", "d", "ing", "ions", "ion", "ly"):
+        if ending == "d" and not word.endswith("ed"):
+            continue  # "throttled" is throttle + d; "powerd" is a slip, not power + d
         if word.endswith(ending) and word[: -len(ending)] in words:
             return True
     return False

@@ -82,7 +82,9 @@ def _known(word: str, knowledge: Knowledge) -> bool:
     stemmed = stem(word)
     known = (stemmed in knowledge.idf or stemmed in lexicon["synonyms"] or word in lexicon.get("values", {})
              or stemmed in lexicon["group_labels"] or word in lexicon.get("glue", ()))
-    return known or any(part.isdigit() for part in re.split(r"[._-]", word))
+    # "to evaluate": a form of a known word ("evaluation") is no name
+    kin = len(word) >= 7 and any(other.startswith(word[:7]) for other in knowledge.idf)
+    return known or kin or any(part.isdigit() for part in re.split(r"[._-]", word))
 
 
 def person_label(labels: frozenset[str] | None, knowledge: Knowledge) -> str | None:
