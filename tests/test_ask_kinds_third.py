@@ -94,6 +94,13 @@ ONE_READING = [
     ("which prometheus rule group took the longest in its last evaluation?",
      "topk(1, prometheus_rule_group_last_duration_seconds)"),
     ("number of expired silences in alertmanager", 'alertmanager_silences{state="expired"}'),
+    # two series in one answer: a measure from the lexicon
+    ("how much does node-2's GPU utilization deviate from the learned baseline?",
+     'vigil_gpu_utilization_ratio{node="node-2"} - on (node, gpu) group_left () '
+     'vigil_baseline_expected{metric="vigil_gpu_utilization_ratio", node="node-2"}'),
+    ("alertmanager notification failure ratio by integration",
+     "sum by (integration) (rate(alertmanager_notifications_failed_total[5m])) / "
+     "sum by (integration) (rate(alertmanager_notifications_total[5m]))"),
     # dashboard talk names no measurement
     ("grafana stat panel showing the average gpu temperature of the cluster",
      'avg(vigil_gpu_temperature_celsius{sensor="gpu"})'),

@@ -85,7 +85,7 @@ def compose(intent: Intent, match: Match, knowledge: Knowledge) -> Composed:
             whole = _selector(metrics[0], {**defaults.get(metrics[0], {}), **fixed.get(metrics[0], {})})
             steps.append("the part the filters pick over the whole fleet's")
             return _ranked(f"sum({parts[0]}) / sum({whole})", intent, metrics[:1], steps)
-        if intent.agg in (None, "sum"):
+        if intent.agg in (None, "sum") and measure.get("scoped", True):  # a measure of rates is grouped already
             group = resolve(wanted_group(intent, labels), labels, knowledge).labels
             scoped = scoped_ratio(measure, parts, group, intent.scope, single(labels, matchers), intent.text,
                                   intent.agg == "sum")
