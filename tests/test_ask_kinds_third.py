@@ -101,6 +101,19 @@ ONE_READING = [
     ("alertmanager notification failure ratio by integration",
      "sum by (integration) (rate(alertmanager_notifications_failed_total[5m])) / "
      "sum by (integration) (rate(alertmanager_notifications_total[5m]))"),
+    # per user / per tenant on per-GPU series: the job's owner, through the job's info
+    ("GPU power draw per tenant", "sum by (tenant) (vigil_gpu_power_watts * on (node, gpu) group_left (tenant) "
+     "(vigil_gpu_job * on (node, job_id) group_left (tenant) vigil_job_info))"),
+    ("how many GPUs is each user holding", "count by (user) (vigil_gpu_up * on (node, gpu) group_left (user) "
+     "(vigil_gpu_job * on (node, job_id) group_left (user) vigil_job_info))"),
+    # "held by any job" is a relation, not a grouping
+    ("how many GPUs on node-1 are not held by any job?",
+     'count(group by (node, gpu) (vigil_gpu_up{node="node-1"}) unless on (node, gpu) vigil_gpu_job)'),
+    # a percentage of a 0-1 figure; processes no job claims
+    ("disks with a failure risk above 2%", 'vigil_failure_risk{kind="disk"} > 0.02'),
+    ("how many GPU processes on node-2 does no job claim?", 'sum(vigil_gpu_processes{kind="external", node="node-2"})'),
+    ("rule groups by their last evaluation's duration, slowest first",
+     "sort_desc(prometheus_rule_group_last_duration_seconds)"),
     # dashboard talk names no measurement
     ("grafana stat panel showing the average gpu temperature of the cluster",
      'avg(vigil_gpu_temperature_celsius{sensor="gpu"})'),

@@ -23,7 +23,8 @@ from .scope import count_fraction, natural_aggregation
 ENTITY_LABELS = ("node", "gpu", "device", "job_id", "alertname", "mountpoint")
 _ENTITY_GROUP = {"node": ("node",), "device": ("node", "device"), "job": ("job_id",), "alert": ("alertname",),
                  "team": ("team",), "target": ("job", "instance"), "reason": ("reason",), "channel": ("channel",),
-                 "xid": ("xid",)}
+                 "xid": ("xid",), "user": ("user",), "tenant": ("tenant",)}
+_JOINED = frozenset({"user", "tenant"})  # reached on per-GPU series through the job's info (lexicon `joins`)
 # "per GPU", "per device", "per target": the series are per that entity already (no aggregation)
 _FINE = {"gpu", "device", "pid", "mountpoint", "uuid", "link", "cpu", "instance", "job_id"}
 _SUMMED = ("bytes", "watts", "joules")  # amounts add up across series; ratios and temperatures average
@@ -60,7 +61,8 @@ def condition(expr: str, intent: Intent, facts: Facts, steps: list[str]) -> str:
     plain = not intent.rank and not intent.group_by and not intent.agg
     if intent.compare:
         op, value, unit_word = intent.compare
-        if unit_word in ("%", "percent") and facts.unit == "ratio":
+        if unit_word in ("%", "percent") and (facts.unit == "ratio" or facts.name.endswith("_ratio")
+                                               or "probability" in facts.help):  # 0.15 % of a 0-1 figure
             value /= 100
         steps.append(f"keep the series {op} {format_number(value)}")
         return f"{expr} {op} {format_number(value)}"
@@ -95,6 +97,8 @@ def coarser_entity(intent: Intent, labels: frozenset[str] | None) -> tuple[str, 
     finer = {"gpu", "device"} | ({"instance"} if wanted == ("job",) else set())
     if labels is None or (set(wanted) <= labels and labels & finer - set(wanted)):
         return wanted
+    if set(wanted) <= _JOINED and labels is not None and {"node", "gpu"} <= labels:
+        return wanted  # "which user holds the most GPU memory": per user, through the job's info
     return ()
 
 
@@ -157,8 +161,10 @@ def aggregate(expr: str, intent: Intent, facts: Facts, knowledge: Knowledge, ste
         fn = natural_aggregation(facts.unit, facts.amount)
         steps.append(f"over the whole scope: {fn} ({'an amount adds up' if fn == 'sum' else 'a level averages'})")
         return f"{fn}({expr})"
-    if facts.amount and not intent.rank and not facts.single and not intent.which and not per_entity \
-            and (intent.window or intent.rate or facts.how_many) and not (intent.each_one and not facts.how_many):
+    counted_here = intent.count and facts.counts_itself  # "how many GPU processes": the series count them
+    if facts.amount and not intent.rank and not facts.single and (not intent.which or counted_here) \
+            and not per_entity and (intent.window or intent.rate or facts.how_many) \
+            and not (intent.each_one and not facts.how_many):
         steps.append("sum across the matching series")
         return f"sum({expr})"
     return expr

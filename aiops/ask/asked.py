@@ -13,12 +13,13 @@ from .knowledge import Knowledge
 
 # "biggest first", "sorted by temperature", "from high to low": every series, in that order (no aggregation)
 _ORDER = re.compile(r"\b(?:(?:highest|largest|biggest|hottest|busiest|most|greatest|heaviest|worst|warmest|max|"
-                    r"lowest|smallest|least|coolest|coldest|idlest|min)\s+(?:first|on top)|sort(?:ed)?(?:\s+by)?|"
+                    r"slowest|longest|oldest|lowest|smallest|least|coolest|coldest|idlest|min|fastest|shortest|newest)"
+                    r"\s+(?:first|on top)|sort(?:ed)?(?:\s+by)?|"
                     r"order(?:ed)?\s+by|rank(?:ed)?\s+by|in\s+(?:descending|ascending|decreasing|increasing)\s+order|"
                     r"descending|ascending|(?:from\s+)?(?:high(?:est)?|most|largest|biggest)\s+to\s+"
                     r"(?:low(?:est)?|least|smallest)|"
                     r"(?:from\s+)?(?:low(?:est)?|least|smallest)\s+to\s+(?:high(?:est)?|most|largest|biggest))\b")
-_ORDER_UP = re.compile(r"\b(?:lowest|smallest|least|coolest|coldest|idlest|min)\s+(?:first|on top)|ascending|increasing|"
+_ORDER_UP = re.compile(r"\b(?:lowest|smallest|least|coolest|coldest|idlest|min|fastest|shortest|newest)\s+(?:first|on top)|ascending|increasing|"
                        r"\b(?:from\s+)?(?:low(?:est)?|least|smallest)\s+to\b")
 # things named in the plural ("pcie replays/sec on the node-2 gpus"): a figure for each, not their sum, unless
 # the question aggregates ("total", "how many", "across all")

@@ -18,7 +18,7 @@ from .knowledge import Knowledge, stem
 _GROUP = re.compile(r"\b(per|by|for each|for every|each|every)\s+(each\s+|every\s+)?(?!each\b|every\b)([a-z_]+)"
                     r"(?=(?:\s+([a-z_]+))?)")
 # "held by jobs", "used by processes": a relation, not a grouping (which says "by each job")
-_PASSIVE = re.compile(r"(?:\w+ed|held|run|taken|owned|seen)\s+$")
+_PASSIVE = re.compile(r"(?:\w+ed|held|run|taken|owned|seen|used)\s+(?:\w+\s+)?$")
 _TIME_UNITS = ("second", "sec", "minute", "hour", "day")
 
 
@@ -36,6 +36,8 @@ def read_grouping(text: str, knowledge: Knowledge, entities: set[str],
         if intro == "by" and not each and word.endswith("s") and word in entities \
                 and _PASSIVE.search(text[:match.start()]):
             continue
+        if intro == "by" and word in ("a", "an", "any", "one", "some", "no") and _PASSIVE.search(text[:match.start()]):
+            continue  # "held by any job", "occupied by a job": a relation
         labels = group_labels.get(stem(word)) or group_labels.get(word)
         if not labels and after in entities:  # "each training job": the thing is the word after its qualifier
             labels = group_labels.get(stem(after))

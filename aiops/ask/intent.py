@@ -150,7 +150,7 @@ def _filters(text: str, intent: Intent, knowledge: Knowledge) -> str:
 def _ranking(text: str, tokens: list[str], intent: Intent) -> None:
     match = _TOPN.search(text)
     which = re.search(r"\b(?:(?:which|what)\s+(?:\w+\s+)?|any\s+)(gpus?|cards?|nodes?|hosts?|machines?|servers?|disks?|drives?|"
-                      r"devices?|alerts?|targets?|jobs?|teams?|process(?:es)?|channels?|reasons?|xids?)\b", text)
+                      r"devices?|alerts?|targets?|jobs?|teams?|process(?:es)?|channels?|reasons?|xids?|users?|tenants?)\b", text)
     leading = re.match(r"\s*(gpus|nodes|hosts|disks|drives|devices|alerts|targets|jobs|processes)\b", text)
     # "the hottest GPU": a superlative that names its measure, put before a thing, asks which one it is
     named = re.search(r"\b(?:%s)\s+(gpus?|cards?|nodes?|hosts?|machines?|servers?|disks?|drives?|devices?)\b"

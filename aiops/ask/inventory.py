@@ -28,7 +28,7 @@ _GLUE = {stem(w) for w in """have has had hold holds held holding use uses using
     fleet cluster install installed present many do does we our us on in get got each every per altogether overall
     sit live attached belong belongs belonging plugged whole entire configured defined allocated assigned reserved
     occupied given one least any some single dont don doesnt not no without lacking free unused unallocated spare
-    them it they""".split()}
+    them it they sitting unallocated""".split()}
 # "GPUs that don't have a job", "nodes without jobs": the things the related series does not list
 _NEGATED = re.compile(r"\b(?:don'?t|doesn'?t|do not|does not|without|not|no|lacking|free|unused|unallocated|spare)\b")
 _FRACTION_WORDS = {stem(w) for w in "fraction percent percentage share proportion ratio".split()}
@@ -82,6 +82,7 @@ def entity_readings(intent: Intent, knowledge: Knowledge) -> list[ThingReading]:
         return []
     words = set(intent.words)
     known = set().union(*(t.words | t.qualifiers for t in things)) | _GLUE | (_FRACTION_WORDS if share else set())
+    known |= {stem(label) for label in intent.group_by}  # "how many GPUs does each user have": the grouping
     known |= set(intent.component.words) if intent.component else set()
     if words - known - {stem(v) for v in intent.matchers.values()}:
         return []  # a measurement or a state is named: not a plain count ("how many GPUs are up")

@@ -19,7 +19,8 @@ ENTITIES = {"gpu": "gpu", "gpus": "gpu", "card": "gpu", "cards": "gpu", "node": 
             "device": "device", "devices": "device", "alert": "alert", "alerts": "alert", "target": "target",
             "targets": "target", "job": "job", "jobs": "job", "team": "team", "teams": "team",
             "process": "process", "processes": "process", "series": "series", "reason": "reason",
-            "reasons": "reason", "channel": "channel", "channels": "channel", "xid": "xid", "xids": "xid"}
+            "reasons": "reason", "channel": "channel", "channels": "channel", "xid": "xid", "xids": "xid",
+            "user": "user", "users": "user", "tenant": "tenant", "tenants": "tenant"}
 UNITS = {"s": 1, "sec": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "minute": 60, "minutes": 60,
           "h": 3600, "hour": 3600, "hours": 3600, "d": 86400, "day": 86400, "days": 86400, "w": 604800,
           "week": 604800, "weeks": 604800}

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 import string
 
+from vigil.exporters.smart import ATA_ATTRIBUTES
+
 from .examples import load_examples
 from .knowledge import Knowledge, LEXICON_PATH, stem
 
@@ -37,6 +39,8 @@ def vocabulary(knowledge: Knowledge, extra: frozenset[str] = frozenset()) -> fro
         found.update(re.findall(r"[a-z]+", LEXICON_PATH.read_text(encoding="utf-8").lower()))
         for example in load_examples():
             found.update(re.findall(r"[a-z]+", example.question.lower()))
+        for name in ATA_ATTRIBUTES.values():  # "realocated sectors": the SMART attributes' own words
+            found.update(re.findall(r"[a-z]+", name.lower()))
         _vocabularies[key] = frozenset(found)
     return _vocabularies[key] | extra
 

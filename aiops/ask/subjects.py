@@ -56,7 +56,7 @@ def owner(metric: str, knowledge: Knowledge) -> str | None:
 # where a person stands in a question: "did ana get", "was ana paged", "pages sent to ana", "ana's pages"
 _PERSON_SLOTS = (
     re.compile(r"\b(?:did|does|has|have|was|is|will)\s+([a-z][a-z0-9._-]*)\s+(?:get|got|receive|see|have|been|be|"
-               r"paged|called|notified|run|own|start|submit)"),
+               r"paged|called|notified|run|own|start|submit)\b"),
     re.compile(r"\b(?:to|for|user|person)\s+([a-z][a-z0-9._-]*)(?:\s*$|\s+(?:in|over|during|since|today|this|"
                r"per|by|on)\b)"),
     re.compile(r"\b([a-z][a-z0-9._-]*)'s\b"),
@@ -72,7 +72,7 @@ def find_person(text: str, knowledge: Knowledge) -> str | None:
     for pattern in _PERSON_SLOTS:
         for match in pattern.finditer(text):
             name = match.group(1)
-            if name not in _NOT_NAMES and not _known(name, knowledge):
+            if name not in _NOT_NAMES and not name.endswith("ly") and not _known(name, knowledge):
                 return name
     return None
 
