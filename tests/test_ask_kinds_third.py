@@ -114,6 +114,15 @@ ONE_READING = [
     ("how many GPU processes on node-2 does no job claim?", 'sum(vigil_gpu_processes{kind="external", node="node-2"})'),
     ("rule groups by their last evaluation's duration, slowest first",
      "sort_desc(prometheus_rule_group_last_duration_seconds)"),
+    # users of training jobs are things to count and list
+    ("how many different users are running training jobs right now?", "count(count by (user) (vigil_job_info))"),
+    ("who owns training job 57433900?", 'group by (user) (vigil_job_info{job_id="57433900"})'),
+    ("how many of the prometheus targets are up?", "count(up == 1)"),
+    # "averaged over" a window is over time, not across series
+    ("memory used of each GPU on node-2 averaged over the past 20 minutes",
+     'avg_over_time(vigil_gpu_memory_used_bytes{node="node-2"}[20m])'),
+    ("how long ago did node-3's exporter finish its last collection, in seconds?",
+     'time() - vigil_exporter_last_collection_timestamp_seconds{node="node-3"}'),
     # dashboard talk names no measurement
     ("grafana stat panel showing the average gpu temperature of the cluster",
      'avg(vigil_gpu_temperature_celsius{sensor="gpu"})'),
@@ -123,7 +132,12 @@ ONE_READING = [
 def test_these_questions_are_in_no_set():
     known = questions_in_sets()
     asked = [q for q, _ in ONE_READING] + ["gpu temperature per job", "power draw for every job",
-                                          "mem utilization of the gpus on node-3"]
+                                          "mem utilization of the gpus on node-3",
+                                          "tensor core activity of each GPU on node-1, want to see if the matmuls run",
+                                          "Power draw of the node-2 GPUs, highest first. Trying to find the one that "
+                                          "trips the breaker.",
+                                          "Our jobs keep getting killed overnight. Which nodes have the least free GPU "
+                                          "memory?"]
     assert not known & {normal(q) for q in asked}
 
 
@@ -166,3 +180,15 @@ def test_memory_utilization_is_asked_back_between_its_busy_time_and_its_fill():
 def test_a_question_after_a_sentence_of_context_is_answered_from_its_last_sentence():
     answer = ask("The SMS provider had an outage this morning. How many SMS deliveries failed over the last 12 hours?")
     assert answer.promql == 'sum(increase(vigil_notifier_deliveries_total{channel="sms", result="failed"}[12h]))'
+
+
+@pytest.mark.parametrize("question, promql", [
+    ("tensor core activity of each GPU on node-1, want to see if the matmuls run",
+     'vigil_gpu_tensor_pipe_active_ratio{node="node-1"}'),
+    ("Power draw of the node-2 GPUs, highest first. Trying to find the one that trips the breaker.",
+     'sort_desc(vigil_gpu_power_watts{node="node-2"})'),
+    ("Our jobs keep getting killed overnight. Which nodes have the least free GPU memory?",
+     "sort(sum by (node) (vigil_gpu_memory_free_bytes))"),
+])
+def test_why_a_question_is_asked_is_not_read_as_what_it_measures(question, promql):
+    assert ask(question).promql == promql

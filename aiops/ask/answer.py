@@ -17,6 +17,7 @@ from .knowledge import Knowledge, load_knowledge
 from .retrieve import Match, Unanswerable, best_metric
 from .subjects import owner, person_label
 from .validate import InvalidQuery, validate
+from .wording import question_parts, without_purpose
 
 MAX_QUESTION = 500
 # the words of "is <component> (its targets) up/down/healthy": the state of its scrape targets
@@ -75,13 +76,16 @@ def ask(question: str, knowledge: Knowledge | None = None) -> Answer:
     every reading and the question back (`readings`, `ask_back`)."""
     question = check_question(question)
     knowledge = knowledge or load_knowledge()
+    question = without_purpose(question)
     try:
         return _answer(question, knowledge)
     except Unanswerable:
-        sentences = [part for part in re.split(r"(?<=[.!?])\s+", question) if part.strip()]
-        if len(sentences) < 2 or len(sentences[-1].split()) < 3:
-            raise
-        return _answer(sentences[-1], knowledge)  # "Pages go missing. How many failed per channel?": the question
+        for part in question_parts(question):  # "Pages go missing. How many failed per channel?": the question
+            try:
+                return _answer(part, knowledge)
+            except Unanswerable:
+                continue
+        raise
 
 
 def _answer(question: str, knowledge: Knowledge) -> Answer:

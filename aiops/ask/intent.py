@@ -162,9 +162,9 @@ def _ranking(text: str, tokens: list[str], intent: Intent) -> None:
         which = named
     elif leading:  # "GPUs throttled by ...": a list of the flagged ones, like "which GPUs ..."
         intent.listing = True
-    many = re.search(r"\b(?:how many|number of|count of|count)\s+(?:of\s+)?(?:the\s+)?(?:[\w-]*'s\s+)?"
+    many = re.search(r"\b(?:how many|number of|count of|count)\s+(?:of\s+)?(?:(?:the|our|my|all)\s+)?(?:[\w-]*'s\s+)?"
                      r"(?:(?:distinct|unique|different)\s+)?(?:\w+\s+)?(gpus|cards|nodes|hosts|machines|servers|"
-                     r"disks|drives|devices|alerts|targets|jobs|processes|series|teams)\b", text) \
+                     r"disks|drives|devices|alerts|targets|jobs|processes|series|teams|users|tenants)\b", text) \
         or re.search(r"\b(gpu|card|node|host|disk|drive|device|target|job)s?\s+count\b(?!\s+of)", text)
     if many and re.match(r"\s*count", text[many.start():]) and not _COUNTING_START.search(text[:many.start()]):
         many = None  # "timeout count of the disks": a measurement named "count", not a count of disks
@@ -214,7 +214,7 @@ def _aggregation(tokens: list[str], intent: Intent) -> None:
     elif first(SUM_WORDS):
         intent.agg = "sum"
     if intent.window:
-        if first(AVG_WORDS):
+        if first(AVG_WORDS) or "averaged" in tokens:  # "utilization averaged over 15 minutes": over time
             intent.over_time = "avg"
         elif first(MAX_WORDS):
             intent.over_time = "max"
@@ -284,6 +284,8 @@ def parse_question(question: str, knowledge: Knowledge) -> Intent:
         intent.matchers.setdefault("xid", described[0])  # "XID 79 (fallen off the bus)": the code said wins
         intent.words = [w for w in intent.words if w not in described[1]]
         intent.words += [] if "xid" in intent.words else ["xid"]
+    if intent.age:  # "how long ago did X last ...": a recorded time, not a duration
+        intent.words = [w for w in intent.words if w != "long"] + ["timestamp"]
     if intent.scrape_jobs:  # the targets' job label: no training job's metric answers
         intent.words = [("target" if w == "job" else w) for w in intent.words]
     intent.smart = find_smart_attribute(intent.words, knowledge)

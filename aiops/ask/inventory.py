@@ -28,7 +28,7 @@ _GLUE = {stem(w) for w in """have has had hold holds held holding use uses using
     fleet cluster install installed present many do does we our us on in get got each every per altogether overall
     sit live attached belong belongs belonging plugged whole entire configured defined allocated assigned reserved
     occupied given one least any some single dont don doesnt not no without lacking free unused unallocated spare
-    them it they sitting unallocated""".split()}
+    them it they sitting unallocated own owns owned owner who submitted launched started""".split()}
 # "GPUs that don't have a job", "nodes without jobs": the things the related series does not list
 _NEGATED = re.compile(r"\b(?:don'?t|doesn'?t|do not|does not|without|not|no|lacking|free|unused|unallocated|spare)\b")
 _FRACTION_WORDS = {stem(w) for w in "fraction percent percentage share proportion ratio".split()}
@@ -71,6 +71,8 @@ def entity_readings(intent: Intent, knowledge: Knowledge) -> list[ThingReading]:
     things = _things(knowledge)
     listing = _LISTING.match(intent.text)
     counted = stem(listing.group(1)) if listing and not intent.count else None
+    if re.match(r"\s*who\s+(?:is\s+)?(?:owns?|owned|submitted|runs?|ran|started|launched|the owner)\b", intent.text):
+        counted = "user"  # "who owns job 57433800": the job's user
     share = intent.scope.fraction and intent.scope.of_entities  # "what fraction of all GPUs are running a job"
     if share:
         counted = intent.scope.of_entities
@@ -190,5 +192,10 @@ def _listed(thing: Thing, related: list[Thing], intent: Intent, knowledge: Knowl
                                        if intent.matchers else "")
             promql = f"group by ({', '.join(thing.keys)}) ({selector})"
             return Composed(promql, [other.series], [f"listing {thing.meaning} of {other.meaning}: {promql}"])
+    own = knowledge.labels(thing.series)
+    if intent.matchers and own is not None and set(intent.matchers) <= own:  # "which user owns job 57433800"
+        selector = thing.series + "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(intent.matchers.items())) + "}"
+        promql = f"group by ({', '.join(thing.keys)}) ({selector})"
+        return Composed(promql, [thing.series], [f"listing {thing.meaning} of {selector}: {promql}"])
     promql = thing.listing or f"group by ({', '.join(thing.keys)}) ({thing.series})"
     return Composed(promql, [], [f"listing {thing.meaning}: {promql}"])

@@ -1,6 +1,7 @@
 """The text of a question made regular before it is read (`intent.parse_question`): typos and shorthand
 mended (`spelling.py`), a bare "%" spelled "percent", and the ways operators name an XID's number ("XID
-code", "by error code" on a question about XIDs) turned into the label's own word, `xid`.
+code", "by error code" on a question about XIDs) turned into the label's own word, `xid`. And the parts of a
+question that say why it is asked rather than what (`without_purpose`, `question_parts`, for `answer.py`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,40 @@ def regular(question: str, knowledge: Knowledge, known: frozenset[str]) -> tuple
     text = re.sub(r"\bon[- ]call\b", "oncall", text)  # the on-call series' own word
     # "each prometheus job": Prometheus's scrape jobs, not the Prometheus component's own target
     text = re.sub(r"\b(each|every|per|all|which|many|what)\s+prometheus\s+(jobs?)\b", r"\1 scrape \2", text)
+    text = re.sub(r"\bprometheus(?:'s)?\s+(?:scrape\s+)?(targets?)\b", r"scrape \1", text)  # every target's `up`
     text = _XID_CODE.sub("xid", text)
     if re.search(r"\bxids?\b", text):
         text = _BY_CODE.sub(r"\1 xid", text)
     return text, mended
+
+
+# why the question is asked, after it ("…, need to know where a 40G model still fits", "Looking for idle ones.")
+_PURPOSE = re.compile(r"\s*[,;:-]\s*(?:i |we )?(?:need|want|trying|looking|so that|so we|so i|because|to see|to know|"
+                      r"to check|to find|to spot)\b.*$", re.I)
+_ASKING = re.compile(r"^\s*(?:how|what|which|who|when|where|is|are|do|does|did|has|have|show|list|give|tell|count|"
+                     r"any)\b|\?\s*$", re.I)
+
+
+# a sentence saying why, after the question ("Looking for idle ones.", "Trying to spot a stuck exporter.")
+_WHY_SENTENCE = re.compile(r"(?<=[.!?])\s+(?:i'?m |we'?re )?(?:looking|trying|need|want|so that|because|just|thanks|"
+                           r"thank you|cheers)\b[^.!?]*[.!?]?\s*$", re.I)
+
+
+def without_purpose(question: str) -> str:
+    """The question without trailing sentences that say why it is asked (they name no measurement)."""
+    while True:
+        shorter = _WHY_SENTENCE.sub("", question)
+        if shorter == question or not shorter.strip():
+            return question
+        question = shorter
+
+
+def question_parts(question: str) -> list[str]:
+    """The parts of a refused question that may be the question itself, most likely first: the question
+    without a clause saying why it is asked; then, of several sentences, those that ask (a question word,
+    a question mark), then the rest, longest first."""
+    parts = [_PURPOSE.sub("", question)] if _PURPOSE.search(question) else []
+    sentences = [part.strip() for part in re.split(r"(?<=[.!?])\s+", question) if len(part.split()) >= 3]
+    if len(sentences) > 1:
+        parts += sorted(sentences, key=lambda part: (not _ASKING.search(part), -len(part)))
+    return [part for part in dict.fromkeys(parts) if part and part != question]
