@@ -123,6 +123,15 @@ ONE_READING = [
      'avg_over_time(vigil_gpu_memory_used_bytes{node="node-2"}[20m])'),
     ("how long ago did node-3's exporter finish its last collection, in seconds?",
      'time() - vigil_exporter_last_collection_timestamp_seconds{node="node-3"}'),
+    # "# of", "at 0 %", kilowatts, a plain ratio on one node's drives, the host's memory in use
+    ("# of gpus on node-2", 'count(vigil_gpu_up{node="node-2"})'),
+    ("how many GPUs on node-1 sit at 100% utilization?", 'count(vigil_gpu_utilization_ratio{node="node-1"} == 1)'),
+    ("power of the node-3 GPUs together in kilowatts", '(sum(vigil_gpu_power_watts{node="node-3"})) / 1000'),
+    ("nvme endurance used (percentage) of node-2's drives", 'vigil_disk_nvme_percentage_used_ratio{node="node-2"}'),
+    ("memory usage percentage of the host system", "1 - node_memory_MemAvailable_bytes / node_memory_MemTotal_bytes"),
+    ("alertmanager delivery failures per integration over the past 2 hours",
+     "sum by (integration) (increase(alertmanager_notifications_failed_total[2h]))"),
+    ("GPUs on node-2 held back by the hardware slowdown", 'vigil_gpu_clock_event_active{node="node-2", reason="hw_slowdown"} == 1'),
     # dashboard talk names no measurement
     ("grafana stat panel showing the average gpu temperature of the cluster",
      'avg(vigil_gpu_temperature_celsius{sensor="gpu"})'),
@@ -137,7 +146,8 @@ def test_these_questions_are_in_no_set():
                                           "Power draw of the node-2 GPUs, highest first. Trying to find the one that "
                                           "trips the breaker.",
                                           "Our jobs keep getting killed overnight. Which nodes have the least free GPU "
-                                          "memory?"]
+                                          "memory?", "for the capacity review: energy used by the GPUs of each node over "
+                                          "the last 6 hours in kWh"]
     assert not known & {normal(q) for q in asked}
 
 
@@ -189,6 +199,8 @@ def test_a_question_after_a_sentence_of_context_is_answered_from_its_last_senten
      'sort_desc(vigil_gpu_power_watts{node="node-2"})'),
     ("Our jobs keep getting killed overnight. Which nodes have the least free GPU memory?",
      "sort(sum by (node) (vigil_gpu_memory_free_bytes))"),
+    ("for the capacity review: energy used by the GPUs of each node over the last 6 hours in kWh",
+     "(sum by (node) (increase(vigil_gpu_energy_joules_total[6h]))) / 3600000"),
 ])
 def test_why_a_question_is_asked_is_not_read_as_what_it_measures(question, promql):
     assert ask(question).promql == promql

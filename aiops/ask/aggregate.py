@@ -157,7 +157,7 @@ def aggregate(expr: str, intent: Intent, facts: Facts, knowledge: Knowledge, ste
         steps.append(f"{intent.agg} across the matching series")
         return f"{intent.agg}({expr})"
     if intent.scope.whole and not (intent.agg or intent.rank or facts.single or intent.which or intent.listing
-                                   or facts.filtered or per_entity or recorded):
+                                   or facts.filtered or per_entity or recorded or intent.each_one):
         fn = natural_aggregation(facts.unit, facts.amount)
         steps.append(f"over the whole scope: {fn} ({'an amount adds up' if fn == 'sum' else 'a level averages'})")
         return f"{fn}({expr})"

@@ -25,8 +25,8 @@ _ORDER_UP = re.compile(r"\b(?:lowest|smallest|least|coolest|coldest|idlest|min|f
 # the question aggregates ("total", "how many", "across all")
 _EACH_ONE = re.compile(r"(?<!all )(?<!across )(?<!across the )(?<!of all )(?<!of all the )\b(?:gpus|cards|disks|drives)\b")
 _UNIT_OUT = re.compile(r"\b(?:in|as|how many)\s+(minutes|hours|days|weeks|kb|mb|gb|tb|kib|mib|gib|tib|gigabytes|megabytes|"
-                       r"terabytes|mhz|ghz|kwh|wh|mwh|kj|mj)\b")
-_UNIT_NAMES = {"gigabytes": "gb", "megabytes": "mb", "terabytes": "tb"}
+                       r"terabytes|mhz|ghz|kwh|wh|mwh|kj|mj|kw|kilowatts|megawatts)\b")
+_UNIT_NAMES = {"gigabytes": "gb", "megabytes": "mb", "terabytes": "tb", "kilowatts": "kw", "megawatts": "mw"}
 # an energy unit names the measure as well as the unit ("how many kWh did the GPUs use")
 _ENERGY_UNIT = re.compile(r"\b(kwh|wh|mwh|kilowatt[- ]hours?|watt[- ]hours?)\b")
 _ENERGY_NAMES = {"kilowatt-hour": "kwh", "kilowatt hour": "kwh", "kilowatt-hours": "kwh", "kilowatt hours": "kwh",

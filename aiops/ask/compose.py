@@ -134,7 +134,8 @@ _UNIT_SIZES = {"seconds": {"minutes": 60, "hours": 3600, "days": 86400, "weeks":
                "bytes": {"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "kib": 2 ** 10, "mib": 2 ** 20, "gib": 2 ** 30,
                          "tib": 2 ** 40},
                "hertz": {"mhz": 1e6, "ghz": 1e9},
-               "joules": {"kj": 1e3, "mj": 1e6, "wh": 3600, "kwh": 3.6e6, "mwh": 3.6e9}}
+               "joules": {"kj": 1e3, "mj": 1e6, "wh": 3600, "kwh": 3.6e6, "mwh": 3.6e9},
+               "watts": {"kw": 1e3, "mw": 1e6}}
 
 
 def _converted(expr: str, unit_out: str | None, unit: str, steps: list[str]) -> str:

@@ -36,7 +36,8 @@ def read_grouping(text: str, knowledge: Knowledge, entities: set[str],
         if intro == "by" and not each and word.endswith("s") and word in entities \
                 and _PASSIVE.search(text[:match.start()]):
             continue
-        if intro == "by" and word in ("a", "an", "any", "one", "some", "no") and _PASSIVE.search(text[:match.start()]):
+        if intro == "by" and word in ("a", "an", "any", "one", "some", "no", "the", "its", "their") \
+                and _PASSIVE.search(text[:match.start()]):
             continue  # "held by any job", "occupied by a job": a relation
         labels = group_labels.get(stem(word)) or group_labels.get(word)
         if not labels and after in entities:  # "each training job": the thing is the word after its qualifier

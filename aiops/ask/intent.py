@@ -13,7 +13,7 @@ from .asked import asks_age, contrasted_label, names_each_one, read_order, read_
 from .groups import read_grouping
 from .knowledge import Knowledge, stem, words
 from .retrieve import Unanswerable
-from .scope import Scope, read_scope
+from .scope import Scope, read_scope, says_whole
 from .subjects import Component, SmartAttribute, find_component, find_person, find_smart_attribute, find_xid
 from .reader_words import (AVG_WORDS, CONCEPT_SUPERLATIVES, ENTITIES, KNOWN_WORDS, MAX_WORDS, MIN_WORDS,
                            NUMBER_WORDS, RANK_DOWN, RANK_UP, STOP, SUM_WORDS, UNITS)
@@ -35,9 +35,10 @@ _TODAY = re.compile(r"\b(today|since yesterday|this week|hourly|daily|weekly)\b"
 _PERIODS = {"this week": "7d", "weekly": "7d", "hourly": "1h"}  # the rest: a day
 _COMPARE = re.compile(r"\b(above|over|more than|greater than|higher than|exceeding|exceeds|hotter than|busier than|"
                       r"warmer than|larger than|bigger than|below|under|less than|lower than|cooler than|"
-                      r"smaller than|idler than|at least|at most)\s+"
+                      r"smaller than|idler than|at least|at most|(?:sitting |stuck |exactly )?at(?=\s+-?\d+(?:\.\d+)?\s*"
+                      r"(?:%|percent)))\s+"
                       r"(-?\d+(?:\.\d+)?)\s*(%|percent|degrees|°c|c|w|watts|gb|gib|mb|mib|mhz|ghz)?(?![\w-])")
-_OPS = {"below": "<", "under": "<", "less than": "<", "lower than": "<", "cooler than": "<", "smaller than": "<",
+_OPS = {"at": "==", "sitting at": "==", "stuck at": "==", "exactly at": "==", "below": "<", "under": "<", "less than": "<", "lower than": "<", "cooler than": "<", "smaller than": "<",
         "idler than": "<", "at least": ">=", "at most": "<="}
 _COMPARE_CONCEPT = {"hotter than": " temperature ", "cooler than": " temperature ", "warmer than": " temperature ",
                     "busier than": " utilization ", "idler than": " utilization "}
@@ -255,7 +256,7 @@ def parse_question(question: str, knowledge: Knowledge) -> Intent:
         intent.rate = True
     if _STATE_DOWN.search(text):
         intent.down = True
-    intent.each_one = names_each_one(text) and not intent.scope.whole and not intent.count
+    intent.each_one = names_each_one(text) and not says_whole(text) and not intent.count
     intent.scrape_jobs = bool(re.search(r"\b(?:scrape|prometheus|exporter)\s+jobs?\b", text)
                               or re.search(r"\btargets?\b", text) and re.search(r"\bjobs?\b", text))
     intent.group_by, intent.group_words = read_grouping(text, knowledge, set(ENTITIES), intent.scrape_jobs)
@@ -284,6 +285,9 @@ def parse_question(question: str, knowledge: Knowledge) -> Intent:
         intent.matchers.setdefault("xid", described[0])  # "XID 79 (fallen off the bus)": the code said wins
         intent.words = [w for w in intent.words if w not in described[1]]
         intent.words += [] if "xid" in intent.words else ["xid"]
+    labelled = {stem(g) for g in intent.group_words if g in knowledge.label_names}
+    if labelled:  # "per integration": a label to group by, not a word of the measurement
+        intent.words = [w for w in intent.words if w not in labelled] or intent.words
     if intent.age:  # "how long ago did X last ...": a recorded time, not a duration
         intent.words = [w for w in intent.words if w != "long"] + ["timestamp"]
     if intent.scrape_jobs:  # the targets' job label: no training job's metric answers

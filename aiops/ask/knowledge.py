@@ -94,6 +94,11 @@ class Knowledge:
             counts.update(doc.name_words | doc.help_words)
         return {word: math.log(1 + len(self.metrics) / n) for word, n in counts.items()}
 
+    @functools.cached_property
+    def label_names(self) -> frozenset[str]:
+        """Every label some metric of the catalog carries."""
+        return frozenset().union(*(doc.labels for doc in self.metrics.values() if doc.labels is not None))
+
     def labels(self, name: str) -> frozenset[str] | None:
         doc = self.metrics.get(name)
         return None if doc is None or doc.labels is None else doc.labels | STACK_TARGET_LABELS

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 _FRACTION = re.compile(r"\b(?:fraction|percent|percentage|share|proportion|ratio|relative to|versus|vs)\b")
-_WHOLE = re.compile(r"\b(?:overall|fleet-wide|cluster-wide|as a whole|in total|altogether|combined|of all|across all|"
+_WHOLE = re.compile(r"\b(?:overall|fleet-wide|cluster-wide|as a whole|in total|altogether|all together|together|combined|of all|across all|"
                     r"(?:whole|entire)\s+(?:fleet|cluster)|(?:of|in|across)\s+the\s+(?:fleet|cluster)|"
                     r"(?:the\s+)?(?:fleet|cluster)'s)\b")
 _FLEET = re.compile(r"\b(?:fleet|cluster|all (?:the |our )?(?:gpus|nodes))\b")  # the whole a part is taken of
@@ -40,6 +40,11 @@ class Scope:
     fraction: bool = False  # a fraction, percentage or share is asked
     own: bool = False  # "that node's", "its": a ratio within each group, not of the whole
     of_entities: str | None = None  # "what fraction of all GPUs ...": the things counted
+
+
+def says_whole(text: str) -> bool:
+    """The question names the whole ("of the fleet", "overall"), not only one thing's share ("node-1's")."""
+    return bool(_WHOLE.search(text))
 
 
 def read_scope(text: str) -> Scope:

@@ -23,6 +23,10 @@ def regular(question: str, knowledge: Knowledge, known: frozenset[str]) -> tuple
     text = _PERCENT.sub(lambda m: m.group(0) if m.group(1) else " percent ", text)
     text = re.sub(r"\b(?:broken\s+down|grouped|split|aggregated)\s+by\b", "by", text)  # "down" is no state here
     text = re.sub(r"\bbreak\s*down\b(?=.*\bby\b)", " ", text)  # "break down pages by channel": a grouping
+    text = re.sub(r"#\s*of\b", "number of", text)  # "# of alerts firing"
+    # "clocks held down/back", "held back by the power cap": throttled, no state of a thing down
+    text = re.sub(r"\b(?:held|holding|holds|hold)\s+(?:down|back)\b", "throttled", text)
+    text = re.sub(r"\bfor (?:whatever|any|some) reason\b", " ", text)
     text = re.sub(r"\bon[- ]call\b", "oncall", text)  # the on-call series' own word
     # "each prometheus job": Prometheus's scrape jobs, not the Prometheus component's own target
     text = re.sub(r"\b(each|every|per|all|which|many|what)\s+prometheus\s+(jobs?)\b", r"\1 scrape \2", text)
@@ -59,6 +63,8 @@ def question_parts(question: str) -> list[str]:
     without a clause saying why it is asked; then, of several sentences, those that ask (a question word,
     a question mark), then the rest, longest first."""
     parts = [_PURPOSE.sub("", question)] if _PURPOSE.search(question) else []
+    if ":" in question:  # "need the energy number for the report: kWh used per node over 24h"
+        parts.append(question.rsplit(":", 1)[1].strip())
     sentences = [part.strip() for part in re.split(r"(?<=[.!?])\s+", question) if len(part.split()) >= 3]
     if len(sentences) > 1:
         parts += sorted(sentences, key=lambda part: (not _ASKING.search(part), -len(part)))
