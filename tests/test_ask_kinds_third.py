@@ -132,6 +132,11 @@ ONE_READING = [
     ("alertmanager delivery failures per integration over the past 2 hours",
      "sum by (integration) (increase(alertmanager_notifications_failed_total[2h]))"),
     ("GPUs on node-2 held back by the hardware slowdown", 'vigil_gpu_clock_event_active{node="node-2", reason="hw_slowdown"} == 1'),
+    # the root filesystem, how full; the failure predictor's words
+    ("how full is the root partition of node-1?",
+     '1 - node_filesystem_avail_bytes{mountpoint="/", node="node-1"} / node_filesystem_size_bytes{mountpoint="/", '
+     'node="node-1"}'),
+    ("which gpu is most likely to die according to the failure predictor", 'topk(1, vigil_failure_risk{kind="gpu"})'),
     # dashboard talk names no measurement
     ("grafana stat panel showing the average gpu temperature of the cluster",
      'avg(vigil_gpu_temperature_celsius{sensor="gpu"})'),
@@ -147,7 +152,8 @@ def test_these_questions_are_in_no_set():
                                           "trips the breaker.",
                                           "Our jobs keep getting killed overnight. Which nodes have the least free GPU "
                                           "memory?", "for the capacity review: energy used by the GPUs of each node over "
-                                          "the last 6 hours in kWh"]
+                                          "the last 6 hours in kWh", "pondering a new fan curve - what was the hottest "
+                                          "each node's GPUs got over the last 3 hours?"]
     assert not known & {normal(q) for q in asked}
 
 
@@ -201,6 +207,8 @@ def test_a_question_after_a_sentence_of_context_is_answered_from_its_last_senten
      "sort(sum by (node) (vigil_gpu_memory_free_bytes))"),
     ("for the capacity review: energy used by the GPUs of each node over the last 6 hours in kWh",
      "(sum by (node) (increase(vigil_gpu_energy_joules_total[6h]))) / 3600000"),
+    ("pondering a new fan curve - what was the hottest each node's GPUs got over the last 3 hours?",
+     'max by (node) (max_over_time(vigil_gpu_temperature_celsius{sensor="gpu"}[3h]))'),
 ])
 def test_why_a_question_is_asked_is_not_read_as_what_it_measures(question, promql):
     assert ask(question).promql == promql
