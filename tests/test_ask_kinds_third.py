@@ -137,6 +137,19 @@ ONE_READING = [
      '1 - node_filesystem_avail_bytes{mountpoint="/", node="node-1"} / node_filesystem_size_bytes{mountpoint="/", '
      'node="node-1"}'),
     ("which gpu is most likely to die according to the failure predictor", 'topk(1, vigil_failure_risk{kind="gpu"})'),
+    # "busy" is the GPU's utilization; "busy tensor cores" their own pipe
+    ("how busy is node-3 right now", 'vigil_gpu_utilization_ratio{node="node-3"}'),
+    ("how busy are the tensor cores of node-2", 'vigil_gpu_tensor_pipe_active_ratio{node="node-2"}'),
+    ("how many GPUs on node-1 are idle (0% util)?", 'count(vigil_gpu_utilization_ratio{node="node-1"} == 0)'),
+    # eleventh batch's kinds
+    ("total energy the node-1 GPUs burned in the last 6 hours, in kWh",
+     '(sum(increase(vigil_gpu_energy_joules_total{node="node-1"}[6h]))) / 3600000'),
+    ("warmest GPU reading per node", 'max by (node) (vigil_gpu_temperature_celsius{sensor="gpu"})'),
+    ("how many open incidents per priority?", "count by (priority) (vigil_incident_open)"),
+    ("number of GPUs per driver version", "count by (driver) (vigil_gpu_info)"),
+    ("any zombie processes on node-2's GPUs?", 'vigil_gpu_processes{kind="zombie", node="node-2"} > 0'),
+    ("seconds each GPU on node-3 was thermally throttled over the past 2 hours",
+     'increase(vigil_gpu_clock_event_seconds_total{node="node-3", reason="thermal"}[2h])'),
     # dashboard talk names no measurement
     ("grafana stat panel showing the average gpu temperature of the cluster",
      'avg(vigil_gpu_temperature_celsius{sensor="gpu"})'),

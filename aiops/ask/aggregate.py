@@ -73,7 +73,8 @@ def condition(expr: str, intent: Intent, facts: Facts, steps: list[str]) -> str:
     if (intent.which or intent.listing or (intent.count and not facts.counts_itself)) and plain and facts.zero_one:
         steps.append("a 0/1 series: the ones at 1")
         return f"{expr} == 1"
-    counts = (facts.counter and not intent.rate) or (intent.smart is not None and intent.smart.counts)
+    counts = (facts.counter and not intent.rate) or (intent.smart is not None and intent.smart.counts) \
+        or (facts.counts_itself and not intent.count)  # "any zombie processes left": the series above 0
     if (intent.which or (intent.listing and intent.smart)) and plain and counts:
         steps.append("a count: the series that counted any")
         return f"{expr} > 0"
@@ -149,6 +150,7 @@ def aggregate(expr: str, intent: Intent, facts: Facts, knowledge: Knowledge, ste
         return f"count{_by(group)}({expr})"
     if group:
         fn = intent.agg or ("count" if facts.name.startswith("ALERTS") or facts.filtered
+                            or (facts.how_many and facts.zero_one)  # "how many open incidents per team"
                             else "sum" if facts.amount else "avg")  # kept series ("down per job"): counted
         steps.append(f"{fn} per {', '.join(group)}")
         return f"{fn}{_by(group)}({expr})"
@@ -161,6 +163,9 @@ def aggregate(expr: str, intent: Intent, facts: Facts, knowledge: Knowledge, ste
         fn = natural_aggregation(facts.unit, facts.amount)
         steps.append(f"over the whole scope: {fn} ({'an amount adds up' if fn == 'sum' else 'a level averages'})")
         return f"{fn}({expr})"
+    if facts.how_many and facts.zero_one and not intent.rank and not facts.single and not per_entity:
+        steps.append("a 0/1 series per thing: counted")  # "how many incidents are open"
+        return f"count({expr})"
     counted_here = intent.count and facts.counts_itself  # "how many GPU processes": the series count them
     if facts.amount and not intent.rank and not facts.single and (not intent.which or counted_here) \
             and not per_entity and (intent.window or intent.rate or facts.how_many) \

@@ -150,15 +150,16 @@ def _filters(text: str, intent: Intent, knowledge: Knowledge) -> str:
 
 def _ranking(text: str, tokens: list[str], intent: Intent) -> None:
     match = _TOPN.search(text)
-    which = re.search(r"\b(?:(?:which|what)\s+(?:\w+\s+)?|any\s+)(gpus?|cards?|nodes?|hosts?|machines?|servers?|disks?|drives?|"
+    which = re.search(r"\b(?:(?:which|what)\s+(?:\w+\s+)?|any\s+(?:\w+\s+)?)(gpus?|cards?|nodes?|hosts?|machines?|servers?|disks?|drives?|"
                       r"devices?|alerts?|targets?|jobs?|teams?|process(?:es)?|channels?|reasons?|xids?|users?|tenants?)\b", text)
     leading = re.match(r"\s*(gpus|nodes|hosts|disks|drives|devices|alerts|targets|jobs|processes)\b", text)
     # "the hottest GPU": a superlative that names its measure, put before a thing, asks which one it is
     named = re.search(r"\b(?:%s)\s+(gpus?|cards?|nodes?|hosts?|machines?|servers?|disks?|drives?|devices?)\b"
                       % "|".join(sorted(CONCEPT_SUPERLATIVES)), text)
+    per_other = re.search(r"\b(?:each|every|per)\s+(?:node|host|server|machine|box|job|team|user)\b", text)
     if which:
         intent.which = ENTITIES[which.group(1)]
-    elif named:
+    elif named and not per_other:  # "hottest GPU reading on each node": a maximum per node, not which GPU
         intent.which = ENTITIES[named.group(1)]
         which = named
     elif leading:  # "GPUs throttled by ...": a list of the flagged ones, like "which GPUs ..."

@@ -21,9 +21,13 @@ def regular(question: str, knowledge: Knowledge, known: frozenset[str]) -> tuple
     text = " " + question.lower().replace("?", " ").replace(",", " ") + " "
     text, mended = mend(text, knowledge, known)
     text = _PERCENT.sub(lambda m: m.group(0) if m.group(1) else " percent ", text)
+    text = re.sub(r"\(\s*(\d+(?:\.\d+)?)\s*(?:%|percent)", r" at \1 percent", text)  # "doing nothing (0% util)"
     text = re.sub(r"\b(?:broken\s+down|grouped|split|aggregated)\s+by\b", "by", text)  # "down" is no state here
     text = re.sub(r"\bbreak\s*down\b(?=.*\bby\b)", " ", text)  # "break down pages by channel": a grouping
     text = re.sub(r"#\s*of\b", "number of", text)  # "# of alerts firing"
+    text = re.sub(r"\bburn(?:ed|t|s)?\s+through\b", "consumed", text)  # energy, not an error budget's burn
+    if re.search(r"\b(?:energy|kwh|joules?|electricity)\b", text):
+        text = re.sub(r"\bburn(?:ed|t|s)?\b", "consumed", text)
     # "clocks held down/back", "held back by the power cap": throttled, no state of a thing down
     text = re.sub(r"\b(?:held|holding|holds|hold)\s+(?:down|back)\b", "throttled", text)
     text = re.sub(r"\bfor (?:whatever|any|some) reason\b", " ", text)
@@ -39,7 +43,8 @@ def regular(question: str, knowledge: Knowledge, known: frozenset[str]) -> tuple
 
 # why the question is asked, after it ("…, need to know where a 40G model still fits", "Looking for idle ones.")
 _PURPOSE = re.compile(r"\s*[,;:-]\s*(?:i |we )?(?:need|want|trying|looking|so that|so we|so i|because|to see|to know|"
-                      r"to check|to find|to spot)\b.*$", re.I)
+                      r"to check|to find|to spot)\b.*$|\s+for (?:the|our|a|my) (?:\w+ ){0,3}(?:report|review|retro|"
+                      r"meeting|dashboard|slides?|deck|discussion)\b.*$", re.I)
 _ASKING = re.compile(r"^\s*(?:how|what|which|who|when|where|is|are|do|does|did|has|have|show|list|give|tell|count|"
                      r"any)\b|\?\s*$", re.I)
 
