@@ -32,7 +32,8 @@ class Composed:
     steps: list[str] = field(default_factory=list)
 
 
-def _selector(metric: str, matchers: dict[str, str]) -> str:
+def selector(metric: str, matchers: dict[str, str]) -> str:
+    """`metric{label="value", ...}` with the labels in order (the bare name without matchers)."""
     if not matchers:
         return metric
     return metric + "{" + ", ".join(f"{label}={quote(value)}" for label, value in sorted(matchers.items())) + "}"
@@ -77,12 +78,12 @@ def compose(intent: Intent, match: Match, knowledge: Knowledge) -> Composed:
         metrics = list(measure["metrics"])
         matchers = _keep(labels, intent, metrics[0])
         fixed = measure.get("matchers", {})
-        parts = [_selector(m, {**defaults.get(m, {}), **fixed.get(m, {}), **matchers}) for m in metrics]
+        parts = [selector(m, {**defaults.get(m, {}), **fixed.get(m, {}), **matchers}) for m in metrics]
         steps.append(f"'{measure['name']}' is derived: {measure['expr'].format(*metrics)}")
         _say_filters(intent, matchers, steps)
         if intent.agg in (None, "sum") and not intent.group_by and \
                 part_of_whole(intent.text, intent.scope, bool(set(matchers) & {"node", "gpu"}), measure.get("of", [])):
-            whole = _selector(metrics[0], {**defaults.get(metrics[0], {}), **fixed.get(metrics[0], {})})
+            whole = selector(metrics[0], {**defaults.get(metrics[0], {}), **fixed.get(metrics[0], {})})
             steps.append("the part the filters pick over the whole fleet's")
             return _ranked(f"sum({parts[0]}) / sum({whole})", intent, metrics[:1], steps)
         if intent.agg in (None, "sum") and measure.get("scoped", True):  # a measure of rates is grouped already
@@ -100,7 +101,7 @@ def compose(intent: Intent, match: Match, knowledge: Knowledge) -> Composed:
         labels = knowledge.labels(name)
         metrics = [name]
         matchers = {**defaults.get(name, {}), **_keep(labels, intent, name)}
-        expr = _selector(name, matchers)
+        expr = selector(name, matchers)
         steps.append(f"{name} ({doc.type}{', ' + doc.unit if doc.unit else ''}): "
                      f"{doc.help or 'matched on ' + ', '.join(sorted(match.matched))}")
         _say_filters(intent, matchers, steps)
@@ -126,7 +127,8 @@ def compose(intent: Intent, match: Match, knowledge: Knowledge) -> Composed:
     facts = replace(facts, filtered=conditioned != expr)
     aggregated = aggregate(conditioned, intent, facts, knowledge, steps)
     unit = unit or next((u for u in _UNIT_SIZES if name.endswith(("_" + u, "_" + u + "_total"))), "")
-    return _ranked(_converted(aggregated, intent.unit_out, unit, steps), intent, metrics, steps)
+    converted = aggregated if facts.filtered else _converted(aggregated, intent.unit_out, unit, steps)
+    return _ranked(converted, intent, metrics, steps)  # a kept series stays in the unit its comparison was read in
 
 
 # "uptime in days", "free space in GB": the answer in the unit asked, from the series' own
@@ -140,8 +142,8 @@ _UNIT_SIZES = {"seconds": {"minutes": 60, "hours": 3600, "days": 86400, "weeks":
 
 def _converted(expr: str, unit_out: str | None, unit: str, steps: list[str]) -> str:
     size = _UNIT_SIZES.get(unit, {}).get(unit_out or "")
-    if not size or " > " in expr or " < " in expr or " == " in expr or " >= " in expr or " <= " in expr:
-        return expr  # a kept series' value stays in its own unit (the comparison was read in it)
+    if not size:
+        return expr
     steps.append(f"in {unit_out}: {unit} / {format_number(size)}")
     return f"({expr}) / {format_number(size)}"
 
@@ -156,7 +158,7 @@ def _fraction_of_values(expr: str, intent: Intent, facts: Facts, matchers: dict[
     valued = set(applied[-1:])  # the last value word is the part ("SMS deliveries that failed": failed)
     if not (intent.scope.fraction and valued and facts.amount) or intent.compare or facts.name.count(":") == 2:
         return None
-    every = _selector(facts.name, {k: v for k, v in matchers.items() if k not in valued})
+    every = selector(facts.name, {k: v for k, v in matchers.items() if k not in valued})
     every = _over_window(every, intent, facts, False, matchers, knowledge, [])
     group = resolve(wanted_group(intent, facts.labels), facts.labels, knowledge).labels
     steps.append(f"the fraction with {', '.join(f'{k}={matchers[k]}' for k in sorted(valued))}: their sum over all")

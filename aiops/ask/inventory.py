@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from .compose import Composed
+from .compose import Composed, selector
 from .groups import resolve
 from .intent import Intent
 from .knowledge import STACK_TARGET_LABELS, Knowledge, stem
@@ -137,15 +137,15 @@ def _counted(thing: Thing, related: list[Thing], intent: Intent, knowledge: Know
         matchers = {k: v for k, v in intent.matchers.items() if labels is None or k in labels}
         if labels is not None and (not set(thing.keys) <= labels or len(matchers) < len(intent.matchers)):
             continue
-        selector = series + ("{" + ", ".join(f'{k}="{v}"' for k, v in sorted(matchers.items())) + "}" if matchers else "")
+        selected = selector(series, matchers)
         by = grouping.labels
         # one series per: its own labels and the keys of what it lists (`up`: a target, job and instance)
         own = (labels or frozenset()) - STACK_TARGET_LABELS - {"uuid"}
         own |= {key for t in things if t.series == series for key in t.keys}
         if grouping.join is not None:
-            selector = f"{selector} * on ({', '.join(grouping.join[1])}) group_left ({grouping.join[2]}) {grouping.join[0]}"
-        inner = selector if own <= set(thing.keys) | set(by) else \
-            f"count by ({', '.join(dict.fromkeys(by + thing.keys))}) ({selector})"
+            selected = f"{selected} * on ({', '.join(grouping.join[1])}) group_left ({grouping.join[2]}) {grouping.join[0]}"
+        inner = selected if own <= set(thing.keys) | set(by) else \
+            f"count by ({', '.join(dict.fromkeys(by + thing.keys))}) ({selected})"
         promql = f"count by ({', '.join(by)}) ({inner})" if by else f"count({inner})"
         steps = [f"counting {thing.meaning} from {series}, which lists each once"
                  + (f", per {', '.join(by)}" if by else ""), *grouping.why]
@@ -159,11 +159,10 @@ def _counted_without(thing: Thing, other: Thing, intent: Intent, knowledge: Know
     if labels is None or not set(thing.keys) <= labels:
         return None
     matchers = {k: v for k, v in intent.matchers.items() if k in (knowledge.labels(thing.series) or ())}
-    selector = thing.series + ("{" + ", ".join(f'{k}="{v}"' for k, v in sorted(matchers.items())) + "}"
-                               if matchers else "")
+    selected = selector(thing.series, matchers)
     by = tuple(intent.group_by)
     keys = ", ".join(thing.keys)
-    inner = f"group by ({keys}) ({selector}) unless on ({keys}) {other.series}"  # each thing once
+    inner = f"group by ({keys}) ({selected}) unless on ({keys}) {other.series}"  # each thing once
     promql = f"count by ({', '.join(by)}) ({inner})" if by else f"count({inner})"
     return Composed(promql, [thing.series, other.series],
                     [f"counting {thing.meaning} that {other.series} does not list (no {other.name})"])
@@ -188,14 +187,13 @@ def _listed(thing: Thing, related: list[Thing], intent: Intent, knowledge: Knowl
     for other in related if related or intent.matchers else []:
         labels = knowledge.labels(other.series)
         if labels is not None and set(thing.keys) <= labels and set(intent.matchers) <= labels:
-            selector = other.series + ("{" + ", ".join(f'{k}="{v}"' for k, v in sorted(intent.matchers.items())) + "}"
-                                       if intent.matchers else "")
-            promql = f"group by ({', '.join(thing.keys)}) ({selector})"
+            selected = selector(other.series, intent.matchers)
+            promql = f"group by ({', '.join(thing.keys)}) ({selected})"
             return Composed(promql, [other.series], [f"listing {thing.meaning} of {other.meaning}: {promql}"])
     own = knowledge.labels(thing.series)
     if intent.matchers and own is not None and set(intent.matchers) <= own:  # "which user owns job 57433800"
-        selector = thing.series + "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(intent.matchers.items())) + "}"
-        promql = f"group by ({', '.join(thing.keys)}) ({selector})"
-        return Composed(promql, [thing.series], [f"listing {thing.meaning} of {selector}: {promql}"])
+        selected = selector(thing.series, intent.matchers)
+        promql = f"group by ({', '.join(thing.keys)}) ({selected})"
+        return Composed(promql, [thing.series], [f"listing {thing.meaning} of {selected}: {promql}"])
     promql = thing.listing or f"group by ({', '.join(thing.keys)}) ({thing.series})"
     return Composed(promql, [], [f"listing {thing.meaning}: {promql}"])
