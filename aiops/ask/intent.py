@@ -53,8 +53,10 @@ _GPU = re.compile(r"\b(?:gpu|card)\s*(?:#|index\s*)?(\d+)\b")
 _XID = re.compile(r"\bxid\s*(\d+)\b")
 _JOB_ID = re.compile(r"\bjob\s+(?:id\s+)?(\d{3,})\b")
 _DEVICE = re.compile(r"(?<![\w/])((?:/dev/)?(?:nvme\d+n\d+|nvme\d+|sd[a-z]|vd[a-z]|mlx\d+_\d+))\b")  # as written
-_STATE_DOWN = re.compile(r"(?<!held )(?<!hold )(?<!holds )(?<!holding )(?<!slowed )(?<!clocked )(?<!throttled )"
-                         r"\b(down|lost|unreachable|not up|failed|failing|unhealthy|missing)\b")
+# a thing's state at the 0 of a 0/1 series ("held down", "slowed down" are throttling: wording.py)
+_STATE_DOWN = re.compile(r"\b(down|lost|unreachable|not up|failed|failing|unhealthy|missing)\b")
+
+
 @dataclass
 class Intent:
     question: str
@@ -85,7 +87,6 @@ class Intent:
     each_one: bool = False  # "on the node-2 GPUs": the things named in the plural, one figure each
     unit_out: str | None = None  # "in days", "in GB": the unit the answer is asked in
     age: bool = False  # "how many seconds ago", "how long since": now minus a recorded time
-    ordered: bool = False  # "biggest first", "sorted by": every series in order, none aggregated away
 
 
 def _number(text: str | None, default: int) -> int:
@@ -186,8 +187,7 @@ def _ranking(text: str, tokens: list[str], intent: Intent) -> None:
             return
     order = read_order(text)
     if order and not intent.count:
-        intent.rank = (order, 0)
-        intent.ordered = True
+        intent.rank = (order, 0)  # "biggest first", "sorted by": every series in order, none aggregated away
         return
     if intent.which and (up or down) and not intent.count:
         plural = which is not None and which.group(1).endswith("s") and not which.group(1).endswith("ss")

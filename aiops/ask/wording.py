@@ -28,8 +28,8 @@ def regular(question: str, knowledge: Knowledge, known: frozenset[str]) -> tuple
     text = re.sub(r"\bburn(?:ed|t|s)?\s+through\b", "consumed", text)  # energy, not an error budget's burn
     if re.search(r"\b(?:energy|kwh|joules?|electricity)\b", text):
         text = re.sub(r"\bburn(?:ed|t|s)?\b", "consumed", text)
-    # "clocks held down/back", "held back by the power cap": throttled, no state of a thing down
-    text = re.sub(r"\b(?:held|holding|holds|hold)\s+(?:down|back)\b", "throttled", text)
+    # "clocks held down/back", "slowed down by the power cap": throttled, no state of a thing down
+    text = re.sub(r"\b(?:held|holding|holds|hold|slowed|clocked|throttled)\s+(?:down|back)\b", "throttled", text)
     text = re.sub(r"\bfor (?:whatever|any|some) reason\b", " ", text)
     text = re.sub(r"\bon[- ]call\b", "oncall", text)  # the on-call series' own word
     # "each prometheus job": Prometheus's scrape jobs, not the Prometheus component's own target
