@@ -106,7 +106,7 @@ def _answer(question: str, knowledge: Knowledge) -> Answer:
     alike = [example for _, example in near if set(example.metrics) & set(metrics)]
     if alike:
         steps.append(f"closest worked example: {alike[0].question!r} -> {alike[0].promql}")
-    scrape = _scrape_job_reading(question, composed, knowledge, examples)
+    scrape = _scrape_job_reading(question, intent, composed, knowledge, examples)
     if scrape is not None:
         readings = [Reading("training jobs (job_id)", composed.promql, metrics), scrape]
         steps.append("two readings of 'job' (training jobs / Prometheus scrape jobs): the first is answered")
@@ -141,13 +141,13 @@ _PER_JOB = re.compile(r"\b(?:per|by|for each|for every|each|every)\s+job\b")
 _JOB_QUALIFIED = re.compile(r"\b(?:training|slurm|batch|scrape|target|targets|exporter|prometheus)\b")
 
 
-def _scrape_job_reading(question: str, composed, knowledge: Knowledge, examples) -> Reading | None:
+def _scrape_job_reading(question: str, read: Intent, composed, knowledge: Knowledge, examples) -> Reading | None:
     """The scrape-job reading of a "per job" question answered per training job, or None when the question
-    says which job it means or was not answered per training job."""
-    intent = parse_question(question, knowledge)
-    if not _PER_JOB.search(intent.text) or _JOB_QUALIFIED.search(intent.text) or "job_id" in intent.matchers \
+    (`read`: as the answer read it) says which job it means or was not answered per training job."""
+    if not _PER_JOB.search(read.text) or _JOB_QUALIFIED.search(read.text) or "job_id" in read.matchers \
             or "job_id" not in composed.promql and "job:" not in composed.promql:
         return None
+    intent = parse_question(question, knowledge)  # read afresh: answering narrowed `read`'s words
     intent.scrape_jobs = True
     intent.group_by = tuple("job" if label == "job_id" else label for label in intent.group_by)
     intent.words = [w for w in intent.words if w != "job"]
