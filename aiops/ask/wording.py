@@ -70,10 +70,9 @@ def question_parts(question: str) -> list[str]:
     parts = [_PURPOSE.sub("", question)] if _PURPOSE.search(question) else []
     if ":" in question:  # "need the energy number for the report: kWh used per node over 24h"
         parts.append(question.rsplit(":", 1)[1].strip())
-    dashed = re.split(r"\s+[-–—]\s+", question)  # "thinking of raising the threshold - what was the peak ..."
-    if len(dashed) > 1:
-        parts += sorted(dashed, key=lambda part: (not _ASKING.search(part), -len(part)))
-    sentences = [part.strip() for part in re.split(r"(?<=[.!?])\s+", question) if len(part.split()) >= 3]
-    if len(sentences) > 1:
-        parts += sorted(sentences, key=lambda part: (not _ASKING.search(part), -len(part)))
+    for splitter, fewest in ((r"\s+[-–—]\s+", 1),  # "thinking of raising the threshold - what was the peak ..."
+                             (r"(?<=[.!?])\s+", 3)):  # "Pages went missing. How many failed per channel?"
+        pieces = [part.strip() for part in re.split(splitter, question) if len(part.split()) >= fewest]
+        if len(pieces) > 1:  # those that ask first, then the longest
+            parts += sorted(pieces, key=lambda part: (not _ASKING.search(part), -len(part)))
     return [part for part in dict.fromkeys(parts) if part and part != question]
