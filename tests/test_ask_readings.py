@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,3 +127,10 @@ def test_recording_one_set_keeps_the_other_sets_part_of_the_ask_section():
     assert "276 held-out questions" in section and "87.1%" in section
     again = run.ask_section(section, "eval", "338 questions ...")
     assert "276 held-out" not in again and "338 questions" in again and "87.1%" in again
+
+
+def test_the_bench_on_a_run_dir_with_no_stack_says_so_without_a_traceback(tmp_path):
+    result = subprocess.run([sys.executable, str(BENCH / "run.py"), "--run-dir", str(tmp_path)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert f"no vigil stack is running in {tmp_path}" in result.stderr and "Traceback" not in result.stderr

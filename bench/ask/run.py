@@ -33,7 +33,7 @@ from vigil.aiops.benchmark_record import (add_record_option, machine_summary, re
                                           write_section)
 from vigil.common.ports import free_port_base  # noqa: E402
 from vigil.common.prometheus_api import PrometheusClient  # noqa: E402
-from vigil.stack.runstate import read_state  # noqa: E402
+from vigil.stack.runstate import NoStack, read_state  # noqa: E402
 
 SETS = {"eval": Path(__file__).with_name("eval_questions.yaml"),
         "outside": Path(__file__).with_name("outside_questions.yaml")}
@@ -112,7 +112,10 @@ def main() -> int:
         if not args.prometheus and run_dir is None:
             run_dir = started = start_demo(Path(tmp))
         try:
-            url = args.prometheus or read_state(run_dir).components["prometheus"].url
+            try:
+                url = args.prometheus or read_state(run_dir).components["prometheus"].url
+            except NoStack as exc:  # a --run-dir whose stack is down: say so, no traceback
+                raise SystemExit(f"bench/ask/run.py: {exc}") from None
             client = PrometheusClient(url, timeout=30)
             wait_for_data(client)
             knowledge = load_knowledge()
