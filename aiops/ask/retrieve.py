@@ -81,15 +81,14 @@ def rank(content: list[str], knowledge: Knowledge, near: list[tuple[float, Examp
         if score > 0:
             matches.append(Match(doc.name, score + boosts[doc.name] * (1 if matched - _WEAK else 0), matched))
     for measure in knowledge.lexicon.get("measures", ()):
-        needs_all = set(measure["needs"]) <= set(terms)
-        needed = needs_all or any(set(group) <= set(terms) for group in measure["needs_any"])
-        wanted = needed and set(measure["words"]) & set(content)
+        met = [group for group in (measure["needs"], *measure["needs_any"]) if set(group) <= set(terms)]
+        wanted = met and set(measure["words"]) & set(content)
         if wanted and not set(measure["not"]) & set(content) and (allowed is None or allowed(measure["metrics"][0])):
             names = set().union(*(knowledge.metrics[m].name_words for m in measure["metrics"] if m in knowledge.metrics))
             matched = frozenset(measure["needs"]) | (set(measure["words"]) | names | set().union(*measure["needs_any"])) \
                 & set(terms)
-            named = max([len(measure["needs"])] * needs_all + [len(g) for g in measure["needs_any"] if set(g) <= set(terms)])
-            matches.append(Match(measure["name"], 1e6 + named, matched, measure))  # the more it needs, the surer
+            named = max(len(group) for group in met)  # the more of its needs the question names, the surer
+            matches.append(Match(measure["name"], 1e6 + named, matched, measure))
     matches.sort(key=lambda m: (-m.score, len(m.name)))
     return matches
 
