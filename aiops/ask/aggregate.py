@@ -149,7 +149,7 @@ def aggregate(expr: str, intent: Intent, facts: Facts, knowledge: Knowledge, ste
         steps.append("count the series" + (f" per {', '.join(group)}" if group else ""))
         return f"count{_by(group)}({expr})"
     if group:
-        fn = intent.agg or ("count" if facts.name.startswith("ALERTS") or facts.filtered
+        fn = intent.agg or ("count" if facts.name.startswith("ALERTS") or facts.filtered or facts.name.endswith("_info")
                             or (facts.how_many and facts.zero_one)  # "how many open incidents per team"
                             else "sum" if facts.amount else "avg")  # kept series ("down per job"): counted
         steps.append(f"{fn} per {', '.join(group)}")
@@ -196,4 +196,4 @@ def single(labels: frozenset[str] | None, matchers: dict[str, str]) -> bool:
     if labels is None:
         return False
     entity = [label for label in ENTITY_LABELS if label in labels]
-    return bool(entity) and all(label in matchers for label in entity)
+    return bool(entity) and all(label in matchers and "|" not in matchers[label] for label in entity)

@@ -196,7 +196,8 @@ def _best_with_labels(intent: Intent, knowledge: Knowledge, near: list, allowed)
     if intent.component and set(intent.words) - set(intent.component.words) <= _TARGET_STATE:
         intent.words = ["target", "up"]  # "are the GPU exporter's scrape targets up": `up` of its job
     wanted_labels = frozenset(intent.matchers) | {label for label, _, only in intent.value_words if only is None}
-    best = best_metric(intent.words, knowledge, near, filters, allowed, wanted_labels)
+    ranked = intent.rank is not None
+    best = best_metric(intent.words, knowledge, near, filters, allowed, wanted_labels, ranked=ranked)
     wanted = set(intent.matchers)
     labels = knowledge.labels(best.name)
     if not wanted or labels is None or wanted <= labels:
@@ -206,7 +207,7 @@ def _best_with_labels(intent: Intent, knowledge: Knowledge, near: list, allowed)
         known = knowledge.labels(name)
         return (known is None or wanted <= known) and (allowed is None or allowed(name))
     try:
-        kept = best_metric(intent.words, knowledge, near, filters, labelled, wanted_labels)
+        kept = best_metric(intent.words, knowledge, near, filters, labelled, wanted_labels, ranked=ranked)
     except Unanswerable:
         return best
     # "XID 48 (double bit ECC error)": the code said names the XID counter, whatever else the words match

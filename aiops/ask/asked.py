@@ -1,7 +1,8 @@
 """How a question asks for its answer, beside what it measures (docs/ask.md "How it works", third round):
 an order ("biggest first", "sorted from low to high"), a unit ("in days", "in GiB", "kWh"), things named in
 the plural ("the node-2 GPUs": one figure each), label values said in several words ("SW power cap"), two
-values of one label side by side ("corrected vs uncorrected"), and how long ago ("seconds ago").
+values of one label side by side ("corrected vs uncorrected"), how long ago ("seconds ago"), and a value
+reached at some point of a window ("dropped to 0 % at some point in the last day").
 Pure regular expressions over the lower-cased question; `intent.py` puts the pieces on the intent.
 """
 
@@ -93,3 +94,20 @@ def contrasted_label(text: str, value_words: list[tuple[str, str, tuple[str, ...
             if only is None and said(pair.group(1), label) and said(pair.group(2), label):
                 return label
     return None
+
+
+# "dropped to 0 % at some point in the last day", "ever above 90 %": the window's extreme, not its average
+_AT_SOME_POINT = re.compile(r"\b(?:at (?:some|any) (?:point|time|moment)|at times|any ?time|ever)\b")
+_DROPPED = re.compile(r"\b(?:dropped|dropping|drops|drop|fell|falls|fall|went|go|goes|sank|sunk)\s+(?:down\s+)?to"
+                      r"(?=\s+-?\d)")
+_REACHED = re.compile(r"\b(?:hit|hits|hitting|reached|reaches|reach|touched|touches)(?:\s+(?:up\s+)?to)?(?=\s+(-?\d+))")
+
+
+def at_some_point(text: str) -> tuple[bool, str]:
+    """(the question asks whether a value was reached at some point, the text with "dropped to" read as
+    "at" and the "at some point" words taken out)."""
+    text = _DROPPED.sub("at", text)
+    text = _REACHED.sub(lambda m: "at" if float(m.group(1)) == 0 else "at least", text)  # "hit 0 %"; "reached 90 %"
+    if not _AT_SOME_POINT.search(text):
+        return False, text
+    return True, _AT_SOME_POINT.sub(" ", text)

@@ -33,10 +33,12 @@ class Composed:
 
 
 def selector(metric: str, matchers: dict[str, str]) -> str:
-    """`metric{label="value", ...}` with the labels in order (the bare name without matchers)."""
+    """`metric{label="value", ...}` with the labels in order (the bare name without matchers); a value of
+    several ("node-1|node-2") matches any of them."""
     if not matchers:
         return metric
-    return metric + "{" + ", ".join(f"{label}={quote(value)}" for label, value in sorted(matchers.items())) + "}"
+    return metric + "{" + ", ".join(f"{label}{'=~' if '|' in value else '='}{quote(value)}"
+                                    for label, value in sorted(matchers.items())) + "}"
 
 
 def _keep(labels: frozenset[str] | None, intent: Intent, metric: str) -> dict[str, str]:
@@ -110,7 +112,7 @@ def compose(intent: Intent, match: Match, knowledge: Knowledge) -> Composed:
     facts = Facts(name, labels, counter, help_text, unit, single(labels, matchers),
                   any(phrase in intent.question.lower() for phrase in ("how many", "number of", "how much")),
                   _counts_itself(name, intent, knowledge.lexicon["synonyms"]), grouped=grouped,
-                  fixed=frozenset(matchers))
+                  fixed=frozenset(label for label, value in matchers.items() if "|" not in value))
     expr = _over_window(expr, intent, facts, match.measure is not None, matchers, knowledge, steps)
     if intent.age and name.endswith("_timestamp_seconds") and not facts.counter and not intent.window:
         expr = f"time() - {expr}"  # "how many seconds ago", "how long since the last heartbeat"

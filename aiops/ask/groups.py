@@ -48,6 +48,9 @@ def read_grouping(text: str, knowledge: Knowledge, entities: set[str],
             group_by = tuple(dict.fromkeys(group_by + tuple(labels)))
         elif stem(word) not in _TIME_UNITS:
             unknown += (word,)
+    for listed in knowledge.lexicon.get("value_lists", ()):
+        if re.search(listed["phrase"], text):  # "which driver versions": one row per value of the label
+            group_by = tuple(dict.fromkeys(group_by + (listed["label"],)))
     return group_by, unknown
 
 

@@ -9,9 +9,11 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from .asked import asks_age, contrasted_label, names_each_one, read_order, read_unit, value_phrases
+from .asked import (asks_age, at_some_point, contrasted_label, names_each_one, read_order, read_unit,
+                    value_phrases)
 from .groups import read_grouping
 from .knowledge import Knowledge, stem, words
+from .named import read_named
 from .retrieve import Unanswerable
 from .scope import Scope, read_scope, says_whole
 from .subjects import Component, SmartAttribute, find_component, find_person, find_smart_attribute, find_xid
@@ -48,11 +50,6 @@ _SCALE = {"gb": 1e9, "gib": 2 ** 30, "mb": 1e6, "mib": 2 ** 20, "mhz": 1e6, "ghz
 _TOPN = re.compile(r"\b(top|bottom|(?:the\s+)?(\d+|two|three|four|five|ten)\s+(?=\w+est\b|most\b|least\b)|"
                    r"which\s+(\d+|two|three|four|five|ten)\s+(?=\w+s\b))\s*"
                    r"(\d+|two|three|four|five|ten)?\b")
-_NODE = re.compile(r"\b(?:node|host)[- ]?(\d+)\b")
-_GPU = re.compile(r"\b(?:gpu|card)\s*(?:#|index\s*)?(\d+)\b")
-_XID = re.compile(r"\bxid\s*(\d+)\b")
-_JOB_ID = re.compile(r"\bjob\s+(?:id\s+)?(\d{3,})\b")
-_DEVICE = re.compile(r"(?<![\w/])((?:/dev/)?(?:nvme\d+n\d+|nvme\d+|sd[a-z]|vd[a-z]|mlx\d+_\d+))\b")  # as written
 # a thing's state at the 0 of a 0/1 series ("held down", "slowed down" are throttling: wording.py)
 _STATE_DOWN = re.compile(r"\b(down|lost|unreachable|not up|failed|failing|unhealthy|missing)\b")
 
@@ -61,7 +58,7 @@ _STATE_DOWN = re.compile(r"\b(down|lost|unreachable|not up|failed|failing|unheal
 class Intent:
     question: str
     words: list[str] = field(default_factory=list)  # content words for retrieval (stemmed)
-    matchers: dict[str, str] = field(default_factory=dict)  # label -> value (equality)
+    matchers: dict[str, str] = field(default_factory=dict)  # label -> value ("a|b": any of them)
     window: str | None = None  # a PromQL duration
     agg: str | None = None  # max, min, avg, sum, count (across series)
     over_time: str | None = None  # max, min, avg for a window
@@ -122,37 +119,10 @@ def _duration(seconds: int) -> str:
     return f"{seconds}s"
 
 
-def _filters(text: str, intent: Intent, knowledge: Knowledge) -> str:
-    for pattern, label, value in ((_NODE, "node", "node-{}"), (_GPU, "gpu", "{}"), (_XID, "xid", "{}"),
-                                  (_JOB_ID, "job_id", "{}"), (_DEVICE, "device", "{}")):
-        match = pattern.search(text)
-        if match:
-            intent.matchers[label] = value.format(match.group(1))
-            keep = {"gpu": " gpu ", "xid": " xid ", "device": " disk ", "job_id": " job "}.get(label, " ")
-            text = text[:match.start()] + keep + text[match.end():]
-    for name in knowledge.alerts:
-        if re.search(rf"\b{name.lower()}\b", text):
-            intent.matchers["alertname"] = name
-            text = text.replace(name.lower(), " alert ")
-    for team in sorted(knowledge.teams, key=lambda t: (-len(t), t)):  # longest first; any text, so escaped
-        name = re.escape(team.lower())
-        match = re.search(rf"\b(?:team\s+{name}|{name}\s+team|team\s*=\s*{name})(?!\w)", text)
-        if match:
-            intent.matchers["team"] = team
-            text = text[:match.start()] + " " + text[match.end():]
-    for job in ("node-exporter", "prometheus", "alertmanager", "vigil-gpu", "vigil-aiops", "vigil-notifier",
-                "vigil-node-health"):
-        match = re.search(rf"(?<!does )(?<!do )(?<!did )\b(?:the\s+)?{job}\s+(?:job|target|scrape)", text)
-        if match:
-            intent.matchers["job"] = job
-            text = text[:match.start()] + " target " + text[match.end():]
-    return text
-
-
 def _ranking(text: str, tokens: list[str], intent: Intent) -> None:
     match = _TOPN.search(text)
     which = re.search(r"\b(?:(?:which|what)\s+(?:\w+\s+)?|any\s+(?:\w+\s+)?)(gpus?|cards?|nodes?|hosts?|machines?|servers?|disks?|drives?|"
-                      r"devices?|alerts?|targets?|jobs?|teams?|process(?:es)?|channels?|reasons?|xids?|users?|tenants?)\b", text)
+                      r"devices?|interfaces?|alerts?|targets?|jobs?|teams?|process(?:es)?|channels?|reasons?|xids?|users?|tenants?)\b", text)
     leading = re.match(r"\s*(gpus|nodes|hosts|disks|drives|devices|alerts|targets|jobs|processes)\b", text)
     # "the hottest GPU": a superlative that names its measure, put before a thing, asks which one it is
     named = re.search(r"\b(?:%s)\s+(gpus?|cards?|nodes?|hosts?|machines?|servers?|disks?|drives?|devices?)\b"
@@ -230,9 +200,10 @@ def parse_question(question: str, knowledge: Knowledge) -> Intent:
     intent.text = text
     intent.scope = read_scope(text)
     text = _window(text, intent)
-    text = _filters(text, intent, knowledge)
+    text = read_named(text, intent.matchers, knowledge)
     intent.unit_out, text = read_unit(text)
     intent.value_words += value_phrases(text, knowledge)
+    reached, text = at_some_point(text)
     intent.component = find_component(text, knowledge)
     if intent.component:  # its name sets the job; it needs no metric of its own to be explained
         intent.filter_words.update(intent.component.words)
@@ -253,6 +224,8 @@ def parse_question(question: str, knowledge: Knowledge) -> Intent:
     tokens = [t for t in re.findall(r"[a-z0-9_]+", text)]
     _ranking(text, tokens, intent)
     _aggregation(tokens, intent)
+    if reached and intent.window and intent.compare:  # the lowest of the window for "below", else its highest
+        intent.over_time = "min" if intent.compare[0] in ("<", "<=", "==") else "max"
     if re.search(r"\b(rate|per second|per sec|/s|/sec|throughput|how fast|speed)\b", text):
         intent.rate = True
     if _STATE_DOWN.search(text):
@@ -261,6 +234,8 @@ def parse_question(question: str, knowledge: Knowledge) -> Intent:
     intent.scrape_jobs = bool(re.search(r"\b(?:scrape|prometheus|exporter)\s+jobs?\b", text)
                               or re.search(r"\btargets?\b", text) and re.search(r"\bjobs?\b", text))
     intent.group_by, intent.group_words = read_grouping(text, knowledge, set(ENTITIES), intent.scrape_jobs)
+    if "|" in intent.matchers.get("node", "") and not intent.group_by and not intent.each_one:
+        intent.group_by = ("node",)  # "compare node-1 and node-3": a figure for each
     values = knowledge.lexicon.get("values", {})
     for token in tokens:
         found = values.get(token, [])

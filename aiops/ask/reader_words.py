@@ -20,7 +20,8 @@ ENTITIES = {"gpu": "gpu", "gpus": "gpu", "card": "gpu", "cards": "gpu", "node": 
             "targets": "target", "job": "job", "jobs": "job", "team": "team", "teams": "team",
             "process": "process", "processes": "process", "series": "series", "reason": "reason",
             "reasons": "reason", "channel": "channel", "channels": "channel", "xid": "xid", "xids": "xid",
-            "user": "user", "users": "user", "tenant": "tenant", "tenants": "tenant"}
+            "user": "user", "users": "user", "tenant": "tenant", "tenants": "tenant",
+            "interface": "device", "interfaces": "device"}  # a network interface is node_exporter's `device`
 UNITS = {"s": 1, "sec": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "minute": 60, "minutes": 60,
           "h": 3600, "hour": 3600, "hours": 3600, "d": 86400, "day": 86400, "days": 86400, "w": 604800,
           "week": 604800, "weeks": 604800}
@@ -42,7 +43,8 @@ STOP = set("a an the is are was were be been being of on in at to for from with 
             "sends looking moment back averaged "
             # chat filler and the occasion of a question ("weekly review - ...", "absolutely nothing")
             "absolutely actually really basically individual according next review weekly monthly "
-            "daily hourly quick thinking root monitoring vm box chargeback".split())
+            "daily hourly quick thinking root monitoring vm box chargeback overnight lately recently earlier "
+            "yesterday about worried concerned ever reach reached reaches hit hits hitting touched touches".split())
 # the words the reader itself knows, beside the catalog's and the lexicon's (spelling.py mends the rest)
 KNOWN_WORDS = frozenset(STOP | MAX_WORDS | MIN_WORDS | AVG_WORDS | SUM_WORDS | RANK_UP | RANK_DOWN | set(ENTITIES)
                         | set(UNITS) | set(NUMBER_WORDS) | {"hourly", "daily", "weekly", "fleet", "cluster", "whole",

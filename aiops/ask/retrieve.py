@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .examples import Example
-from .knowledge import ALERT_LABELS, Knowledge, MetricDoc
+from .knowledge import ALERT_LABELS, Knowledge, MetricDoc, stem
 
 # words every question about the fleet uses; they decide nothing alone
 _WEAK = {"gpu", "node", "vigil", "total", "time", "second", "count", "number", "state", "ratio", "byte",
@@ -95,15 +95,20 @@ def rank(content: list[str], knowledge: Knowledge, near: list[tuple[float, Examp
 
 def best_metric(content: list[str], knowledge: Knowledge, near: list[tuple[float, Example]],
                 filters: frozenset[str] = frozenset(), allowed: Callable[[str], bool] | None = None,
-                labels_wanted: frozenset[str] = frozenset()) -> Match:
+                labels_wanted: frozenset[str] = frozenset(), ranked: bool = False) -> Match:
     """The best match, or `Unanswerable` when the question's own words are not about any metric.
     `filters`: words that set a label value ("sms", "muted"), which need no metric of their own;
     `allowed`: the metrics that may answer (those of a component or with a person label).
     An alert whose name or summary explains more of the question than the best metric answers instead:
     a state only a rule defines ("which jobs are hung": JobHung) is read from the alert, not guessed;
-    but not when the question filters on a label no alert carries (`labels_wanted`: "XID 79": xid)."""
-    strong = [w for w in dict.fromkeys(content) if w not in _WEAK and w not in filters and not w.isdigit()] or [w for w in dict.fromkeys(content)
-                                                                        if w in ("up", "rate")]
+    but not when the question filters on a label no alert carries (`labels_wanted`: "XID 79": xid), nor when
+    it ranks (`ranked`: "which 3 GPUs are most likely to fail": an alert's series are all 1)."""
+    strong = [w for w in dict.fromkeys(content) if w not in _WEAK and w not in filters and not w.isdigit()] or [
+        # nothing else said: a filter word that also names a metric ("what is firing": an alert; "GPU mem":
+        # memory, a value only of the temperature's sensor and the clock) still does
+        w for w in dict.fromkeys(content)
+        if w in ("up", "rate")
+        or w in filters and (w in knowledge.lexicon["synonyms"] or w in _restricted_values(knowledge))]
     matches = rank(content, knowledge, near, allowed)
     if not matches or not strong:
         raise Unanswerable("no metric in vigil's catalog matches the question"
@@ -111,7 +116,7 @@ def best_metric(content: list[str], knowledge: Knowledge, near: list[tuple[float
     best = matches[0]
     unknown = _unexplained(best.matched, strong, knowledge)
     orphans = _orphans(unknown, knowledge)
-    alerts_carry = labels_wanted <= ALERT_LABELS
+    alerts_carry = labels_wanted <= ALERT_LABELS and not ranked
     if orphans and (allowed is None or allowed("ALERTS")) and alerts_carry:  # a word only a rule's alert may explain
         alert = _best_alert(content, strong, knowledge)
         left = _unexplained(alert.matched, strong, knowledge) if alert else unknown
@@ -124,6 +129,14 @@ def best_metric(content: list[str], knowledge: Knowledge, near: list[tuple[float
         raise Unanswerable(f"no metric in vigil's catalog measures {', '.join(repr(w) for w in unknown)} "
                            f"(closest: {best.name}, which matches only {', '.join(sorted(best.matched)) or 'nothing'})")
     return best
+
+
+def _restricted_values(knowledge: Knowledge) -> set[str]:
+    """The words that fix a label's value only on some metrics (lexicon `values` with `only`): on others
+    they are words of the measurement ("memory": the HBM sensor, the memory clock, and GPU memory)."""
+    values = knowledge.lexicon.get("values", {})
+    return {stem(word) for word, found in values.items()
+            if all(entry.get("only") for entry in ([found] if isinstance(found, dict) else found))}
 
 
 def _unexplained(matched: frozenset[str], strong: list[str], knowledge: Knowledge) -> list[str]:

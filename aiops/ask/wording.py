@@ -18,7 +18,10 @@ _BY_CODE = re.compile(r"\b(by|per|each|every|which|what)\s+(?:error\s+)?codes?\b
 
 def regular(question: str, knowledge: Knowledge, known: frozenset[str]) -> tuple[str, list[str]]:
     """(" lowercased text ", what was mended) with the spellings above made regular."""
-    text = " " + question.lower().replace("?", " ").replace(",", " ") + " "
+    # "(the MemAvailable way, not free)", "per host, not per GPU": an aside saying what is not meant
+    question = re.sub(r"(?:,\s*|\bbut\s+|\brather\s+)not\s+(?:the\s+)?[\w-]+(?:\s+[\w-]+)?\s*(?=\)|$|[.;?])", " ",
+                      question.lower())
+    text = " " + question.replace("?", " ").replace(",", " ") + " "
     text, mended = mend(text, knowledge, known)
     text = _PERCENT.sub(lambda m: m.group(0) if m.group(1) else " percent ", text)
     text = re.sub(r"\(\s*(\d+(?:\.\d+)?)\s*(?:%|percent)", r" at \1 percent", text)  # "doing nothing (0% util)"
@@ -31,6 +34,8 @@ def regular(question: str, knowledge: Knowledge, known: frozenset[str]) -> tuple
     # "clocks held down/back", "slowed down by the power cap": throttled, no state of a thing down
     text = re.sub(r"\b(?:held|holding|holds|hold|slowed|clocked|throttled)\s+(?:down|back)\b", "throttled", text)
     text = re.sub(r"\bfor (?:whatever|any|some) reason\b", " ", text)
+    text = re.sub(r"\b(?:the )?most idle\b", "idlest", text)  # the least busy, as "idlest" is
+    text = re.sub(r"\bwho(?:'s|s| is| are)\s+(?:running|using|on)\b", "which users are running jobs on", text)
     text = re.sub(r"\bon[- ]call\b", "oncall", text)  # the on-call series' own word
     # "each prometheus job": Prometheus's scrape jobs, not the Prometheus component's own target
     text = re.sub(r"\b(each|every|per|all|which|many|what)\s+prometheus\s+(jobs?)\b", r"\1 scrape \2", text)
@@ -50,7 +55,8 @@ _ASKING = re.compile(r"^\s*(?:how|what|which|who|when|where|is|are|do|does|did|h
 
 
 # a sentence saying why, after the question ("Looking for idle ones.", "Trying to spot a stuck exporter.")
-_WHY_SENTENCE = re.compile(r"(?<=[.!?])\s+(?:i'?m |we'?re )?(?:looking|trying|need|want|so that|because|just|thanks|"
+_WHY_SENTENCE = re.compile(r"(?<=[.!?])\s+(?:i'?m |we'?re |i |we )?"
+                           r"(?:looking|trying|need|want|so that|because|just|thanks|"
                            r"thank you|cheers)\b[^.!?]*[.!?]?\s*$", re.I)
 
 
