@@ -3,7 +3,8 @@
 values of one label ("which driver versions"), how many GPUs a node is missing, a ratio said as "divided
 by", an aside saying what is not meant, network interfaces by name, "did it reboot overnight", a fraction
 "of all cores", "clock" with nothing saying which, two nodes compared, a value reached "at some point" of a
-window, NVLink CRC errors, a ranked question an alert cannot answer, "who's running on". Every question
+window, NVLink CRC errors, a ranked question an alert cannot answer, "who's running on", a person's GPUs
+through the person's jobs ("how busy is erin's job"). Every question
 here is in no set (`test_these_questions_are_in_no_set`)."""
 
 from __future__ import annotations
@@ -61,6 +62,15 @@ ONE_READING = [
     ("top 3 disks most likely to fail soon", 'topk(3, vigil_failure_risk{kind="disk"})'),
     # "who's running on a node": the users of its jobs
     ("whos on node-1 right now", 'group by (user) (vigil_job_info{node="node-1"})'),
+    # a person on series without a person label: kept to that person's jobs, by the labels the series share
+    ("how busy is erin's job", '(job:vigil_gpu_utilization:avg and on (job_id) vigil_job_info{user="erin"})'),
+    ("how much gpu memory is frank using",
+     'sum((vigil_gpu_memory_used_bytes and on (node, gpu) (vigil_gpu_job and on (node, job_id) '
+     'vigil_job_info{user="frank"})))'),
+    ("which gpus are erin's jobs on", '(vigil_gpu_job and on (job_id) vigil_job_info{user="erin"}) == 1'),
+    # ... but the jobs themselves are listed from their own info, which names the person
+    ("list erin's jobs", 'vigil_job_info{user="erin"}'),
+    ("what jobs is frank running", 'vigil_job_info{user="frank"}'),
 ]
 
 

@@ -228,13 +228,17 @@ def _retrieve(intent: Intent, knowledge: Knowledge, near: list, recorded: bool =
     False: no recording rule's series)."""
     component, person = intent.component, intent.person
 
-    def allowed(name: str) -> bool:
+    def any_one(name: str) -> bool:
         if not recorded and name.count(":") == 2:
             return False
-        if person and not person_label(knowledge.labels(name), knowledge):
-            return False  # a per-person question is not answered for everyone
         job = owner(name, knowledge)
         return component is None or job is None or job == component.job
+
+    def allowed(name: str) -> bool:  # a per-person question is not answered for everyone
+        return any_one(name) and not (person and not person_label(knowledge.labels(name), knowledge))
+    through = _through_jobs(intent, knowledge, near, any_one) if person else None
+    if through is not None:
+        return through
     try:
         match = _best_with_labels(intent, knowledge, near, allowed if component or person or not recorded else None)
     except Unanswerable as exc:
@@ -256,6 +260,29 @@ def _retrieve(intent: Intent, knowledge: Knowledge, near: list, recorded: bool =
     if match.alert:
         intent.matchers["alertname"] = match.alert
     return match
+
+
+_JOB_RELATION = {"vigil_gpu_job", "job_node:vigil_gpu_job:count"}  # the series saying which jobs hold GPUs
+
+
+def _through_jobs(intent: Intent, knowledge: Knowledge, near: list, allowed) -> Match | None:
+    """A person on series without a person label that the person's training jobs reach ("dave's GPU
+    utilization", "how busy is dave's job"): the best match for the rest of the question, kept to that
+    person's jobs (lexicon `person_jobs`); None when the best match has the person's label or no such way."""
+    try:
+        match = _best_with_labels(intent, knowledge, near, allowed)
+    except Unanswerable:
+        return None
+    labels = knowledge.labels(match.name) if match.measure is None else frozenset(match.measure["labels"])
+    if labels is None or person_label(labels, knowledge) or match.alert:
+        return None
+    if match.name in _JOB_RELATION and intent.which != "gpu" and not {"gpu", "card"} & set(intent.words):
+        return None  # "which jobs does bob run", "list bob's jobs": the jobs' own info names him
+    for entry in knowledge.lexicon.get("person_jobs", ()):
+        if set(entry["on"]) <= labels:
+            intent.person_jobs = (tuple(entry["on"]), entry["series"].format(person=intent.person))
+            return match
+    return None
 
 
 def run_query(promql: str, prometheus_url: str, at: float | None = None) -> list[dict]:

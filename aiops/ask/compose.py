@@ -114,6 +114,10 @@ def compose(intent: Intent, match: Match, knowledge: Knowledge) -> Composed:
                   _counts_itself(name, intent, knowledge.lexicon["synonyms"]), grouped=grouped,
                   fixed=frozenset(label for label, value in matchers.items() if "|" not in value))
     expr = _over_window(expr, intent, facts, match.measure is not None, matchers, knowledge, steps)
+    if intent.person_jobs:  # "dave's GPUs": the series of his jobs only
+        on, series = intent.person_jobs
+        expr = f"({expr} and on ({', '.join(on)}) {series})"
+        steps.append(f"only {intent.person}'s: through the jobs' info ({series}, on {', '.join(on)})")
     if intent.age and name.endswith("_timestamp_seconds") and not facts.counter and not intent.window:
         expr = f"time() - {expr}"  # "how many seconds ago", "how long since the last heartbeat"
         steps.append("how long ago: now minus the time recorded")

@@ -76,6 +76,7 @@ class Intent:
     value_words: list[tuple[str, str, tuple[str, ...] | None]] = field(default_factory=list)
     component: Component | None = None  # "the notifier": its scrape job and its own series (subjects.py)
     person: str | None = None  # "did ana get": a matcher on the metric's per-person label
+    person_jobs: tuple[tuple[str, ...], str] | None = None  # (on, series): "dave's GPUs", through his jobs
     scope: Scope = field(default_factory=Scope)  # "of the fleet", "what fraction of all GPUs" (scope.py)
     smart: SmartAttribute | None = None  # "reallocated sectors": SMART attribute 5 (subjects.py)
     mended: list[str] = field(default_factory=list)  # typos and shorthand mended ("hotest -> hottest")

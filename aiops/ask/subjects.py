@@ -56,7 +56,7 @@ def owner(metric: str, knowledge: Knowledge) -> str | None:
 # where a person stands in a question: "did ana get", "was ana paged", "pages sent to ana", "ana's pages"
 _PERSON_SLOTS = (
     re.compile(r"\b(?:did|does|has|have|was|is|will)\s+([a-z][a-z0-9._-]*)\s+(?:get|got|receive|see|have|been|be|"
-               r"paged|called|notified|run|own|start|submit)\b"),
+               r"paged|called|notified|run|own|start|submit|using|holding|hogging|occupying|running)\b"),
     re.compile(r"\b(?:to|for|user|person)\s+([a-z][a-z0-9._-]*)(?:\s*$|\s+(?:in|over|during|since|today|this|"
                r"per|by|on)\b)"),
     re.compile(r"\b([a-z][a-z0-9._-]*)'s\b"),
@@ -64,7 +64,8 @@ _PERSON_SLOTS = (
 )
 _NOT_NAMES = set("""a an the it its this that these those each every any all our my your their his her him them
     someone anyone everyone nobody somebody me us we you they i what which who whom how when where why now
-    there here today yesterday week day hour minute second node gpu gpus nodes""".split())
+    there here today yesterday week day hour minute second node gpu gpus nodes anything something nothing
+    anybody nobody""".split())
 
 
 def find_person(text: str, knowledge: Knowledge) -> str | None:
