@@ -4,7 +4,7 @@ values of one label ("which driver versions"), how many GPUs a node is missing, 
 by", an aside saying what is not meant, network interfaces by name, "did it reboot overnight", a fraction
 "of all cores", "clock" with nothing saying which, two nodes compared, a value reached "at some point" of a
 window, NVLink CRC errors, a ranked question an alert cannot answer, "who's running on", a person's GPUs
-through the person's jobs ("how busy is erin's job"). Every question
+through the person's jobs ("how busy is erin's job"), now against then ("vs 20 minutes ago"). Every question
 here is in no set (`test_these_questions_are_in_no_set`)."""
 
 from __future__ import annotations
@@ -71,6 +71,14 @@ ONE_READING = [
     # ... but the jobs themselves are listed from their own info, which names the person
     ("list erin's jobs", 'vigil_job_info{user="erin"}'),
     ("what jobs is frank running", 'vigil_job_info{user="frank"}'),
+    # now against then: the answer less itself at an offset, a record's earlier value read on its raw series
+    ("avg gpu utilization per node now compared to 3 hours ago",
+     "node:vigil_gpu_utilization:avg - (avg by (node) (vigil_gpu_utilization_ratio offset 3h))"),
+    ("gpu 1 on node-2 temperature vs 20 minutes ago",
+     'vigil_gpu_temperature_celsius{gpu="1", node="node-2", sensor="gpu"} - '
+     '(vigil_gpu_temperature_celsius{gpu="1", node="node-2", sensor="gpu"} offset 20m)'),
+    ("how many gpus are below 10% utilization now versus 2 hours ago",
+     "(count(vigil_gpu_utilization_ratio < 0.1)) - (count(vigil_gpu_utilization_ratio offset 2h < 0.1))"),
 ]
 
 

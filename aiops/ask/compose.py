@@ -19,6 +19,7 @@ from .groups import resolve
 from .intent import Intent
 from .knowledge import Knowledge, name_tokens, stem
 from .records import raw_over_window
+from .then import against_then
 from .retrieve import Match
 from .scope import count_fraction, is_share, part_of_whole, scoped_ratio, share_of_whole
 
@@ -134,6 +135,8 @@ def compose(intent: Intent, match: Match, knowledge: Knowledge) -> Composed:
     aggregated = aggregate(conditioned, intent, facts, knowledge, steps)
     unit = unit or next((u for u in _UNIT_SIZES if name.endswith(("_" + u, "_" + u + "_total"))), "")
     converted = aggregated if facts.filtered else _converted(aggregated, intent.unit_out, unit, steps)
+    if intent.then_s:
+        converted = against_then(converted, intent.then_s, knowledge, steps)
     return _ranked(converted, intent, metrics, steps)  # a kept series stays in the unit its comparison was read in
 
 

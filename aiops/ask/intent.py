@@ -16,6 +16,7 @@ from .knowledge import Knowledge, stem, words
 from .named import read_named
 from .retrieve import Unanswerable
 from .scope import Scope, read_scope, says_whole
+from .then import read_then
 from .subjects import Component, SmartAttribute, find_component, find_person, find_smart_attribute, find_xid
 from .reader_words import (AVG_WORDS, CONCEPT_SUPERLATIVES, ENTITIES, KNOWN_WORDS, MAX_WORDS, MIN_WORDS,
                            NUMBER_WORDS, RANK_DOWN, RANK_UP, STOP, SUM_WORDS, UNITS)
@@ -77,6 +78,7 @@ class Intent:
     component: Component | None = None  # "the notifier": its scrape job and its own series (subjects.py)
     person: str | None = None  # "did ana get": a matcher on the metric's per-person label
     person_jobs: tuple[tuple[str, ...], str] | None = None  # (on, series): "dave's GPUs", through his jobs
+    then_s: int | None = None  # "now minus 6 hours ago": the answer less itself that long ago
     scope: Scope = field(default_factory=Scope)  # "of the fleet", "what fraction of all GPUs" (scope.py)
     smart: SmartAttribute | None = None  # "reallocated sectors": SMART attribute 5 (subjects.py)
     mended: list[str] = field(default_factory=list)  # typos and shorthand mended ("hotest -> hottest")
@@ -200,6 +202,7 @@ def parse_question(question: str, knowledge: Knowledge) -> Intent:
     text, intent.mended = regular(question, knowledge, KNOWN_WORDS)
     intent.text = text
     intent.scope = read_scope(text)
+    intent.then_s, text = read_then(text)
     text = _window(text, intent)
     text = read_named(text, intent.matchers, knowledge)
     intent.unit_out, text = read_unit(text)

@@ -44,6 +44,12 @@ def _inline(expr: str, knowledge: Knowledge, depth: int = 0) -> str | None:
     return None if failed else result
 
 
+def inline_records(expr: str, knowledge: Knowledge) -> str | None:
+    """`expr` with every record it reads replaced by the record's expression (None: a record carries a
+    matcher, or records nest too deep)."""
+    return _inline(expr, knowledge)
+
+
 def measured_series(record: str, expr: str, knowledge: Knowledge) -> str | None:
     """The raw gauge a record measures: the series in its expression named like the record's middle part
     (`node:vigil_gpu_utilization:avg` measures `vigil_gpu_utilization_ratio`)."""
