@@ -55,7 +55,9 @@ class Answer:
 
 # a request to change something, not a question: PromQL only reads, so any query would answer something else
 COMMAND = re.compile(r"(?:please\s+)?(delete|drop|remove|erase|wipe|purge|truncate|reset|restart|reboot|kill|"
-                     r"stop|shut\s*down|disable|enable|drain|cancel|silence|acknowledge|ack|resolve|clear)\b", re.I)
+                     r"stop|shut\s*down|disable|enable|drain|cancel|silence|acknowledge|ack|resolve|clear)\b"
+                     r"(?!\s+(?:sla|slas|time|times|deadline|deadlines|rate|latency|breach|breaches|target)\b)",
+                     re.I)  # "ack SLA breaches", "resolve time": a noun, asked about
 
 
 def check_question(question: object) -> str:

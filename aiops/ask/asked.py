@@ -75,7 +75,7 @@ def value_phrases(text: str, knowledge: Knowledge) -> list[tuple[str, str, tuple
 
 _AGE = re.compile(r"\bago\b|\bhow long since\b|\bsince (?:the |its |their )?last\b|\bhow old\b|\bage of\b|"
                   r"\bstale(?:ness)?\b|\b(?:seconds|secs|minutes|mins|hours|time)\s+since\b")
-_SIDE_BY_SIDE = re.compile(r"\b([a-z_]+)\s+(?:vs\.?|versus|and|or|compared (?:to|with))\s+([a-z_]+)\b")
+_SIDE_BY_SIDE = re.compile(r"\b([a-z_]+)(?:\s+(?:vs\.?|versus|and|or|compared (?:to|with))\s+|\s*/\s*)([a-z_]+)\b")
 
 
 def asks_age(text: str) -> bool:
@@ -91,7 +91,7 @@ def contrasted_label(text: str, value_words: list[tuple[str, str, tuple[str, ...
                    for known, value, _ in value_words)
     for pair in _SIDE_BY_SIDE.finditer(text):
         for label, _, only in value_words:
-            if only is None and said(pair.group(1), label) and said(pair.group(2), label):
+            if said(pair.group(1), label) and said(pair.group(2), label):
                 return label
     return None
 

@@ -44,7 +44,8 @@ def selector(metric: str, matchers: dict[str, str]) -> str:
 
 def _keep(labels: frozenset[str] | None, intent: Intent, metric: str) -> dict[str, str]:
     """The question's filters this metric carries: named ones (node-3, GPU 2) first, then value words."""
-    kept = {k: v for k, v in intent.matchers.items() if labels is None or k in labels}
+    kept = {k: v for k, v in intent.matchers.items() if labels is None and (k != "alertname" or metric == "ALERTS")
+            or labels is not None and k in labels}  # an alert's name said ("watchdog") filters alerts only
     for label, value, only in intent.value_words:
         if label not in kept and (labels is None or label in labels) and (only is None or metric in only):
             kept[label] = value
@@ -52,8 +53,14 @@ def _keep(labels: frozenset[str] | None, intent: Intent, metric: str) -> dict[st
 
 
 def _sibling_record(name: str, intent: Intent, knowledge: Knowledge) -> str:
-    """`job:x:avg` -> `job:x:max` when the question asks for the maximum and that recording exists."""
+    """`job:x:avg` -> `job:x:max` when the question asks for the maximum and that recording exists; ->
+    `job_gpu:x:ratio` when it asks which GPU (a job's straggler: one series per GPU of the job)."""
     parts = name.split(":")
+    if intent.which == "gpu" and len(parts) == 3 and "gpu" not in parts[0].split("_"):
+        finer = sorted(m for m in knowledge.records if m.split(":")[1:2] == parts[1:2]
+                       and set(m.split(":")[0].split("_")) == {parts[0], "gpu"})
+        if finer:
+            return finer[0]
     if len(parts) == 3 and parts[2] in ("avg", "max", "min", "sum") and intent.agg and intent.agg != parts[2]:
         sibling = ":".join(parts[:2] + [intent.agg])
         if sibling in knowledge.metrics:
@@ -103,11 +110,12 @@ def compose(intent: Intent, match: Match, knowledge: Knowledge) -> Composed:
         doc = knowledge.metrics[name]
         labels = knowledge.labels(name)
         metrics = [name]
-        matchers = {**defaults.get(name, {}), **_keep(labels, intent, name)}
+        default = {k: v for k, v in defaults.get(name, {}).items() if k not in intent.group_by}  # "sm and memory"
+        matchers = {**default, **_keep(labels, intent, name)}
         expr = selector(name, matchers)
         steps.append(f"{name} ({doc.type}{', ' + doc.unit if doc.unit else ''}): "
                      f"{doc.help or 'matched on ' + ', '.join(sorted(match.matched))}")
-        _say_filters(intent, matchers, steps)
+        _say_filters(intent, {**matchers, **_reached(intent, labels, knowledge)}, steps)
         counter, help_text, unit = doc.is_counter, doc.help, doc.unit
         grouped = record_grouping(knowledge.records.get(name))
     facts = Facts(name, labels, counter, help_text, unit, single(labels, matchers),
@@ -115,10 +123,7 @@ def compose(intent: Intent, match: Match, knowledge: Knowledge) -> Composed:
                   _counts_itself(name, intent, knowledge.lexicon["synonyms"]), grouped=grouped,
                   fixed=frozenset(label for label, value in matchers.items() if "|" not in value))
     expr = _over_window(expr, intent, facts, match.measure is not None, matchers, knowledge, steps)
-    if intent.person_jobs:  # "dave's GPUs": the series of his jobs only
-        on, series = intent.person_jobs
-        expr = f"({expr} and on ({', '.join(on)}) {series})"
-        steps.append(f"only {intent.person}'s: through the jobs' info ({series}, on {', '.join(on)})")
+    expr = _kept_through(expr, intent, labels if match.measure is None else frozenset(), knowledge, steps)
     if intent.age and name.endswith("_timestamp_seconds") and not facts.counter and not intent.window:
         expr = f"time() - {expr}"  # "how many seconds ago", "how long since the last heartbeat"
         steps.append("how long ago: now minus the time recorded")
@@ -172,6 +177,31 @@ def _fraction_of_values(expr: str, intent: Intent, facts: Facts, matchers: dict[
     group = resolve(wanted_group(intent, facts.labels), facts.labels, knowledge).labels
     steps.append(f"the fraction with {', '.join(f'{k}={matchers[k]}' for k in sorted(valued))}: their sum over all")
     return count_fraction(expr, every, group, "sum")
+
+
+def _reached(intent: Intent, labels: frozenset[str] | None, knowledge: Knowledge) -> dict[str, str]:
+    """The question's filters on labels the series lack but reach through a related series (lexicon `joins`
+    with a series name: "job 57433800's GPU memory" through `vigil_gpu_job`, on node and GPU)."""
+    joins = knowledge.lexicon.get("joins", {})
+    return {label: value for label, value in intent.matchers.items()
+            if labels is not None and label not in labels and label in joins
+            and set(joins[label]["on"]) <= labels and "(" not in joins[label]["series"]}
+
+
+def _kept_through(expr: str, intent: Intent, labels: frozenset[str] | None, knowledge: Knowledge,
+                  steps: list[str]) -> str:
+    """`expr` kept to the series that filters it lacks reach through another series: a job's GPUs
+    (`_reached`), a person's jobs (`intent.person_jobs`: "dave's GPUs")."""
+    joins = knowledge.lexicon.get("joins", {})
+    for label, value in sorted(_reached(intent, labels, knowledge).items()):
+        on, series = joins[label]["on"], selector(joins[label]["series"], {label: value})
+        expr = f"({expr} and on ({', '.join(on)}) {series})"
+        steps.append(f"{label}={value} through {series} (on {', '.join(on)})")
+    if intent.person_jobs:
+        on, series = intent.person_jobs
+        expr = f"({expr} and on ({', '.join(on)}) {series})"
+        steps.append(f"only {intent.person}'s: through the jobs' info ({series}, on {', '.join(on)})")
+    return expr
 
 
 def _say_filters(intent: Intent, matchers: dict[str, str], steps: list[str]) -> None:

@@ -49,7 +49,9 @@ _UNIT_CONCEPT = {"%": " percent ", "percent": " percent ", "degrees": " temperat
                  "watts": " power ", "mhz": " clock ", "ghz": " clock "}
 _SCALE = {"gb": 1e9, "gib": 2 ** 30, "mb": 1e6, "mib": 2 ** 20, "mhz": 1e6, "ghz": 1e9}
 _TOPN = re.compile(r"\b(top|bottom|(?:the\s+)?(\d+|two|three|four|five|ten)\s+(?=\w+est\b|most\b|least\b)|"
-                   r"which\s+(\d+|two|three|four|five|ten)\s+(?=\w+s\b))\s*"
+                   r"which\s+(\d+|two|three|four|five|ten)\s+(?=\w+s\b)|"
+                   # "the 2 GPUs with the lowest SM activity"
+                   r"(?:the\s+)?(\d+|two|three|four|five|ten)\s+(?=(?:\w+\s+){1,2}with\s+the\s+(?:\w+est|most|least)\b))\s*"
                    r"(\d+|two|three|four|five|ten)?\b")
 # a thing's state at the 0 of a 0/1 series ("held down", "slowed down" are throttling: wording.py)
 _STATE_DOWN = re.compile(r"\b(down|lost|unreachable|not up|failed|failing|unhealthy|missing)\b")
@@ -151,12 +153,15 @@ def _ranking(text: str, tokens: list[str], intent: Intent) -> None:
     up = any(t in RANK_UP for t in tokens)
     down = any(t in RANK_DOWN for t in tokens)
     if match:
-        k = _number(match.group(2) or match.group(3) or match.group(4), 0)
+        k = _number(match.group(2) or match.group(3) or match.group(4) or match.group(5), 0)
         if k > MAX_RANK:
             raise Unanswerable(f"a ranking of {k} is longer than vigil lists: at most {MAX_RANK}")
         direction = "bottomk" if match.group(1).startswith("bottom") or down and not up else "topk"
         if k:
             intent.rank = (direction, k)
+            thing = re.match(r"\s*(\w+)", text[match.end():]) if match.group(4) else None
+            if thing and thing.group(1) in ENTITIES and not intent.which:  # "the 3 nodes with the highest ..."
+                intent.which = ENTITIES[thing.group(1)]
             return
     order = read_order(text)
     if order and not intent.count:

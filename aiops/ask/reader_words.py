@@ -44,7 +44,8 @@ STOP = set("a an the is are was were be been being of on in at to for from with 
             # chat filler and the occasion of a question ("weekly review - ...", "absolutely nothing")
             "absolutely actually really basically individual according next review weekly monthly "
             "daily hourly quick thinking root monitoring vm box chargeback overnight lately recently earlier "
-            "yesterday about worried concerned ever reach reached reaches hit hits hitting touched touches".split())
+            "yesterday about worried concerned ever reach reached reaches hit hits hitting touched touches same "
+            "push pushed receiver gotten".split())
 # the words the reader itself knows, beside the catalog's and the lexicon's (spelling.py mends the rest)
 KNOWN_WORDS = frozenset(STOP | MAX_WORDS | MIN_WORDS | AVG_WORDS | SUM_WORDS | RANK_UP | RANK_DOWN | set(ENTITIES)
                         | set(UNITS) | set(NUMBER_WORDS) | {"hourly", "daily", "weekly", "fleet", "cluster", "whole",

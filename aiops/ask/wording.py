@@ -35,7 +35,10 @@ def regular(question: str, knowledge: Knowledge, known: frozenset[str]) -> tuple
     text = re.sub(r"\b(?:held|holding|holds|hold|slowed|clocked|throttled)\s+(?:down|back)\b", "throttled", text)
     text = re.sub(r"\bfor (?:whatever|any|some) reason\b", " ", text)
     text = re.sub(r"\b(?:the )?most idle\b", "idlest", text)  # the least busy, as "idlest" is
-    text = re.sub(r"\bwho(?:'s|s| is| are)\s+(?:running|using|on)\b", "which users are running jobs on", text)
+    text = re.sub(r"\b(?:the )?strag+lers?\b", "the idlest gpu", text)  # a straggler: the least busy GPU
+    text = re.sub(r"\bload\s+averages?\b", "load", text)  # the host's load average is a name, not an average
+    text = re.sub(r"\bwho(?:'s|s| is| are)\s+(?:running|using|on)(?:\s+(?:stuff|things|jobs?|anything|something|"
+                  r"workloads?))?(?:\s+on)?\b", "which users are running jobs on", text)
     text = re.sub(r"\bon[- ]call\b", "oncall", text)  # the on-call series' own word
     # "each prometheus job": Prometheus's scrape jobs, not the Prometheus component's own target
     text = re.sub(r"\b(each|every|per|all|which|many|what)\s+prometheus\s+(jobs?)\b", r"\1 scrape \2", text)
