@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import math
-
 import re
 from dataclasses import dataclass, field
-
-from vigil.common.prometheus_api import PrometheusClient
 
 from .compose import compose
 from .examples import load_examples, nearest
@@ -95,7 +91,7 @@ def _answer(question: str, knowledge: Knowledge) -> Answer:
     intent = parse_question(question, knowledge)
     things = entity_readings(intent, knowledge)
     if things:
-        return _with_readings(intent, things, knowledge)
+        return _asked_back(_with_readings(intent, things, knowledge), question, intent, knowledge)
     near = nearest(set(intent.words), examples)
     match = _retrieve(intent, knowledge, near)
     if _other_aggregate(match.name, intent, knowledge):  # "min ... per job" and only the average is recorded
@@ -115,21 +111,28 @@ def _answer(question: str, knowledge: Knowledge) -> Answer:
         return Answer(composed.promql, metrics, "; ".join(steps), readings,
                       "which do you mean: training jobs (job_id) or Prometheus scrape jobs (the job label of "
                       "targets)? Answered as training jobs; ask again with 'per training job' or 'per scrape job'")
-    for entry in knowledge.lexicon.get("two_readings", ()):
-        other = _other_reading(entry, question, intent.text, composed.promql, knowledge)
+    return _asked_back(Answer(composed.promql, metrics, "; ".join(steps)), question, intent, knowledge)
+
+
+def _asked_back(answer: Answer, question: str, intent: Intent, knowledge: Knowledge) -> Answer:
+    """`answer` with a second reading and the question back, where a phrase of the question has two
+    (lexicon `two_readings`)."""
+    for entry in knowledge.lexicon.get("two_readings", ()) if not answer.readings else ():
+        other = _other_reading(entry, question, intent.text, answer.promql, knowledge)
         if other is not None:
-            readings = [Reading(entry["first"], composed.promql, metrics), other]
-            steps.append(f"two readings ({entry['first']} / {entry['second']}): the first is answered")
-            return Answer(composed.promql, metrics, "; ".join(steps), readings,
+            readings = [Reading(entry["first"], answer.promql, answer.metrics), other]
+            why = f"two readings ({entry['first']} / {entry['second']}): the first is answered"
+            return Answer(answer.promql, answer.metrics, f"{answer.explanation}; {why}", readings,
                           f"which do you mean: {entry['first']} or {entry['second']}? Answered as the first; "
                           f"ask again with {entry['say_first']!r} or {entry['say_second']!r} to choose")
-    return Answer(composed.promql, metrics, "; ".join(steps))
+    return answer
 
 
 def _other_reading(entry: dict, question: str, text: str, promql: str, knowledge: Knowledge) -> Reading | None:
     """The second reading of a phrase with two (lexicon `two_readings`: "memory utilization" is the memory's
     busy time or its fill): the question asked again in the second reading's words."""
-    if not re.search(entry["phrase"], text) or re.search(entry["unless"], text):
+    said = question.lower() if entry.get("read") == "question" else text  # the words as asked, or as read
+    if not re.search(entry["phrase"], said) or re.search(entry["unless"], said):
         return None
     try:
         other = ask(re.sub(entry["phrase"], entry["instead"], question.lower()), knowledge)
@@ -285,17 +288,3 @@ def _through_jobs(intent: Intent, knowledge: Knowledge, near: list, allowed) -> 
             intent.person_jobs = (tuple(entry["on"]), entry["series"].format(person=intent.person))
             return match
     return None
-
-
-def run_query(promql: str, prometheus_url: str, at: float | None = None) -> list[dict]:
-    """The instant result of `promql` as [{"labels": {...}, "value": v}] (raises PrometheusUnavailable)."""
-    samples = PrometheusClient(prometheus_url, timeout=30).query(promql, at=at)
-    return [{"labels": sample.labels, "value": _json_number(sample.value)} for sample in samples]
-
-
-def _json_number(value: float) -> float | str:
-    """A sample value JSON can hold: NaN and the infinities as Prometheus's API spells them ("NaN",
-    "+Inf", "-Inf"), since JSON has no such numbers."""
-    if math.isfinite(value):
-        return value
-    return "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")

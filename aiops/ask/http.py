@@ -11,7 +11,8 @@ from __future__ import annotations
 from vigil.common.json_body import BodyRejected, decode_json_body
 from vigil.common.prometheus_api import PrometheusUnavailable
 
-from .answer import ask, run_query
+from .answer import ask
+from .results import run_query
 from .retrieve import Unanswerable
 
 MAX_BODY = 16 * 1024

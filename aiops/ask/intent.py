@@ -239,7 +239,8 @@ def parse_question(question: str, knowledge: Knowledge) -> Intent:
         intent.rate = True
     if _STATE_DOWN.search(text):
         intent.down = True
-    intent.each_one = names_each_one(text) and not says_whole(text) and not intent.count
+    intent.each_one = names_each_one(text) and not says_whole(text) and not intent.count \
+        and intent.unit_out not in ("kwh", "wh", "mwh", "kw", "mw")  # "kWh burned by the node-1 GPUs": their total
     intent.scrape_jobs = bool(re.search(r"\b(?:scrape|prometheus|exporter)\s+jobs?\b", text)
                               or re.search(r"\btargets?\b", text) and re.search(r"\bjobs?\b", text))
     intent.group_by, intent.group_words = read_grouping(text, knowledge, set(ENTITIES), intent.scrape_jobs)

@@ -96,8 +96,8 @@ def entity_readings(intent: Intent, knowledge: Knowledge) -> list[ThingReading]:
     for thing in chosen:
         if share:
             composed = _fraction(thing, related, intent, knowledge, things)
-        elif related and _NEGATED.search(intent.text) and intent.count:
-            composed = _counted_without(thing, related[0], intent, knowledge)
+        elif related and _NEGATED.search(intent.text):  # "how many / which GPUs have no job"
+            composed = _without(thing, related[0], intent, knowledge, counting=intent.count)
         elif counted and not intent.count:
             composed = _listed(thing, related, intent, knowledge)
         else:
@@ -153,8 +153,9 @@ def _counted(thing: Thing, related: list[Thing], intent: Intent, knowledge: Know
     return None
 
 
-def _counted_without(thing: Thing, other: Thing, intent: Intent, knowledge: Knowledge) -> Composed | None:
-    """"How many GPUs don't have a job": the things listed, less those the related series lists."""
+def _without(thing: Thing, other: Thing, intent: Intent, knowledge: Knowledge, counting: bool) -> Composed | None:
+    """"Which GPUs don't have a job": the things listed, less those the related series lists; "how many":
+    those counted."""
     labels = knowledge.labels(other.series)
     if labels is None or not set(thing.keys) <= labels:
         return None
@@ -163,6 +164,9 @@ def _counted_without(thing: Thing, other: Thing, intent: Intent, knowledge: Know
     by = tuple(intent.group_by)
     keys = ", ".join(thing.keys)
     inner = f"group by ({keys}) ({selected}) unless on ({keys}) {other.series}"  # each thing once
+    if not counting:
+        return Composed(inner, [thing.series, other.series],
+                        [f"listing {thing.meaning} that {other.series} does not list (no {other.name})"])
     promql = f"count by ({', '.join(by)}) ({inner})" if by else f"count({inner})"
     return Composed(promql, [thing.series, other.series],
                     [f"counting {thing.meaning} that {other.series} does not list (no {other.name})"])

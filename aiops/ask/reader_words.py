@@ -49,4 +49,7 @@ STOP = set("a an the is are was were be been being of on in at to for from with 
 # the words the reader itself knows, beside the catalog's and the lexicon's (spelling.py mends the rest)
 KNOWN_WORDS = frozenset(STOP | MAX_WORDS | MIN_WORDS | AVG_WORDS | SUM_WORDS | RANK_UP | RANK_DOWN | set(ENTITIES)
                         | set(UNITS) | set(NUMBER_WORDS) | {"hourly", "daily", "weekly", "fleet", "cluster", "whole",
-                                                             "entire", "overall", "fraction", "percentage", "share"})
+                                                             "entire", "overall", "fraction", "percentage", "share",
+                                                             # units an answer may be asked in (asked.py)
+                                                             "kilowatts", "megawatts", "gigabytes", "megabytes",
+                                                             "terabytes", "kwh", "mhz", "ghz", "gib", "mib"})

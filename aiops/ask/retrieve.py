@@ -20,7 +20,7 @@ _WEAK = {"gpu", "node", "vigil", "total", "time", "second", "count", "number", "
          "highest", "lowest", "most", "least", "top", "bottom",
          "average", "avg", "mean", "max", "maximum", "min", "minimum", "peak", "sum", "largest", "smallest",
          "worst", "rate", "fraction", "percent", "percentage", "share", "ratio", "each", "above", "below",
-         "one", "card", "host", "machine", "server", "up", "currently", "overall", "combined", "typical",
+         "one", "card", "host", "machine", "server", "up", "currently", "overall", "combined", "combin", "typical",
          "whole", "entire", "wide", "altogether", "proportion", "relative", "versus", "vs",  # scope words (scope.py)
          "user", "tenant"}  # whose: a grouping through the job's info (lexicon `joins`), not a measurement
 SYNONYM_WEIGHT = 0.8

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from vigil.aiops.ask.answer import Answer, ask, run_query
+from vigil.aiops.ask.answer import Answer, ask
+from vigil.aiops.ask.results import run_query
 from vigil.aiops.ask.llm import LlmUnavailable, ask_llm
 from vigil.aiops.ask.retrieve import Unanswerable
 from vigil.common.click_types import HttpUrl
