@@ -12,9 +12,6 @@ from .knowledge import Knowledge
 from .spelling import mend
 
 _PERCENT = re.compile(r"(\d\s*)?%")
-# words that make "idle"/"free" a measurement, not GPUs no job holds
-_MEASURED = re.compile(r"\b(?:util\w*|percent|memory|mem|vram|power|temp\w*|clock\w*|busy|compute|computing|sm|"
-                       r"tensor|average|avg|over|since|for|time|seconds?|minutes?|hours?)\b|%")
 _XID_CODE = re.compile(r"\bxid\s+(?:error\s+)?(?:codes?|numbers?|ids?|types?)\b")
 _BY_CODE = re.compile(r"\b(by|per|each|every|which|what)\s+(?:error\s+)?codes?\b")
 
@@ -40,7 +37,8 @@ def regular(question: str, knowledge: Knowledge, known: frozenset[str]) -> tuple
     text = re.sub(r"\b(?:the )?most idle\b", "idlest", text)  # the least busy, as "idlest" is
     text = re.sub(r"\b(?:the )?strag+lers?\b", "the idlest gpu", text)  # a straggler: the least busy GPU
     text = re.sub(r"\bload\s+averages?\b", "load", text)  # the host's load average is a name, not an average
-    if not _MEASURED.search(text):  # "idle GPUs", "how many free GPUs": no job holds them (and asked back, lexicon)
+    idle = next((e for e in knowledge.lexicon.get("two_readings", ()) if e.get("name") == "idle gpus"), None)
+    if idle and not re.search(idle["unless"], text):  # "idle GPUs", "free GPUs": no job holds them (and asked back)
         text = re.sub(r"\b(?:idle|free|unused|unallocated|spare)\s+(gpus|cards)\b", r"\1 without a job", text)
         text = re.sub(r"\b(gpus|cards)\s+(are|is)\s+(?:idle|free|unused|unallocated|spare)\b", r"\1 \2 without a job",
                       text)
