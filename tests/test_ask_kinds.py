@@ -51,7 +51,7 @@ LABELS = [
 ]
 RECORDS = [
     ("mean GPU utilization per node over the past 90 minutes",
-     "avg by (node) (avg_over_time(vigil_gpu_utilization_ratio[90m]))", "node:vigil_gpu_utilization:avg"),
+     "avg by (node) (avg_over_time(vigil_gpu_utilization_ratio[1h30m]))", "node:vigil_gpu_utilization:avg"),
     ("average GPU utilization per training job over the past 3 hours",
      "avg by (job_id) ((vigil_gpu_job * on (node, gpu) group_left () "
      "avg_over_time(vigil_gpu_utilization_ratio[3h])))", "job:vigil_gpu_utilization:avg"),

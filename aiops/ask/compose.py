@@ -88,6 +88,7 @@ def compose(intent: Intent, match: Match, knowledge: Knowledge) -> Composed:
         metrics = list(measure["metrics"])
         matchers = _keep(labels, intent, metrics[0])
         fixed = measure.get("matchers", {})
+        reached: dict[str, str] = {}  # a measure's own series only (no job's GPUs through vigil_gpu_job)
         parts = [selector(m, {**defaults.get(m, {}), **fixed.get(m, {}), **matchers}) for m in metrics]
         steps.append(f"'{measure['name']}' is derived: {measure['expr'].format(*metrics)}")
         _say_filters(intent, matchers, steps)
@@ -115,7 +116,8 @@ def compose(intent: Intent, match: Match, knowledge: Knowledge) -> Composed:
         expr = selector(name, matchers)
         steps.append(f"{name} ({doc.type}{', ' + doc.unit if doc.unit else ''}): "
                      f"{doc.help or 'matched on ' + ', '.join(sorted(match.matched))}")
-        _say_filters(intent, {**matchers, **_reached(intent, labels, knowledge)}, steps)
+        reached = _reached(intent, labels, knowledge)
+        _say_filters(intent, {**matchers, **reached}, steps)
         counter, help_text, unit = doc.is_counter, doc.help, doc.unit
         grouped = record_grouping(knowledge.records.get(name))
     facts = Facts(name, labels, counter, help_text, unit, single(labels, matchers),
@@ -123,7 +125,7 @@ def compose(intent: Intent, match: Match, knowledge: Knowledge) -> Composed:
                   _counts_itself(name, intent, knowledge.lexicon["synonyms"]), grouped=grouped,
                   fixed=frozenset(label for label, value in matchers.items() if "|" not in value))
     expr = _over_window(expr, intent, facts, match.measure is not None, matchers, knowledge, steps)
-    expr = _kept_through(expr, intent, labels if match.measure is None else frozenset(), knowledge, steps)
+    expr = _kept_through(expr, intent, reached, knowledge, steps)
     if intent.age and name.endswith("_timestamp_seconds") and not facts.counter and not intent.window:
         expr = f"time() - {expr}"  # "how many seconds ago", "how long since the last heartbeat"
         steps.append("how long ago: now minus the time recorded")
@@ -188,12 +190,12 @@ def _reached(intent: Intent, labels: frozenset[str] | None, knowledge: Knowledge
             and set(joins[label]["on"]) <= labels and "(" not in joins[label]["series"]}
 
 
-def _kept_through(expr: str, intent: Intent, labels: frozenset[str] | None, knowledge: Knowledge,
+def _kept_through(expr: str, intent: Intent, reached: dict[str, str], knowledge: Knowledge,
                   steps: list[str]) -> str:
     """`expr` kept to the series that filters it lacks reach through another series: a job's GPUs
-    (`_reached`), a person's jobs (`intent.person_jobs`: "dave's GPUs")."""
+    (`reached`, from `_reached`), a person's jobs (`intent.person_jobs`: "dave's GPUs")."""
     joins = knowledge.lexicon.get("joins", {})
-    for label, value in sorted(_reached(intent, labels, knowledge).items()):
+    for label, value in sorted(reached.items()):
         on, series = joins[label]["on"], selector(joins[label]["series"], {label: value})
         expr = f"({expr} and on ({', '.join(on)}) {series})"
         steps.append(f"{label}={value} through {series} (on {', '.join(on)})")

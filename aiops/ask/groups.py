@@ -20,7 +20,6 @@ _GROUP = re.compile(r"\b(per|by|for each|for every|each|every)\s+(each\s+|every\
 # "held by jobs", "used by processes": a relation, not a grouping (which says "by each job")
 _PASSIVE = re.compile(r"(?:\w+ed|held|run|taken|owned|seen|used)\s+(?:\w+\s+)?$")
 _TIME_UNITS = ("second", "sec", "minute", "hour", "day")
-_KNOWN_LABEL_WORDS = {"second", "sec", "minute", "hour", "day", "gpu", "node"}  # never a qualifier of the next word
 
 
 def read_grouping(text: str, knowledge: Knowledge, entities: set[str],
@@ -41,7 +40,7 @@ def read_grouping(text: str, knowledge: Knowledge, entities: set[str],
                 and _PASSIVE.search(text[:match.start()]):
             continue  # "held by any job", "occupied by a job": a relation
         labels = group_labels.get(stem(word)) or group_labels.get(word)
-        if not labels and after and (after in entities or stem(word) not in _KNOWN_LABEL_WORDS):
+        if not labels and after and (after in entities or stem(word) not in _TIME_UNITS):
             labels = group_labels.get(stem(after))  # "each training job", "each on-call person": the word after
         if labels and scrape_jobs:
             labels = ["job" if label == "job_id" else label for label in labels]

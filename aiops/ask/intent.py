@@ -9,6 +9,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from vigil.common.durations import format_duration
+
 from .asked import (asks_age, at_some_point, contrasted_label, names_each_one, read_order, read_unit,
                     value_phrases)
 from .groups import read_grouping
@@ -19,7 +21,7 @@ from .scope import Scope, read_scope, says_whole
 from .then import read_then
 from .subjects import Component, SmartAttribute, find_component, find_person, find_smart_attribute, find_xid
 from .reader_words import (AVG_WORDS, CONCEPT_SUPERLATIVES, ENTITIES, KNOWN_WORDS, MAX_WORDS, MIN_WORDS,
-                           NUMBER_WORDS, RANK_DOWN, RANK_UP, STOP, SUM_WORDS, UNITS)
+                           RANK_DOWN, RANK_UP, STOP, SUM_WORDS, UNITS, number_of)
 from .wording import regular
 
 _WINDOW = re.compile(r"\b(?:in|over|during|for|within|across)?\s*(?:the\s+)?(?:last|past|previous|recent)\s+"
@@ -41,8 +43,9 @@ _COMPARE = re.compile(r"\b(above|over|more than|greater than|higher than|exceedi
                       r"smaller than|idler than|at least|at most|(?:sitting |stuck |exactly )?at(?=\s+-?\d+(?:\.\d+)?\s*"
                       r"(?:%|percent)))\s+"
                       r"(-?\d+(?:\.\d+)?)\s*(%|percent|degrees|°c|c|w|watts|gb|gib|mb|mib|mhz|ghz)?(?![\w-])")
-_OPS = {"at": "==", "sitting at": "==", "stuck at": "==", "exactly at": "==", "below": "<", "under": "<", "less than": "<", "lower than": "<", "cooler than": "<", "smaller than": "<",
-        "idler than": "<", "at least": ">=", "at most": "<="}
+_OPS = {"at": "==", "sitting at": "==", "stuck at": "==", "exactly at": "==", "below": "<", "under": "<",
+        "less than": "<", "lower than": "<", "cooler than": "<", "smaller than": "<", "idler than": "<",
+        "at least": ">=", "at most": "<="}
 _COMPARE_CONCEPT = {"hotter than": " temperature ", "cooler than": " temperature ", "warmer than": " temperature ",
                     "busier than": " utilization ", "idler than": " utilization "}
 _UNIT_CONCEPT = {"%": " percent ", "percent": " percent ", "degrees": " temperature ", "°c": " temperature ", "c": " temperature ", "w": " power ",
@@ -91,37 +94,24 @@ class Intent:
     age: bool = False  # "how many seconds ago", "how long since": now minus a recorded time
 
 
-def _number(text: str | None, default: int) -> int:
-    if not text:
-        return default
-    return int(text) if text.isdigit() else NUMBER_WORDS.get(text, default)
-
-
 def _window(text: str, intent: Intent) -> str:
     if _NEGATIVE_WINDOW.search(text):
         raise Unanswerable("a time window must be a positive span, such as 'the last 5 minutes'")
     match = _WINDOW.search(text) or _SHORT_WINDOW.search(text) or _BARE_WINDOW.search(text)
     if match:
-        count = _number(match.group(1), 1)
+        count = number_of(match.group(1), 1)
         unit = UNITS[match.group(2)]
         seconds = count * unit
         if not 0 < seconds <= MAX_WINDOW_S:
             raise Unanswerable(f"a window of {count} {match.group(2)} is not one vigil can query: "
                                "more than nothing, at most 10 years")
-        intent.window = _duration(seconds)
+        intent.window = format_duration(seconds)
         return text[:match.start()] + " " + text[match.end():]
     match = _TODAY.search(text)
     if match:
         intent.window = _PERIODS.get(match.group(1), "1d")
         return text[:match.start()] + " " + text[match.end():]
     return text
-
-
-def _duration(seconds: int) -> str:
-    for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds % size == 0:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
 
 
 def _ranking(text: str, tokens: list[str], intent: Intent) -> None:
@@ -153,7 +143,7 @@ def _ranking(text: str, tokens: list[str], intent: Intent) -> None:
     up = any(t in RANK_UP for t in tokens)
     down = any(t in RANK_DOWN for t in tokens)
     if match:
-        k = _number(match.group(2) or match.group(3) or match.group(4) or match.group(5), 0)
+        k = number_of(match.group(2) or match.group(3) or match.group(4) or match.group(5), 0)
         if k > MAX_RANK:
             raise Unanswerable(f"a ranking of {k} is longer than vigil lists: at most {MAX_RANK}")
         direction = "bottomk" if match.group(1).startswith("bottom") or down and not up else "topk"

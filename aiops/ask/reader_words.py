@@ -22,11 +22,18 @@ ENTITIES = {"gpu": "gpu", "gpus": "gpu", "card": "gpu", "cards": "gpu", "node": 
             "reasons": "reason", "channel": "channel", "channels": "channel", "xid": "xid", "xids": "xid",
             "user": "user", "users": "user", "tenant": "tenant", "tenants": "tenant",
             "interface": "device", "interfaces": "device"}  # a network interface is node_exporter's `device`
-UNITS = {"s": 1, "sec": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "minute": 60, "minutes": 60,
+UNITS = {"s": 1, "sec": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
           "h": 3600, "hour": 3600, "hours": 3600, "d": 86400, "day": 86400, "days": 86400, "w": 604800,
           "week": 604800, "weeks": 604800}
 NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
                  "ten": 10, "twelve": 12, "24": 24}
+
+
+def number_of(text: str | None, default: int) -> int:
+    """The count a question says in digits or in a word ("6", "six", "an"); `default` for none."""
+    if not text:
+        return default
+    return int(text) if text.isdigit() else NUMBER_WORDS.get(text, default)
 # superlatives that also name what is measured ("hottest": temperature): kept for retrieval
 CONCEPT_SUPERLATIVES = {"hottest", "warmest", "coolest", "coldest", "busiest", "idlest", "slowest", "fastest",
                         "longest"}
@@ -52,4 +59,5 @@ KNOWN_WORDS = frozenset(STOP | MAX_WORDS | MIN_WORDS | AVG_WORDS | SUM_WORDS | R
                                                              "entire", "overall", "fraction", "percentage", "share",
                                                              # units an answer may be asked in (asked.py)
                                                              "kilowatts", "megawatts", "gigabytes", "megabytes",
-                                                             "terabytes", "kwh", "mhz", "ghz", "gib", "mib"})
+                                                             "terabytes", "kwh", "mhz", "ghz", "gib", "mib",
+                                                             "minus"})  # "now minus 6 hours ago" (then.py), not "mins"

@@ -20,8 +20,9 @@ _NOT_PUSHABLE = re.compile(r"\[|\boffset\b|@")
 _MAX_DEPTH = 3
 
 
-def _inline(expr: str, knowledge: Knowledge, depth: int = 0) -> str | None:
-    """`expr` with the records it reads replaced by their expressions (None: too deep)."""
+def inline_records(expr: str, knowledge: Knowledge, depth: int = 0) -> str | None:
+    """`expr` with every record it reads replaced by the record's expression (None: a record carries a
+    matcher, or records nest too deep)."""
     if depth > _MAX_DEPTH:
         return None
     failed = False
@@ -35,19 +36,13 @@ def _inline(expr: str, knowledge: Knowledge, depth: int = 0) -> str | None:
         if braces:  # a matcher on the record: keep it, nothing to push it onto safely
             failed = True
             return match.group(0)
-        inlined = _inline(inner, knowledge, depth + 1)
+        inlined = inline_records(inner, knowledge, depth + 1)
         if inlined is None:
             failed = True
             return match.group(0)
         return f"({inlined})"
     result = _NAME.sub(swap, expr)
     return None if failed else result
-
-
-def inline_records(expr: str, knowledge: Knowledge) -> str | None:
-    """`expr` with every record it reads replaced by the record's expression (None: a record carries a
-    matcher, or records nest too deep)."""
-    return _inline(expr, knowledge)
 
 
 def measured_series(record: str, expr: str, knowledge: Knowledge) -> str | None:
@@ -71,7 +66,7 @@ def raw_over_window(record: str, fn: str, window: str, matchers: dict[str, str],
     expr = knowledge.records.get(record)
     if expr is None:
         return None
-    inlined = _inline(expr, knowledge)
+    inlined = inline_records(expr, knowledge)
     if inlined is None or _NOT_PUSHABLE.search(inlined):
         return None
     raw = measured_series(record, inlined, knowledge)

@@ -65,7 +65,7 @@ _PERSON_SLOTS = (
 _NOT_NAMES = set("""a an the it its this that these those each every any all our my your their his her him them
     someone anyone everyone nobody somebody me us we you they i what which who whom how when where why now
     there here today yesterday week day hour minute second node gpu gpus nodes anything something nothing
-    anybody nobody got gotten""".split())
+    anybody got gotten""".split())
 
 
 def find_person(text: str, knowledge: Knowledge) -> str | None:

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import re
 
+from vigil.common.durations import format_duration
+
 from .knowledge import Knowledge
-from .reader_words import NUMBER_WORDS, UNITS
+from .reader_words import UNITS, number_of
 from .records import inline_records
 
 _THEN = re.compile(r"\b(?:now\s+)?(?:minus|vs\.?|versus|compared\s+(?:to|with)|than|against|from)\s+"
@@ -24,15 +26,12 @@ def read_then(text: str) -> tuple[int | None, str]:
     match = _THEN.search(text)
     if not match:
         return None, text
-    count = int(match.group(1)) if match.group(1).isdigit() else NUMBER_WORDS.get(match.group(1), 1)
-    unit = match.group(2)
-    size = UNITS.get(unit) or UNITS.get(unit.rstrip("s")) or UNITS.get(unit[0])
-    return count * size, text[:match.start()] + " " + text[match.end():]
+    return number_of(match.group(1), 1) * UNITS[match.group(2)], text[:match.start()] + " " + text[match.end():]
 
 
 def against_then(expr: str, seconds: int, knowledge: Knowledge, steps: list[str]) -> str:
     """`expr` less itself `seconds` ago, the earlier one read on the raw series of any record."""
-    offset = _span(seconds)
+    offset = format_duration(seconds)
     earlier = inline_records(expr, knowledge) or expr
 
     def shifted(match: re.Match) -> str:
@@ -52,10 +51,3 @@ def _grouped(expr: str) -> str:
         if depth == 0 and index < len(expr) - 1:
             return f"({expr})"
     return expr if expr.startswith("(") else f"({expr})"
-
-
-def _span(seconds: int) -> str:
-    for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds % size == 0:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
