@@ -70,6 +70,7 @@ def test_the_service_handler_answers_like_the_cli_and_refuses_bad_requests():
     ("gpu temperature over -5m", "a positive span"),
     ("gpu temperature in the recent -5 minutes", "a positive span"),
     ("gpus hotter than 1" + "0" * 400, "too large a number"),
+    ("gpu temperature now vs 99999999999999999999 days ago", "an offset of more than 10 years"),
 ])
 def test_a_number_no_query_can_hold_is_unanswerable_saying_why(question, reason):
     status, body = handle_ask(json.dumps({"question": question}).encode(), None)

@@ -198,6 +198,8 @@ def parse_question(question: str, knowledge: Knowledge) -> Intent:
     intent.text = text
     intent.scope = read_scope(text)
     intent.then_s, text = read_then(text)
+    if intent.then_s and intent.then_s > MAX_WINDOW_S:
+        raise Unanswerable("an offset of more than 10 years is not one vigil can query")
     text = _window(text, intent)
     text = read_named(text, intent.matchers, knowledge)
     intent.unit_out, text = read_unit(text)
