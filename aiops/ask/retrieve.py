@@ -14,15 +14,16 @@ from dataclasses import dataclass
 from .examples import Example
 from .knowledge import ALERT_LABELS, Knowledge, MetricDoc, stem
 
-# words every question about the fleet uses; they decide nothing alone
-_WEAK = {"gpu", "node", "vigil", "total", "time", "second", "count", "number", "state", "ratio", "byte",
+# words every question about the fleet uses; they decide nothing alone (stemmed, as the question's words are)
+_WEAK = frozenset(stem(word) for word in {
+         "gpu", "node", "vigil", "total", "time", "second", "count", "number", "state", "ratio", "byte",
          "level", "much", "many", "high", "low", "get", "see", "status", "right", "cluster", "fleet",
          "highest", "lowest", "most", "least", "top", "bottom",
          "average", "avg", "mean", "max", "maximum", "min", "minimum", "peak", "sum", "largest", "smallest",
          "worst", "rate", "fraction", "percent", "percentage", "share", "ratio", "each", "above", "below",
-         "one", "card", "host", "machine", "server", "up", "currently", "overall", "combined", "combin", "typical",
+         "one", "card", "host", "machine", "server", "up", "currently", "overall", "combined", "typical",
          "whole", "entire", "wide", "altogether", "proportion", "relative", "versus", "vs",  # scope words (scope.py)
-         "user", "tenant"}  # whose: a grouping through the job's info (lexicon `joins`), not a measurement
+         "user", "tenant"})  # whose: a grouping through the job's info (lexicon `joins`), not a measurement
 SYNONYM_WEIGHT = 0.8
 EXAMPLE_WEIGHT = 2.0
 MIN_COVERAGE = 0.5
