@@ -267,9 +267,6 @@ def _retrieve(intent: Intent, knowledge: Knowledge, near: list, recorded: bool =
     return match
 
 
-_JOB_RELATION = {"vigil_gpu_job", "job_node:vigil_gpu_job:count"}  # the series saying which jobs hold GPUs
-
-
 def _through_jobs(intent: Intent, knowledge: Knowledge, near: list, allowed) -> Match | None:
     """A person on series without a person label that the person's training jobs reach ("dave's GPU
     utilization", "how busy is dave's job"): the best match for the rest of the question, kept to that
@@ -281,7 +278,9 @@ def _through_jobs(intent: Intent, knowledge: Knowledge, near: list, allowed) -> 
     labels = knowledge.labels(match.name) if match.measure is None else frozenset(match.measure["labels"])
     if labels is None or person_label(labels, knowledge) or match.alert:
         return None
-    if match.name in _JOB_RELATION and intent.which != "gpu" and not {"gpu", "card"} & set(intent.words):
+    jobs = knowledge.lexicon["inventory"]["job"]["series"]  # the series saying which jobs hold GPUs, and its records
+    if (match.name == jobs or match.name.split(":")[1:2] == [jobs]) and intent.which != "gpu" \
+            and not {"gpu", "card"} & set(intent.words):
         return None  # "which jobs does bob run", "list bob's jobs": the jobs' own info names him
     for entry in knowledge.lexicon.get("person_jobs", ()):
         if set(entry["on"]) <= labels:
